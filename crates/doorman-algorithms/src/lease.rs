@@ -1,0 +1,88 @@
+//! Lease terms: when a lease expires and how often its holder must refresh.
+//!
+//! Must not: decide capacity (that is [`crate::Shares`]).
+
+use crate::time::Time;
+
+/// A lease on capacity as handed out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lease {
+    /// Capacity granted.
+    pub capacity: f64,
+    /// When it expires (server side, millisecond precision).
+    pub expiry: Time,
+    /// Seconds until the holder should refresh.
+    pub refresh_interval: i64,
+}
+
+impl Lease {
+    /// The expiry as sent on the wire: whole seconds, rounded down, so the
+    /// holder always believes its lease ends no later than the server does.
+    pub fn wire_expiry(&self) -> i64 {
+        self.expiry.whole_secs()
+    }
+}
+
+/// The lease terms of a resource's algorithm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaseTerms {
+    /// Lease length in seconds (≥ 1).
+    pub lease_length: i64,
+    /// Refresh interval at the root, in seconds (≥ 1).
+    pub refresh_interval: i64,
+    /// Factor by which the refresh interval shrinks per level below the
+    /// root (0 < factor ≤ 1; default 0.5).
+    pub decay_factor: f64,
+}
+
+/// The default `decay_factor`.
+pub const DEFAULT_DECAY_FACTOR: f64 = 0.5;
+
+/// The refresh interval at `level` (0 = root): `refresh × decay^level`,
+/// rounded down, never below 1 second.
+///
+/// ```
+/// use doorman_algorithms::scaled_refresh_interval;
+/// assert_eq!(scaled_refresh_interval(16, 0.5, 0), 16);
+/// assert_eq!(scaled_refresh_interval(16, 0.5, 2), 4);
+/// assert_eq!(scaled_refresh_interval(5, 0.5, 1), 2);
+/// assert_eq!(scaled_refresh_interval(2, 0.5, 5), 1);
+/// ```
+pub fn scaled_refresh_interval(refresh_interval: i64, decay_factor: f64, level: u32) -> i64 {
+    let level = i32::try_from(level).unwrap_or(i32::MAX);
+    let scaled = (refresh_interval as f64) * decay_factor.powi(level);
+    if scaled.is_finite() {
+        (scaled.floor() as i64).max(1)
+    } else {
+        1
+    }
+}
+
+impl LeaseTerms {
+    /// A lease of `capacity` starting `now` for a server at `level`,
+    /// never outliving `upstream_expiry` (the server's own lease from its
+    /// parent, if it has one).
+    ///
+    /// ```
+    /// use doorman_algorithms::{LeaseTerms, Time};
+    /// let terms = LeaseTerms { lease_length: 60, refresh_interval: 16, decay_factor: 0.5 };
+    /// let l = terms.lease(Time::from_secs(1000), 1, Some(Time::from_secs(1030)), 5.0);
+    /// assert_eq!(l.expiry, Time::from_secs(1030));
+    /// assert_eq!(l.refresh_interval, 8);
+    /// ```
+    pub fn lease(&self, now: Time, level: u32, upstream_expiry: Option<Time>, capacity: f64) -> Lease {
+        let mut expiry = now + Time::secs(self.lease_length);
+        if let Some(up) = upstream_expiry {
+            expiry = expiry.min(up);
+        }
+        Lease {
+            capacity,
+            expiry,
+            refresh_interval: scaled_refresh_interval(
+                self.refresh_interval,
+                self.decay_factor,
+                level,
+            ),
+        }
+    }
+}

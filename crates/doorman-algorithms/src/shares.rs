@@ -1,0 +1,567 @@
+//! `Shares`: the capacity-sharing state of one resource and the decisions
+//! made from it.
+//!
+//! It owns the demands of every requester (grouped in priority bands), each
+//! requester's current grant (`has`) and running aggregates, and answers the
+//! two questions callers ask: "what does this requester get now?"
+//! ([`Shares::decide`]) and "what is everyone's target?" ([`Shares::targets`]).
+//!
+//! Cost: a demand change is O(log n) (treap re-key); a decision is O(bands)
+//! when no demand changed since the last decision, else O(bands · log n) to
+//! recompute each band's rule (water level or proportional factor). Nothing
+//! is linear in the number of requesters except [`Shares::targets`].
+//!
+//! Must not: read a clock, do I/O, or accept unvalidated numbers.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+use crate::kind::Kind;
+use crate::sumtree::SumTree;
+use crate::tree::{Forest, NodeId, NIL};
+use crate::value::{Amount, Demand};
+
+/// Handle of a requester inside one [`Shares`]. Valid until removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequesterId(u32);
+
+impl RequesterId {
+    /// The slot index (dense, reused after removal).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// How a band's capacity is divided, computed once per change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rule {
+    /// Everyone in the band gets what they want.
+    All,
+    /// FAIR_SHARE: `min(wants, level · subclients)`.
+    Fair { level: f64 },
+    /// PROPORTIONAL_SHARE: equal share `e` per subclient plus `factor` of the
+    /// extra need.
+    Proportional { e: f64, factor: f64 },
+}
+
+impl Rule {
+    fn apply(self, wants: f64, subclients: f64) -> f64 {
+        match self {
+            Rule::All => wants,
+            Rule::Fair { level } => wants.min(level * subclients),
+            Rule::Proportional { e, factor } => {
+                if wants / subclients <= e {
+                    wants
+                } else {
+                    let fair = e * subclients;
+                    (fair + (wants - fair) * factor).min(wants)
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Band {
+    root: NodeId,
+    rule: Rule,
+    /// Number of demands in the band.
+    demands: usize,
+}
+
+/// The bands a requester has demands in: nearly always exactly one.
+#[derive(Debug, Clone)]
+enum Placement {
+    One([(i64, NodeId); 1]),
+    Many(Box<[(i64, NodeId)]>),
+}
+
+impl Placement {
+    fn as_slice(&self) -> &[(i64, NodeId)] {
+        match self {
+            Placement::One(one) => one,
+            Placement::Many(many) => many,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Slot<T> {
+    placement: Placement,
+    data: T,
+}
+
+/// Aggregates over a whole resource.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Totals {
+    /// Σ wants over every band.
+    pub wants: f64,
+    /// Σ has (current grants).
+    pub has: f64,
+    /// Σ subclients over every band.
+    pub subclients: f64,
+    /// Number of requesters.
+    pub requesters: usize,
+}
+
+/// Aggregates of one priority band.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BandSummary {
+    /// The band's priority.
+    pub priority: i64,
+    /// Number of demands in the band.
+    pub demands: usize,
+    /// Σ subclients.
+    pub subclients: f64,
+    /// Σ wants.
+    pub wants: f64,
+    /// What the band is allotted: min(Σ wants, what higher bands left) for
+    /// the share algorithms, Σ targets otherwise.
+    pub allotted: f64,
+}
+
+/// The sharing state of one resource. `T` is data the caller keeps per
+/// requester (a lease expiry, a name, …).
+///
+/// ```
+/// use doorman_algorithms::{Amount, Demand, Kind, Shares};
+/// let mut s = Shares::new(Kind::FairShare, Amount::new("capacity", 120.0).unwrap());
+/// let ids: Vec<_> = [1000.0, 50.0, 10.0]
+///     .iter()
+///     .map(|w| s.insert(&[Demand::new(0, 1, *w).unwrap()], ()))
+///     .collect();
+/// for _ in 0..2 {
+///     for id in &ids {
+///         s.decide(*id);
+///     }
+/// }
+/// let got: Vec<f64> = ids.iter().map(|id| s.has(*id)).collect();
+/// assert_eq!(got, vec![60.0, 50.0, 10.0]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Shares<T> {
+    kind: Kind,
+    capacity: f64,
+    bands: BTreeMap<Reverse<i64>, Band>,
+    forest: Forest,
+    slots: Vec<Option<Slot<T>>>,
+    free: Vec<u32>,
+    has: SumTree,
+    live: usize,
+    rules_valid: bool,
+}
+
+impl<T> Shares<T> {
+    /// An empty resource with the given algorithm and capacity.
+    pub fn new(kind: Kind, capacity: Amount) -> Self {
+        Shares {
+            kind,
+            capacity: capacity.get(),
+            bands: BTreeMap::new(),
+            forest: Forest::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            has: SumTree::default(),
+            live: 0,
+            rules_valid: false,
+        }
+    }
+
+    /// The algorithm.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Changes the algorithm (e.g. on a config reload); grants are kept.
+    pub fn set_kind(&mut self, kind: Kind) {
+        if kind != self.kind {
+            self.kind = kind;
+            self.rules_valid = false;
+        }
+    }
+
+    /// The capacity being shared.
+    pub fn capacity(&self) -> f64 {
+        self.capacity
+    }
+
+    /// Changes the capacity (config reload, new upstream lease). Current
+    /// grants stay until their holders refresh; the share algorithms then
+    /// hand out only what the others' grants leave free.
+    pub fn set_capacity(&mut self, capacity: Amount) {
+        if capacity.get() != self.capacity {
+            self.capacity = capacity.get();
+            self.rules_valid = false;
+        }
+    }
+
+    /// Number of requesters.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// True when there are no requesters.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Adds a requester with its demands (one per band; demands in the same
+    /// band are merged) and no grant yet.
+    pub fn insert(&mut self, demands: &[Demand], data: T) -> RequesterId {
+        let placement = self.place(demands);
+        let slot = Slot { placement, data };
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(slot);
+                i
+            }
+            None => {
+                self.slots.push(Some(slot));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.live += 1;
+        self.rules_valid = false;
+        RequesterId(idx)
+    }
+
+    /// Removes a requester, forgetting its demands and grant. Returns its
+    /// data, or `None` if the id was not live.
+    pub fn remove(&mut self, id: RequesterId) -> Option<T> {
+        let slot = self.slots.get_mut(id.index())?.take()?;
+        for &(priority, node) in slot.placement.as_slice() {
+            self.unplace(priority, node);
+        }
+        self.has.set(id.index(), 0.0);
+        self.free.push(id.0);
+        self.live -= 1;
+        self.rules_valid = false;
+        Some(slot.data)
+    }
+
+    /// The requester's data.
+    pub fn get(&self, id: RequesterId) -> Option<&T> {
+        self.slot(id).map(|s| &s.data)
+    }
+
+    /// The requester's data, mutably.
+    pub fn get_mut(&mut self, id: RequesterId) -> Option<&mut T> {
+        self.slots
+            .get_mut(id.index())
+            .and_then(|s| s.as_mut())
+            .map(|s| &mut s.data)
+    }
+
+    fn slot(&self, id: RequesterId) -> Option<&Slot<T>> {
+        self.slots.get(id.index()).and_then(|s| s.as_ref())
+    }
+
+    /// Replaces the requester's demands. Unchanged demands cost O(1) and
+    /// keep the cached band rules valid.
+    pub fn set_demands(&mut self, id: RequesterId, demands: &[Demand]) {
+        let Some(slot) = self.slots.get(id.index()).and_then(|s| s.as_ref()) else {
+            return;
+        };
+        // Fast path, no allocation: one band before and after, same priority.
+        if let ([d], Placement::One([(priority, node)])) = (demands, &slot.placement) {
+            if d.priority() == *priority {
+                let node = *node;
+                if let Some(band) = self.bands.get_mut(&Reverse(d.priority())) {
+                    let sub = f64::from(d.subclients());
+                    if self.forest.update(&mut band.root, node, d.wants(), sub) {
+                        self.rules_valid = false;
+                    }
+                }
+                return;
+            }
+        }
+        let merged = merge_bands(demands);
+        let old = slot.placement.as_slice();
+        let same_bands =
+            old.len() == merged.len() && old.iter().zip(&merged).all(|(o, m)| o.0 == m.0);
+        if same_bands {
+            let mut changed = false;
+            let pairs: Vec<(i64, NodeId, f64, f64)> = old
+                .iter()
+                .zip(&merged)
+                .map(|(o, m)| (o.0, o.1, m.1, m.2))
+                .collect();
+            for (priority, node, wants, sub) in pairs {
+                if let Some(band) = self.bands.get_mut(&Reverse(priority)) {
+                    changed |= self.forest.update(&mut band.root, node, wants, sub);
+                }
+            }
+            if changed {
+                self.rules_valid = false;
+            }
+            return;
+        }
+        let old: Vec<(i64, NodeId)> = old.to_vec();
+        for (priority, node) in old {
+            self.unplace(priority, node);
+        }
+        let placement = self.place(demands);
+        if let Some(slot) = self.slots.get_mut(id.index()).and_then(|s| s.as_mut()) {
+            slot.placement = placement;
+        }
+        self.rules_valid = false;
+    }
+
+    /// The requester's current grant.
+    pub fn has(&self, id: RequesterId) -> f64 {
+        self.has.get(id.index())
+    }
+
+    /// Records the requester's grant without running an algorithm.
+    pub fn set_has(&mut self, id: RequesterId, has: Amount) {
+        if self.slot(id).is_some() {
+            self.has.set(id.index(), has.get());
+        }
+    }
+
+    /// The requester's demands, highest band first, as (priority,
+    /// subclients, wants).
+    pub fn demands(&self, id: RequesterId) -> Vec<(i64, f64, f64)> {
+        self.slot(id)
+            .map(|s| {
+                s.placement
+                    .as_slice()
+                    .iter()
+                    .map(|&(p, n)| {
+                        let (w, sc) = self.forest.demand(n);
+                        (p, sc, w)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Σ wants of the requester over its bands.
+    pub fn wants(&self, id: RequesterId) -> f64 {
+        self.slot(id)
+            .map(|s| {
+                s.placement
+                    .as_slice()
+                    .iter()
+                    .map(|&(_, n)| self.forest.demand(n).0)
+                    .sum()
+            })
+            .unwrap_or(0.0)
+    }
+
+    /// What the algorithm would give the requester if nothing were leased to
+    /// anyone: its steady-state share.
+    pub fn target(&mut self, id: RequesterId) -> f64 {
+        self.refresh_rules();
+        self.target_cached(id)
+    }
+
+    fn target_cached(&self, id: RequesterId) -> f64 {
+        let Some(slot) = self.slot(id) else {
+            return 0.0;
+        };
+        let mut t = 0.0;
+        for &(priority, node) in slot.placement.as_slice() {
+            let (w, sc) = self.forest.demand(node);
+            t += match self.kind {
+                Kind::NoAlgorithm => w,
+                Kind::Static => w.min(self.capacity * sc),
+                Kind::ProportionalShare | Kind::FairShare => self
+                    .bands
+                    .get(&Reverse(priority))
+                    .map(|b| b.rule.apply(w, sc))
+                    .unwrap_or(0.0),
+            };
+        }
+        t
+    }
+
+    /// Decides and records the requester's new grant.
+    ///
+    /// NO_ALGORITHM and STATIC grant the target. PROPORTIONAL_SHARE and
+    /// FAIR_SHARE grant `min(target, max(0, capacity − Σ has of the others))`:
+    /// capacity still leased to someone else is never handed out, so the sum
+    /// of all grants stays within capacity and a newcomer may have to wait
+    /// until others refresh and shrink.
+    pub fn decide(&mut self, id: RequesterId) -> f64 {
+        if self.slot(id).is_none() {
+            return 0.0;
+        }
+        let target = self.target(id);
+        let grant = if self.kind.is_share() {
+            let others = (self.has.total() - self.has(id)).max(0.0);
+            target.min((self.capacity - others).max(0.0))
+        } else {
+            target
+        };
+        self.has.set(id.index(), grant);
+        grant
+    }
+
+    /// Learning mode (a new master rebuilding its state): grants and records
+    /// what the requester claims to hold (0 for a newcomer), never more than
+    /// the capacity.
+    pub fn decide_learning(&mut self, id: RequesterId, claimed_has: Amount) -> f64 {
+        if self.slot(id).is_none() {
+            return 0.0;
+        }
+        let grant = claimed_has.get().min(self.capacity);
+        self.has.set(id.index(), grant);
+        grant
+    }
+
+    /// Safe capacity: the configured value if any, else capacity / Σ
+    /// subclients (capacity itself when there are none).
+    pub fn safe_capacity(&self, configured: Option<f64>) -> f64 {
+        configured.unwrap_or_else(|| {
+            let sub = self.totals().subclients;
+            if sub >= 1.0 {
+                self.capacity / sub
+            } else {
+                self.capacity
+            }
+        })
+    }
+
+    /// Aggregates over the whole resource: O(bands).
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals {
+            has: self.has.total(),
+            requesters: self.live,
+            ..Totals::default()
+        };
+        for band in self.bands.values() {
+            let s = self.forest.sums(band.root);
+            t.wants += s.wants;
+            t.subclients += s.subclients;
+        }
+        t
+    }
+
+    /// Per-band aggregates, highest priority first: O(bands).
+    pub fn bands(&mut self) -> Vec<BandSummary> {
+        self.refresh_rules();
+        let mut remaining = self.capacity;
+        self.bands
+            .iter()
+            .map(|(Reverse(p), b)| {
+                let s = self.forest.sums(b.root);
+                let allotted = match self.kind {
+                    Kind::NoAlgorithm => s.wants,
+                    Kind::Static => f64::NAN, // per-client cap: not a band figure
+                    _ => s.wants.min(remaining),
+                };
+                remaining = (remaining - s.wants.min(remaining)).max(0.0);
+                BandSummary {
+                    priority: *p,
+                    demands: b.demands,
+                    subclients: s.subclients,
+                    wants: s.wants,
+                    allotted,
+                }
+            })
+            .collect()
+    }
+
+    /// Every requester's target: O(n). For status pages and simulations.
+    pub fn targets(&mut self) -> Vec<(RequesterId, f64)> {
+        self.refresh_rules();
+        self.ids()
+            .map(|id| (id, self.target_cached(id)))
+            .collect::<Vec<_>>()
+    }
+
+    /// The live requesters.
+    pub fn ids(&self) -> impl Iterator<Item = RequesterId> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_some())
+            .map(|(i, _)| RequesterId(i as u32))
+    }
+
+    fn place(&mut self, demands: &[Demand]) -> Placement {
+        let merged = merge_bands(demands);
+        let mut placed: Vec<(i64, NodeId)> = Vec::with_capacity(merged.len());
+        for (priority, wants, sub) in merged {
+            let band = self.bands.entry(Reverse(priority)).or_insert(Band {
+                root: NIL,
+                rule: Rule::All,
+                demands: 0,
+            });
+            let node = self.forest.insert(&mut band.root, wants, sub);
+            band.demands += 1;
+            placed.push((priority, node));
+        }
+        if placed.len() == 1 {
+            Placement::One([placed[0]])
+        } else {
+            Placement::Many(placed.into_boxed_slice())
+        }
+    }
+
+    fn unplace(&mut self, priority: i64, node: NodeId) {
+        if let Some(band) = self.bands.get_mut(&Reverse(priority)) {
+            self.forest.remove(&mut band.root, node);
+            band.demands -= 1;
+            if band.demands == 0 {
+                self.bands.remove(&Reverse(priority));
+            }
+        }
+    }
+
+    /// Recomputes each band's rule, highest band first: each band shares
+    /// what the bands above it left.
+    fn refresh_rules(&mut self) {
+        if self.rules_valid {
+            return;
+        }
+        let mut remaining = self.capacity;
+        for band in self.bands.values_mut() {
+            let sums = self.forest.sums(band.root);
+            band.rule = match self.kind {
+                Kind::FairShare => match self.forest.water_level(band.root, remaining) {
+                    None => Rule::All,
+                    Some(level) => Rule::Fair { level },
+                },
+                Kind::ProportionalShare if sums.wants > remaining => {
+                    let e = remaining / sums.subclients;
+                    let under = self.forest.sums_at_or_below(band.root, e);
+                    let left_over = (e * under.subclients - under.wants).max(0.0);
+                    let extra =
+                        (sums.wants - under.wants) - e * (sums.subclients - under.subclients);
+                    let factor = if extra > 0.0 {
+                        (left_over / extra).min(1.0)
+                    } else {
+                        1.0
+                    };
+                    Rule::Proportional { e, factor }
+                }
+                _ => Rule::All,
+            };
+            remaining = (remaining - sums.wants.min(remaining)).max(0.0);
+        }
+        self.rules_valid = true;
+    }
+}
+
+/// Merges demands of the same band: (priority, Σ wants, Σ subclients),
+/// highest priority first.
+fn merge_bands(demands: &[Demand]) -> Vec<(i64, f64, f64)> {
+    let mut out: Vec<(i64, f64, f64)> = Vec::with_capacity(demands.len());
+    for d in demands {
+        match out.iter_mut().find(|x| x.0 == d.priority()) {
+            Some(x) => {
+                x.1 += d.wants();
+                x.2 += f64::from(d.subclients());
+            }
+            None => out.push((d.priority(), d.wants(), f64::from(d.subclients()))),
+        }
+    }
+    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out
+}
+
+#[cfg(test)]
+#[path = "shares_tests.rs"]
+mod tests;

@@ -1,0 +1,74 @@
+//! Time as a value: milliseconds since the Unix epoch. The whole system
+//! passes time in as an argument, so tests and the simulation use virtual
+//! time and production uses the real clock, through the same code.
+
+use std::fmt;
+use std::ops::{Add, Sub};
+
+/// An instant, in milliseconds since the Unix epoch.
+///
+/// ```
+/// use doorman_algorithms::Time;
+/// let t = Time::from_secs(100) + Time::secs(5);
+/// assert_eq!(t.whole_secs(), 105);
+/// assert_eq!(Time::from_millis(1999).whole_secs(), 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Time(i64);
+
+impl Time {
+    /// The epoch.
+    pub const ZERO: Time = Time(0);
+    /// The far future (used for "no expiry").
+    pub const MAX: Time = Time(i64::MAX / 4);
+
+    /// From milliseconds since the epoch.
+    pub const fn from_millis(ms: i64) -> Self {
+        Time(ms)
+    }
+
+    /// From whole seconds since the epoch (saturating).
+    pub const fn from_secs(s: i64) -> Self {
+        Time(s.saturating_mul(1000))
+    }
+
+    /// A duration of `s` seconds, as a `Time` offset.
+    pub const fn secs(s: i64) -> Self {
+        Time::from_secs(s)
+    }
+
+    /// Milliseconds since the epoch.
+    pub const fn as_millis(self) -> i64 {
+        self.0
+    }
+
+    /// Whole seconds since the epoch, rounded down (the wire format).
+    pub const fn whole_secs(self) -> i64 {
+        self.0.div_euclid(1000)
+    }
+
+    /// Seconds as a float.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1000.0
+    }
+}
+
+impl Add for Time {
+    type Output = Time;
+    fn add(self, rhs: Time) -> Time {
+        Time(self.0.saturating_add(rhs.0))
+    }
+}
+
+impl Sub for Time {
+    type Output = Time;
+    fn sub(self, rhs: Time) -> Time {
+        Time(self.0.saturating_sub(rhs.0))
+    }
+}
+
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:03}s", self.0.div_euclid(1000), self.0.rem_euclid(1000))
+    }
+}
