@@ -70,7 +70,13 @@ impl LeaseTerms {
     /// assert_eq!(l.expiry, Time::from_secs(1030));
     /// assert_eq!(l.refresh_interval, 8);
     /// ```
-    pub fn lease(&self, now: Time, level: u32, upstream_expiry: Option<Time>, capacity: f64) -> Lease {
+    pub fn lease(
+        &self,
+        now: Time,
+        level: u32,
+        upstream_expiry: Option<Time>,
+        capacity: f64,
+    ) -> Lease {
         let mut expiry = now + Time::secs(self.lease_length);
         if let Some(up) = upstream_expiry {
             expiry = expiry.min(up);

@@ -6,10 +6,11 @@
 //! two questions callers ask: "what does this requester get now?"
 //! ([`Shares::decide`]) and "what is everyone's target?" ([`Shares::targets`]).
 //!
-//! Cost: a demand change is O(log n) (treap re-key); a decision is O(bands)
-//! when no demand changed since the last decision, else O(bands · log n) to
-//! recompute each band's rule (water level or proportional factor). Nothing
-//! is linear in the number of requesters except [`Shares::targets`].
+//! Cost: a demand change is O(log n) (treap re-key). A decision is
+//! O(bands + log n): the band rules (water level or proportional factor) are
+//! cached and recomputed, O(bands · log n), only after a change, and
+//! recording the grant updates the Σ has segment tree in O(log n). Nothing is
+//! linear in the number of requesters except [`Shares::targets`].
 //!
 //! Must not: read a clock, do I/O, or accept unvalidated numbers.
 

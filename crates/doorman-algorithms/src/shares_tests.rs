@@ -105,13 +105,19 @@ fn worked_example_first_round_waits_for_leased_capacity() {
     assert_close(&first, &[60.0, 60.0, 0.0]);
     // Steady state: e = 40, under = {10} leaves 30, shared 20:35.
     let got = rounds(&mut s, &ids, 3);
-    assert_close(&got, &[40.0 + 20.0 * 30.0 / 55.0, 40.0 + 35.0 * 30.0 / 55.0, 10.0]);
+    assert_close(
+        &got,
+        &[40.0 + 20.0 * 30.0 / 55.0, 40.0 + 35.0 * 30.0 / 55.0, 10.0],
+    );
 }
 
 #[test]
 fn under_capacity_everyone_gets_wants() {
     for kind in [Kind::FairShare, Kind::ProportionalShare] {
-        assert_close(&steady(kind, 500.0, &[100.0, 50.0, 0.0]), &[100.0, 50.0, 0.0]);
+        assert_close(
+            &steady(kind, 500.0, &[100.0, 50.0, 0.0]),
+            &[100.0, 50.0, 0.0],
+        );
     }
 }
 
@@ -124,7 +130,11 @@ fn zero_capacity_grants_nothing() {
 
 #[test]
 fn static_caps_per_subclient_and_ignores_total() {
-    let (mut s, ids) = setup(Kind::Static, 10.0, &[(0, 1, 5.0), (0, 1, 50.0), (0, 3, 50.0)]);
+    let (mut s, ids) = setup(
+        Kind::Static,
+        10.0,
+        &[(0, 1, 5.0), (0, 1, 50.0), (0, 3, 50.0)],
+    );
     assert_close(&rounds(&mut s, &ids, 1), &[5.0, 10.0, 30.0]);
 }
 
@@ -143,11 +153,20 @@ fn bands_are_served_strictly_from_the_top() {
         let (mut s, ids) = setup(
             kind,
             100.0,
-            &[(10, 1, 40.0), (10, 1, 30.0), (5, 1, 50.0), (5, 1, 50.0), (0, 1, 10.0)],
+            &[
+                (10, 1, 40.0),
+                (10, 1, 30.0),
+                (5, 1, 50.0),
+                (5, 1, 50.0),
+                (0, 1, 10.0),
+            ],
         );
         assert_close(&rounds(&mut s, &ids, 3), &[40.0, 30.0, 15.0, 15.0, 0.0]);
         let bands = s.bands();
-        assert_eq!(bands.iter().map(|b| b.priority).collect::<Vec<_>>(), [10, 5, 0]);
+        assert_eq!(
+            bands.iter().map(|b| b.priority).collect::<Vec<_>>(),
+            [10, 5, 0]
+        );
         assert_close(
             &bands.iter().map(|b| b.allotted).collect::<Vec<_>>(),
             &[70.0, 30.0, 0.0],
@@ -253,7 +272,10 @@ fn totals_and_data() {
     s.decide(a);
     s.decide(b);
     let t = s.totals();
-    assert_eq!((t.wants, t.has, t.subclients, t.requesters), (10.0, 10.0, 3.0, 2));
+    assert_eq!(
+        (t.wants, t.has, t.subclients, t.requesters),
+        (10.0, 10.0, 3.0, 2)
+    );
     assert_eq!(s.get(a), Some(&"a"));
     *s.get_mut(b).unwrap() = "bee";
     assert_eq!(s.remove(b), Some("bee"));

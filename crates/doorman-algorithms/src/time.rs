@@ -69,6 +69,11 @@ impl Sub for Time {
 
 impl fmt::Display for Time {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:03}s", self.0.div_euclid(1000), self.0.rem_euclid(1000))
+        write!(
+            f,
+            "{}.{:03}s",
+            self.0.div_euclid(1000),
+            self.0.rem_euclid(1000)
+        )
     }
 }

@@ -226,12 +226,25 @@ fn bad_values_are_rejected_by_constructors() {
     assert!(Demand::new(0, 1, -1.0).is_err());
     let e = Demand::new(0, 1, f64::NAN).unwrap_err().to_string();
     assert!(e.contains("wants"), "{e}");
-    assert_eq!(Amount::new("x", -0.0).unwrap().get().to_bits(), 0.0f64.to_bits());
+    assert_eq!(
+        Amount::new("x", -0.0).unwrap().get().to_bits(),
+        0.0f64.to_bits()
+    );
 }
 
 #[test]
 fn reference_agrees_with_worked_examples() {
-    let r = reference_targets(Kind::FairShare, 100.0, &[(0, 1, 0.0), (0, 1, 24.0), (0, 1, 25.2), (0, 1, 100.0), (0, 1, 100.0)]);
+    let r = reference_targets(
+        Kind::FairShare,
+        100.0,
+        &[
+            (0, 1, 0.0),
+            (0, 1, 24.0),
+            (0, 1, 25.2),
+            (0, 1, 100.0),
+            (0, 1, 100.0),
+        ],
+    );
     for (g, w) in r.iter().zip([0.0, 24.0, 25.2, 25.4, 25.4]) {
         assert!((g - w).abs() < 1e-9);
     }

@@ -1,1 +1,72 @@
-fn main(){}
+//! The `doorman` command: run a server, ask one for capacity, check a
+//! config. Errors are reported with `anyhow`; exit status 1 on failure.
+
+mod cmd_config;
+mod cmd_get;
+mod cmd_server;
+
+use clap::{Parser, Subcommand};
+
+/// Doorman: global, distributed, client-side rate limiting.
+#[derive(Debug, Parser)]
+#[command(name = "doorman", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a lease server.
+    Server(cmd_server::Args),
+    /// Ask a server for capacity once and print the lease.
+    Get(cmd_get::Args),
+    /// Check configuration files.
+    Config {
+        #[command(subcommand)]
+        command: cmd_config::Command,
+    },
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DOORMAN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Config { command } => cmd_config::run(command),
+        command => {
+            init_logging();
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the async runtime: {e}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            rt.block_on(async move {
+                match command {
+                    Command::Server(a) => cmd_server::run(a).await,
+                    Command::Get(a) => cmd_get::run(a).await,
+                    Command::Config { .. } => unreachable!("handled above"),
+                }
+            })
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,29 @@
+//! The Doorman lease server as a library.
+//!
+//! * [`core`]: the sans-IO state machine (time passed in).
+//! * [`config`]: TOML resource templates, validation, lookup.
+//! * [`validate`]: protobuf requests → validated core requests.
+//! * [`service`]: the tonic `Capacity` service over the core.
+//! * [`http`]: `/metrics`, `/debug/status`, `/api/v1/status`, `/healthz`.
+//! * [`reload`]: config file watching (change on disk, SIGHUP).
+//! * [`server`]: wiring it all into a running server.
 
+pub mod config;
+pub mod core;
+pub mod http;
+pub mod metrics;
+pub mod reload;
+pub mod server;
+pub mod service;
+pub mod validate;
+
+pub use doorman_algorithms::Time;
+
+/// The current wall-clock time as a [`Time`]. The only place the server
+/// library reads the clock; the core never does.
+pub fn wall_clock() -> Time {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Time::from_millis(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,87 @@
+//! `doorman server`: run a standalone (always master) lease server until
+//! SIGINT or SIGTERM, then shut down gracefully.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use doorman_server::server::{start, ConfigSource, ServerOptions};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Resource configuration (TOML). Reloaded when it changes and on SIGHUP.
+    #[arg(long)]
+    config: PathBuf,
+    /// gRPC listen address.
+    #[arg(long, default_value = "127.0.0.1:6000")]
+    listen: SocketAddr,
+    /// HTTP address for /metrics, /debug/status, /api/v1/status, /healthz.
+    #[arg(long)]
+    http: Option<SocketAddr>,
+    /// Id returned by Discovery (default: the listen address).
+    #[arg(long)]
+    server_id: Option<String>,
+    /// Seconds within which a repeat request for the same resource gets the
+    /// lease it holds without a new decision (0 disables).
+    #[arg(long, default_value_t = 1.0)]
+    min_request_interval: f64,
+}
+
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !args.min_request_interval.is_finite() || args.min_request_interval < 0.0 {
+        anyhow::bail!(
+            "--min-request-interval must be a number of seconds >= 0, got {}",
+            args.min_request_interval
+        );
+    }
+    let mut opts = ServerOptions::new(args.listen, ConfigSource::File(args.config.clone()));
+    opts.http = args.http;
+    opts.server_id = args.server_id;
+    opts.min_request_interval = Duration::from_secs_f64(args.min_request_interval);
+    let mut server = start(opts).await.with_context(|| {
+        format!(
+            "cannot start the server with config {}",
+            args.config.display()
+        )
+    })?;
+    eprintln!(
+        "doorman server listening on {} (gRPC){}",
+        server.grpc_addr,
+        server
+            .http_addr
+            .map(|a| format!(", http://{a}/debug/status"))
+            .unwrap_or_default()
+    );
+    tokio::select! {
+        _ = terminated() => {
+            tracing::info!("shutting down");
+            server.shutdown().await;
+        }
+        _ = server.wait() => anyhow::bail!("the gRPC server stopped unexpectedly"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

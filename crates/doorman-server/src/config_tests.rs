@@ -1,0 +1,173 @@
+use super::*;
+
+const GOOD: &str = r#"
+[[resources]]
+identifier_glob = "db/users/*"
+capacity = 500
+safe_capacity = 10.0
+description = "user shard QPS"
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 60
+refresh_interval = 5
+parameters = { decay_factor = "0.25" }
+
+[[resources]]
+identifier_glob = "db/users/special"
+capacity = 7.5
+[resources.algorithm]
+kind = "STATIC"
+lease_length = 20
+refresh_interval = 10
+learning_mode_duration = 0
+
+[[resources]]
+identifier_glob = "*"
+capacity = 100
+[resources.algorithm]
+kind = "PROPORTIONAL_SHARE"
+lease_length = 60
+refresh_interval = 16
+"#;
+
+#[test]
+fn parses_a_good_config() {
+    let c = Config::parse(GOOD, "good.toml").unwrap();
+    assert_eq!(c.templates().len(), 3);
+    let t = &c.templates()[0];
+    assert_eq!(t.capacity, 500.0);
+    assert_eq!(t.safe_capacity, Some(10.0));
+    assert_eq!(t.algorithm.kind, Kind::FairShare);
+    assert_eq!(
+        t.algorithm.learning_mode_duration, 60,
+        "defaults to lease_length"
+    );
+    assert_eq!(t.algorithm.decay_factor, 0.25);
+    assert_eq!(c.templates()[1].algorithm.learning_mode_duration, 0);
+    assert_eq!(c.templates()[2].algorithm.decay_factor, 0.5);
+    assert!(
+        c.summary().contains("3 resource templates"),
+        "{}",
+        c.summary()
+    );
+}
+
+#[test]
+fn exact_match_beats_earlier_glob_then_file_order() {
+    let c = Config::parse(GOOD, "good.toml").unwrap();
+    assert_eq!(c.find("db/users/special").unwrap().index, 1);
+    assert_eq!(c.find("db/users/42").unwrap().index, 0);
+    assert_eq!(c.find("db/other").unwrap().index, 2);
+    // `*` matches `/` too.
+    assert_eq!(c.find("a/b/c").unwrap().index, 2);
+}
+
+#[test]
+fn no_match_without_catch_all() {
+    let c = Config::parse(
+        "[[resources]]\nidentifier_glob = \"x\"\ncapacity = 1\n[resources.algorithm]\nkind = \"STATIC\"\nlease_length = 2\nrefresh_interval = 1\n",
+        "t",
+    )
+    .unwrap();
+    assert!(c.find("y").is_none());
+    assert!(c.find("x").is_some());
+}
+
+#[test]
+fn every_problem_is_listed() {
+    let bad = r#"
+bogus = 1
+[[resources]]
+identifier_glob = "a/[*"
+capacity = -1
+safe_capacity = "lots"
+colour = "blue"
+[resources.algorithm]
+kind = "FAIRSHARE"
+lease_length = 3
+refresh_interval = 5
+learning_mode_duration = -2
+parameters = { decay_factor = "2", speed = "1" }
+
+[[resources]]
+capacity = nan
+[resources.algorithm]
+kind = "STATIC"
+refresh_interval = 0
+
+[[resources]]
+identifier_glob = "dup"
+capacity = 1
+algorithm = { kind = "STATIC", lease_length = 1, refresh_interval = 1 }
+[[resources]]
+identifier_glob = "dup"
+capacity = 1
+algorithm = { kind = "STATIC", lease_length = 1.5, refresh_interval = 1 }
+"#;
+    let e = Config::parse(bad, "bad.toml").unwrap_err();
+    let text = e.to_string();
+    for needle in [
+        "bogus: unknown top-level key",
+        "resources[0] (\"a/[*\"): identifier_glob: invalid glob",
+        "resources[0] (\"a/[*\"): capacity: must be >= 0, got -1",
+        "safe_capacity: must be a number, got string",
+        "colour: unknown field",
+        "algorithm.kind: unknown algorithm kind \"FAIRSHARE\"",
+        "algorithm.lease_length: must be >= refresh_interval (5), got 3",
+        "algorithm.learning_mode_duration: must be >= 0",
+        "algorithm.parameters.decay_factor: must be a number in (0, 1]",
+        "algorithm.parameters.speed: unknown parameter",
+        "resources[1]: identifier_glob: missing (required)",
+        "resources[1]: capacity: must be finite, got NaN",
+        "resources[1]: algorithm.lease_length: missing (required)",
+        "resources[1]: algorithm.refresh_interval: must be >= 1, got 0",
+        "resources[3] (\"dup\"): algorithm.lease_length: must be a whole number of seconds, got float",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    assert!(text.starts_with("bad.toml: invalid config"), "{text}");
+    assert!(e.problems.len() >= 15, "{text}");
+}
+
+#[test]
+fn duplicate_globs_are_rejected() {
+    let text = r#"
+[[resources]]
+identifier_glob = "dup"
+capacity = 1
+algorithm = { kind = "STATIC", lease_length = 1, refresh_interval = 1 }
+[[resources]]
+identifier_glob = "dup"
+capacity = 2
+algorithm = { kind = "STATIC", lease_length = 1, refresh_interval = 1 }
+"#;
+    let e = Config::parse(text, "d.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("resources[1] (\"dup\"): identifier_glob: duplicate of resources[0]"),
+        "{e}"
+    );
+}
+
+#[test]
+fn syntax_errors_are_reported_with_position() {
+    let e = Config::parse("[[resources]\n", "s.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("s.toml") && e.contains("toml:"), "{e}");
+}
+
+#[test]
+fn missing_file_is_an_error() {
+    let e = Config::load(Path::new("/nonexistent/doorman.toml")).unwrap_err();
+    assert!(e.to_string().contains("cannot read"), "{e}");
+}
+
+#[test]
+fn algorithm_to_proto_carries_everything() {
+    let c = Config::parse(GOOD, "good.toml").unwrap();
+    let p = c.templates()[0].algorithm.to_proto();
+    assert_eq!(p.kind, pb::algorithm::Kind::FairShare as i32);
+    assert_eq!((p.lease_length, p.refresh_interval), (60, 5));
+    assert_eq!(p.learning_mode_duration, Some(60));
+    assert_eq!(p.parameters[0].name, "decay_factor");
+}

@@ -1,0 +1,346 @@
+//! Core unit tests: explicit times, no sleeping.
+
+use super::*;
+use doorman_algorithms::{Amount, Demand};
+
+const CFG: &str = r#"
+[[resources]]
+identifier_glob = "fair"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 60
+refresh_interval = 10
+learning_mode_duration = 30
+
+[[resources]]
+identifier_glob = "nolearn*"
+capacity = 100
+safe_capacity = 3
+[resources.algorithm]
+kind = "PROPORTIONAL_SHARE"
+lease_length = 20
+refresh_interval = 8
+learning_mode_duration = 0
+parameters = { decay_factor = "0.5" }
+
+[[resources]]
+identifier_glob = "db/*"
+capacity = 10
+[resources.algorithm]
+kind = "STATIC"
+lease_length = 20
+refresh_interval = 5
+learning_mode_duration = 0
+"#;
+
+fn t(s: i64) -> Time {
+    Time::from_secs(1_000_000 + s)
+}
+
+fn core_with(min_interval: i64) -> ServerCore {
+    let cfg = Arc::new(Config::parse(CFG, "test.toml").unwrap());
+    let mut c = ServerCore::new(
+        CoreOptions {
+            server_id: "me:1".into(),
+            level: 0,
+            min_request_interval: Time::secs(min_interval),
+        },
+        cfg,
+    );
+    c.become_master(t(0));
+    c
+}
+
+fn client(id: &str) -> Who {
+    Who::Client(Arc::from(id))
+}
+
+fn ask(resource: &str, wants: f64, has: Option<f64>) -> ResourceAsk {
+    ResourceAsk {
+        resource_id: resource.into(),
+        demands: vec![Demand::client(0, Amount::new("w", wants).unwrap())],
+        claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
+        outstanding: None,
+    }
+}
+
+fn get(c: &mut ServerCore, now: Time, who: &str, a: ResourceAsk) -> Grant {
+    let req = CapacityRequest {
+        who: client(who),
+        resources: vec![a],
+    };
+    c.get_capacity(now, &req).unwrap().remove(0)
+}
+
+#[test]
+fn learning_mode_echoes_claims_then_runs_the_algorithm() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "a", ask("fair", 80.0, Some(70.0)));
+    assert_eq!((g.lease.capacity, g.decision), (70.0, Decision::Learning));
+    let g = get(&mut c, t(2), "b", ask("fair", 80.0, None));
+    assert_eq!(g.lease.capacity, 0.0, "a newcomer gets 0 while learning");
+    // Learning lasts 30 s from becoming master (t=0); leases are not cleaned meanwhile.
+    let g = get(&mut c, t(29), "b", ask("fair", 80.0, None));
+    assert_eq!(g.decision, Decision::Learning);
+    // After it ends the algorithm runs: b's fair share is 50 but only 30 is free.
+    let g = get(&mut c, t(30), "b", ask("fair", 80.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (30.0, Decision::Algorithm));
+    let g = get(&mut c, t(31), "a", ask("fair", 80.0, Some(70.0)));
+    assert_eq!(g.lease.capacity, 50.0);
+    let g = get(&mut c, t(32), "b", ask("fair", 80.0, Some(30.0)));
+    assert_eq!(g.lease.capacity, 50.0);
+}
+
+#[test]
+fn learning_grant_never_exceeds_capacity() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "a", ask("fair", 80.0, Some(1e9)));
+    assert_eq!(g.lease.capacity, 100.0);
+}
+
+#[test]
+fn a_new_master_starts_learning_again_with_empty_state() {
+    let mut c = core_with(0);
+    get(&mut c, t(40), "a", ask("fair", 80.0, None));
+    assert_eq!(c.lease_count(), 1);
+    c.step_down(Some("other:2".into()));
+    assert_eq!(c.lease_count(), 0);
+    let req = CapacityRequest {
+        who: client("a"),
+        resources: vec![ask("fair", 1.0, None)],
+    };
+    assert_eq!(
+        c.get_capacity(t(41), &req),
+        Err(NotMaster {
+            master_address: Some("other:2".into())
+        })
+    );
+    assert_eq!(c.master_address(), Some("other:2"));
+    c.become_master(t(100));
+    assert_eq!(c.master_address(), Some("me:1"));
+    let g = get(&mut c, t(101), "a", ask("fair", 80.0, Some(42.0)));
+    assert_eq!((g.lease.capacity, g.decision), (42.0, Decision::Learning));
+}
+
+#[test]
+fn lease_terms_and_safe_capacity() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(5), "a", ask("nolearn-1", 30.0, None));
+    assert_eq!(g.lease.capacity, 30.0);
+    assert_eq!(g.lease.expiry, t(25));
+    assert_eq!(g.lease.refresh_interval, 8);
+    assert_eq!(g.safe_capacity, 3.0, "configured safe capacity");
+    let g = get(&mut c, t(31), "a", ask("fair", 30.0, None));
+    assert_eq!(g.safe_capacity, 100.0, "dynamic: capacity / Σ subclients");
+    get(&mut c, t(31), "b", ask("fair", 30.0, None));
+    let g = get(&mut c, t(32), "c", ask("fair", 30.0, None));
+    assert!((g.safe_capacity - 100.0 / 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn refresh_interval_shrinks_with_level() {
+    let cfg = Arc::new(Config::parse(CFG, "test.toml").unwrap());
+    let mut c = ServerCore::new(
+        CoreOptions {
+            server_id: "leaf".into(),
+            level: 2,
+            min_request_interval: Time::ZERO,
+        },
+        cfg,
+    );
+    c.become_master(t(0));
+    let g = get(&mut c, t(1), "a", ask("nolearn", 1.0, None));
+    assert_eq!(g.lease.refresh_interval, 2, "8 × 0.5²");
+}
+
+#[test]
+fn repeat_requests_inside_the_interval_get_the_same_lease() {
+    let mut c = core_with(5);
+    let g1 = get(&mut c, t(1), "a", ask("nolearn", 30.0, None));
+    let g2 = get(&mut c, t(3), "a", ask("nolearn", 90.0, None));
+    assert_eq!(g2.decision, Decision::Repeat);
+    assert_eq!(g2.lease, g1.lease);
+    // Wants were not recorded either.
+    assert_eq!(c.status(t(3), 10).resources[0].wants, 30.0);
+    let g3 = get(&mut c, t(6), "a", ask("nolearn", 90.0, None));
+    assert_eq!(
+        (g3.decision, g3.lease.capacity),
+        (Decision::Algorithm, 90.0)
+    );
+}
+
+#[test]
+fn expired_leases_are_forgotten_and_capacity_reused() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 100.0, None));
+    assert_eq!(
+        get(&mut c, t(2), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        0.0
+    );
+    // a's lease (20 s) expires at t=21; b then gets everything.
+    assert_eq!(
+        get(&mut c, t(20), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        0.0
+    );
+    assert_eq!(
+        get(&mut c, t(21), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        100.0
+    );
+    assert_eq!(c.counters().expired_leases, 1);
+    assert!(c.lease_of("nolearn", &client("a")).is_none());
+}
+
+#[test]
+fn cleanup_drops_empty_resources_but_not_learning_ones() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("fair", 10.0, None));
+    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    assert_eq!(c.resource_count(), 2);
+    c.cleanup(t(25));
+    assert_eq!(
+        c.resource_count(),
+        1,
+        "nolearn expired at 21; fair is learning until 30"
+    );
+    c.cleanup(t(29));
+    assert_eq!(c.resource_count(), 1);
+    // The learning-mode lease (60 s from t=1) still holds after learning ends.
+    c.cleanup(t(60));
+    assert_eq!(c.lease_count(), 1);
+    c.cleanup(t(61));
+    assert_eq!(c.resource_count(), 0);
+    assert_eq!(c.lease_count(), 0);
+}
+
+#[test]
+fn release_forgets_the_lease() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 100.0, None));
+    assert_eq!(
+        c.release(&client("a"), &["nolearn".into(), "unknown".into()]),
+        Ok(1)
+    );
+    assert_eq!(
+        get(&mut c, t(2), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        100.0
+    );
+    assert_eq!(c.release(&client("zzz"), &["nolearn".into()]), Ok(0));
+}
+
+#[test]
+fn unmatched_resources_get_what_they_want_for_60s() {
+    let cfg = Arc::new(
+        Config::parse(
+            "[[resources]]\nidentifier_glob = \"x\"\ncapacity = 1\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 5\nrefresh_interval = 1\n",
+            "t",
+        )
+        .unwrap(),
+    );
+    let mut c = ServerCore::new(CoreOptions::default(), cfg);
+    c.become_master(t(0));
+    let g = get(&mut c, t(1), "a", ask("nothing/matches", 1234.5, None));
+    assert_eq!(g.decision, Decision::Unmatched);
+    assert_eq!(g.lease.capacity, 1234.5);
+    assert_eq!(g.lease.expiry, t(61));
+    assert_eq!(c.counters().unmatched_requests, 1);
+    assert_eq!(
+        c.resource_count(),
+        0,
+        "no state is kept for unmatched resources"
+    );
+}
+
+#[test]
+fn templates_exact_first_then_globs_in_order() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "a", ask("db/x", 50.0, None));
+    assert_eq!(g.lease.capacity, 10.0, "STATIC cap from db/*");
+    let s = c.status(t(1), 10);
+    assert_eq!(s.resources[0].template, "db/*");
+}
+
+#[test]
+fn config_replacement_keeps_leases_and_rebinds() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 60.0, None));
+    get(&mut c, t(1), "a", ask("fair", 60.0, Some(60.0)));
+    let new = CFG.replace(
+        "capacity = 100\nsafe_capacity = 3",
+        "capacity = 40\nsafe_capacity = 3",
+    );
+    c.replace_config(Arc::new(Config::parse(&new, "new.toml").unwrap()));
+    // The lease survived; the new capacity applies at the next decision.
+    assert_eq!(c.lease_of("nolearn", &client("a")).unwrap().capacity, 60.0);
+    assert_eq!(
+        get(&mut c, t(2), "a", ask("nolearn", 60.0, None))
+            .lease
+            .capacity,
+        40.0
+    );
+    // Learning end time kept: still learning at t=29.
+    assert_eq!(
+        get(&mut c, t(29), "a", ask("fair", 60.0, Some(60.0))).decision,
+        Decision::Learning
+    );
+    // A config that drops a template drops that resource's state.
+    let only_db = "[[resources]]\nidentifier_glob = \"db/*\"\ncapacity = 10\n[resources.algorithm]\nkind = \"STATIC\"\nlease_length = 20\nrefresh_interval = 5\n";
+    c.replace_config(Arc::new(Config::parse(only_db, "db.toml").unwrap()));
+    assert_eq!(c.resource_count(), 0);
+}
+
+#[test]
+fn downstream_servers_are_weighted_by_their_bands() {
+    let mut c = core_with(0);
+    let server = |id: &str, bands: &[(i64, i64, f64)]| CapacityRequest {
+        who: Who::Server(Arc::from(id)),
+        resources: vec![ResourceAsk {
+            resource_id: "nolearn".into(),
+            demands: bands
+                .iter()
+                .map(|b| Demand::new(b.0, b.1, b.2).unwrap())
+                .collect(),
+            claimed_has: None,
+            outstanding: Some(Amount::new("o", 1.0).unwrap()),
+        }],
+    };
+    let one = server("leaf1", &[(0, 1, 100.0)]);
+    let three = server("leaf2", &[(0, 3, 300.0)]);
+    for now in [1, 2, 3] {
+        c.get_capacity(t(now), &one).unwrap();
+        c.get_capacity(t(now), &three).unwrap();
+    }
+    let g1 = c.get_capacity(t(4), &one).unwrap().remove(0);
+    let g3 = c.get_capacity(t(4), &three).unwrap().remove(0);
+    assert_eq!((g1.lease.capacity, g3.lease.capacity), (25.0, 75.0));
+    assert_eq!(
+        g1.algorithm.kind,
+        doorman_algorithms::Kind::ProportionalShare
+    );
+    // A client and a server with the same id are different requesters.
+    get(&mut c, t(5), "leaf1", ask("nolearn", 1.0, None));
+    assert_eq!(c.lease_count(), 3);
+}
+
+#[test]
+fn status_snapshot_lists_resources_and_leases() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    get(&mut c, t(1), "b", ask("nolearn", 20.0, None));
+    let s = c.status(t(2), 1);
+    assert!(s.is_master);
+    assert_eq!(s.leases, 2);
+    let r = &s.resources[0];
+    assert_eq!((r.requesters, r.has, r.wants), (2, 30.0, 30.0));
+    assert_eq!(r.leases.len(), 1);
+    assert!(r.leases_truncated);
+    assert_eq!(r.leases[0].expires_in, 19.0);
+}

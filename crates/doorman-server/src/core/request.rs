@@ -1,0 +1,101 @@
+//! Validated requests going into the core and grants coming out. The gRPC
+//! layer builds these from protobufs (see `validate.rs`); the simulation
+//! builds them directly.
+
+use std::fmt;
+use std::sync::Arc;
+
+use doorman_algorithms::{Amount, Demand, Lease};
+
+use crate::config::AlgorithmConfig;
+
+/// Who is asking: an end client or a downstream server. The two live in
+/// separate namespaces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Who {
+    /// An end client (GetCapacity).
+    Client(Arc<str>),
+    /// A downstream server (GetServerCapacity).
+    Server(Arc<str>),
+}
+
+impl Who {
+    /// The id without its kind.
+    pub fn id(&self) -> &str {
+        match self {
+            Who::Client(s) | Who::Server(s) => s,
+        }
+    }
+
+    /// "client" or "server".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Who::Client(_) => "client",
+            Who::Server(_) => "server",
+        }
+    }
+}
+
+impl fmt::Display for Who {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind(), self.id())
+    }
+}
+
+/// One resource of a request, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceAsk {
+    /// The resource.
+    pub resource_id: String,
+    /// One demand per band (one for an end client).
+    pub demands: Vec<Demand>,
+    /// The capacity the requester says it holds (its `has` lease).
+    pub claimed_has: Option<Amount>,
+    /// For downstream servers: what it has handed out itself (extension).
+    pub outstanding: Option<Amount>,
+}
+
+/// A whole GetCapacity or GetServerCapacity request, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityRequest {
+    /// The requester.
+    pub who: Who,
+    /// Its resources, each at most once.
+    pub resources: Vec<ResourceAsk>,
+}
+
+/// How a grant was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The resource's algorithm ran.
+    Algorithm,
+    /// Learning mode: the claimed `has` was echoed.
+    Learning,
+    /// Repeat request inside the minimum request interval: the lease held
+    /// was returned unchanged.
+    Repeat,
+    /// No template matches: granted what was asked for.
+    Unmatched,
+}
+
+/// The answer for one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    /// The resource.
+    pub resource_id: String,
+    /// The lease granted.
+    pub lease: Lease,
+    /// Capacity to use in safe mode.
+    pub safe_capacity: f64,
+    /// The algorithm configuration (sent to downstream servers).
+    pub algorithm: Arc<AlgorithmConfig>,
+    /// How it was decided.
+    pub decision: Decision,
+}
+
+/// This server is not the master; ask `master_address` (unknown if `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotMaster {
+    /// The current master, if known.
+    pub master_address: Option<String>,
+}

@@ -1,0 +1,254 @@
+//! Starts a complete server: binds the gRPC and HTTP listeners, creates the
+//! core, becomes master (standalone), and runs the cleanup and config-reload
+//! tasks until shut down. Used by `doorman server`, the demo and tests.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_algorithms::Time;
+use doorman_proto::CapacityServer;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::{Config, ConfigError};
+use crate::core::{CoreOptions, ServerCore};
+use crate::metrics::Metrics;
+use crate::service::{CapacityService, Clock, ServerState};
+
+/// Where the config comes from.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// A TOML file, reloaded on change and SIGHUP.
+    File(PathBuf),
+    /// A config given directly (tests, demo); never reloaded.
+    Inline(Arc<Config>),
+}
+
+/// How to run a server.
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// gRPC listen address (port 0 picks one).
+    pub listen: SocketAddr,
+    /// HTTP listen address for metrics and status, if any.
+    pub http: Option<SocketAddr>,
+    /// Id returned by Discovery; defaults to the bound gRPC address.
+    pub server_id: Option<String>,
+    /// The config.
+    pub config: ConfigSource,
+    /// See [`CoreOptions::min_request_interval`].
+    pub min_request_interval: Duration,
+    /// How often to look at the config file for changes.
+    pub reload_interval: Duration,
+    /// How often to forget expired leases and empty resources.
+    pub cleanup_interval: Duration,
+    /// The clock (wall clock by default; tests may inject one).
+    pub clock: Clock,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("listen", &self.listen)
+            .field("http", &self.http)
+            .field("server_id", &self.server_id)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerOptions {
+    /// Defaults: no HTTP, 1 s minimum request interval, 1 s reload check,
+    /// 1 s cleanup, wall clock.
+    pub fn new(listen: SocketAddr, config: ConfigSource) -> Self {
+        ServerOptions {
+            listen,
+            http: None,
+            server_id: None,
+            config,
+            min_request_interval: Duration::from_secs(1),
+            reload_interval: Duration::from_secs(1),
+            cleanup_interval: Duration::from_secs(1),
+            clock: Arc::new(crate::wall_clock),
+        }
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The config is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The bound gRPC address.
+    pub grpc_addr: SocketAddr,
+    /// The bound HTTP address, if any.
+    pub http_addr: Option<SocketAddr>,
+    /// The shared state (core, metrics, clock).
+    pub state: Arc<ServerState>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting, finishes in-flight requests and stops the tasks.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+
+    /// Stops abruptly, as if the process died: tasks are aborted and
+    /// connections dropped.
+    pub fn kill(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+
+    /// Waits until the gRPC server ends (it was shut down or it failed).
+    pub async fn wait(&mut self) {
+        if let Some(grpc) = self.tasks.first_mut() {
+            let _ = grpc.await;
+        }
+    }
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind { addr, source })
+}
+
+fn to_time(d: Duration) -> Time {
+    Time::from_millis(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Starts a standalone (always master) server.
+pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
+    let (config, initial_bytes) = match &opts.config {
+        ConfigSource::File(path) => {
+            let bytes = std::fs::read(path).map_err(|e| ConfigError {
+                source_name: path.display().to_string(),
+                problems: vec![crate::config::Problem {
+                    resource: None,
+                    field: "file".into(),
+                    reason: format!("cannot read: {e}"),
+                }],
+            })?;
+            let text = String::from_utf8_lossy(&bytes);
+            (
+                Arc::new(Config::parse(&text, &path.display().to_string())?),
+                Some(bytes),
+            )
+        }
+        ConfigSource::Inline(c) => (c.clone(), None),
+    };
+    let grpc = bind(opts.listen).await?;
+    let grpc_addr = grpc.local_addr().map_err(|source| StartError::Bind {
+        addr: opts.listen,
+        source,
+    })?;
+    let http = match opts.http {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
+    let http_addr = http.as_ref().and_then(|l| l.local_addr().ok());
+    let server_id = opts
+        .server_id
+        .clone()
+        .unwrap_or_else(|| grpc_addr.to_string());
+    let core_opts = CoreOptions {
+        server_id: server_id.clone(),
+        level: 0,
+        min_request_interval: to_time(opts.min_request_interval),
+    };
+    let mut core = ServerCore::new(core_opts, config.clone());
+    core.become_master((opts.clock)());
+    let metrics = Metrics::new();
+    metrics.config_reload(true);
+    let state = Arc::new(ServerState::new(core, metrics, opts.clock.clone()));
+    let (stop, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+
+    let svc = CapacityServer::new(CapacityService::new(state.clone()));
+    let mut grpc_stop = stop_rx.clone();
+    tasks.push(tokio::spawn(async move {
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(grpc);
+        let r = tonic::transport::Server::builder()
+            .add_service(svc)
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = grpc_stop.wait_for(|s| *s).await;
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "gRPC server failed");
+        }
+    }));
+
+    if let Some(listener) = http {
+        let app = crate::http::router(state.clone());
+        let mut http_stop = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = http_stop.wait_for(|s| *s).await;
+                })
+                .await;
+            if let Err(e) = r {
+                tracing::error!(error = %e, "HTTP server failed");
+            }
+        }));
+    }
+
+    let cleanup_state = state.clone();
+    let mut cleanup_stop = stop_rx.clone();
+    let every = opts.cleanup_interval;
+    tasks.push(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let now = cleanup_state.now();
+                    cleanup_state.core().cleanup(now);
+                }
+                _ = cleanup_stop.changed() => return,
+            }
+        }
+    }));
+
+    if let (ConfigSource::File(path), Some(bytes)) = (&opts.config, initial_bytes) {
+        tasks.push(tokio::spawn(crate::reload::watch_file(
+            state.clone(),
+            path.clone(),
+            bytes,
+            opts.reload_interval,
+            stop_rx.clone(),
+        )));
+    }
+
+    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, config = %config.summary(), "doorman server started (standalone master)");
+    Ok(RunningServer {
+        grpc_addr,
+        http_addr,
+        state,
+        stop,
+        tasks,
+    })
+}

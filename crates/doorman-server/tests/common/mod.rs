@@ -1,0 +1,160 @@
+//! Helpers for the server's integration tests: real servers on
+//! 127.0.0.1:0, real tonic clients, a manual clock.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_proto::doorman as pb;
+use doorman_proto::CapacityClient;
+use doorman_server::config::Config;
+use doorman_server::server::{start, ConfigSource, RunningServer, ServerOptions};
+use doorman_server::Time;
+use tonic::transport::Channel;
+
+/// A clock tests move by hand.
+#[derive(Clone)]
+pub struct ManualClock(pub Arc<AtomicI64>);
+
+impl ManualClock {
+    pub fn new() -> Self {
+        ManualClock(Arc::new(AtomicI64::new(1_700_000_000_000)))
+    }
+    pub fn advance(&self, secs: f64) {
+        self.0.fetch_add((secs * 1000.0) as i64, Ordering::SeqCst);
+    }
+    pub fn now_secs(&self) -> i64 {
+        self.0.load(Ordering::SeqCst) / 1000
+    }
+}
+
+pub fn opts(config: ConfigSource, clock: &ManualClock) -> ServerOptions {
+    let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), config);
+    o.http = Some("127.0.0.1:0".parse().unwrap());
+    o.min_request_interval = Duration::ZERO;
+    let c = clock.0.clone();
+    o.clock = Arc::new(move || Time::from_millis(c.load(Ordering::SeqCst)));
+    o
+}
+
+pub async fn server_with(text: &str, clock: &ManualClock) -> RunningServer {
+    let cfg = Arc::new(Config::parse(text, "test.toml").expect("test config is valid"));
+    start(opts(ConfigSource::Inline(cfg), clock))
+        .await
+        .expect("server starts")
+}
+
+pub async fn client(addr: SocketAddr) -> CapacityClient<Channel> {
+    CapacityClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connects")
+}
+
+pub fn rr(id: &str, wants: f64, has: Option<f64>) -> pb::ResourceRequest {
+    pb::ResourceRequest {
+        resource_id: id.into(),
+        priority: 0,
+        has: has.map(|c| pb::Lease {
+            expiry_time: 0,
+            refresh_interval: 0,
+            capacity: c,
+        }),
+        wants,
+    }
+}
+
+pub async fn get(
+    c: &mut CapacityClient<Channel>,
+    client_id: &str,
+    resources: Vec<pb::ResourceRequest>,
+) -> pb::GetCapacityResponse {
+    c.get_capacity(pb::GetCapacityRequest {
+        client_id: client_id.into(),
+        resource: resources,
+    })
+    .await
+    .expect("GetCapacity succeeds")
+    .into_inner()
+}
+
+/// Capacity granted for the first resource of a one-resource request.
+pub async fn cap(
+    c: &mut CapacityClient<Channel>,
+    client_id: &str,
+    id: &str,
+    wants: f64,
+    has: Option<f64>,
+) -> f64 {
+    let r = get(c, client_id, vec![rr(id, wants, has)]).await;
+    assert!(r.mastership.is_none(), "unexpected redirect: {r:?}");
+    r.response[0].gets.capacity
+}
+
+/// A plain HTTP/1.0 GET; returns (status line, body).
+pub async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("http connects");
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.unwrap();
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// The value of a metric line (exact name with labels) in a /metrics body.
+pub fn metric(body: &str, name: &str) -> Option<f64> {
+    body.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+pub const CONFIG: &str = r#"
+[[resources]]
+identifier_glob = "fair"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 20
+refresh_interval = 4
+learning_mode_duration = 0
+
+[[resources]]
+identifier_glob = "learn"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 20
+refresh_interval = 4
+learning_mode_duration = 10
+
+[[resources]]
+identifier_glob = "db/special"
+capacity = 5
+[resources.algorithm]
+kind = "STATIC"
+lease_length = 20
+refresh_interval = 4
+learning_mode_duration = 0
+
+[[resources]]
+identifier_glob = "db/*"
+capacity = 50
+safe_capacity = 2
+[resources.algorithm]
+kind = "PROPORTIONAL_SHARE"
+lease_length = 20
+refresh_interval = 4
+learning_mode_duration = 0
+parameters = { decay_factor = "0.5" }
+"#;

@@ -1,0 +1,372 @@
+//! Every RPC of a real server through a real tonic client.
+
+mod common;
+
+use common::*;
+use doorman_proto::doorman as pb;
+use tonic::Code;
+
+#[tokio::test]
+async fn discovery_says_master_with_its_address() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    let d = c
+        .discovery(pb::DiscoveryRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(d.is_master);
+    assert_eq!(d.mastership.master_address, Some(s.grpc_addr.to_string()));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn get_capacity_shares_fairly_in_one_bulk_request() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(cap(&mut c, "a", "fair", 80.0, None).await, 80.0);
+    // b's share is 50 but only 20 is free until a refreshes.
+    assert_eq!(cap(&mut c, "b", "fair", 80.0, None).await, 20.0);
+    assert_eq!(cap(&mut c, "a", "fair", 80.0, Some(80.0)).await, 50.0);
+    let r = get(
+        &mut c,
+        "b",
+        vec![rr("fair", 80.0, Some(20.0)), rr("db/x", 10.0, None)],
+    )
+    .await;
+    assert_eq!(r.response.len(), 2);
+    assert_eq!(r.response[0].resource_id, "fair");
+    assert_eq!(r.response[0].gets.capacity, 50.0);
+    assert_eq!(r.response[0].gets.refresh_interval, 4);
+    assert_eq!(r.response[0].gets.expiry_time, clock.now_secs() + 20);
+    assert_eq!(
+        r.response[0].safe_capacity,
+        Some(50.0),
+        "dynamic: 100 / 2 clients"
+    );
+    assert_eq!(r.response[1].gets.capacity, 10.0);
+    assert_eq!(r.response[1].safe_capacity, Some(2.0), "configured");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn get_server_capacity_weights_bands_and_sends_the_algorithm() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    let req = |id: &str, n: i64, wants: f64| pb::GetServerCapacityRequest {
+        server_id: id.into(),
+        resource: vec![pb::ServerCapacityResourceRequest {
+            resource_id: "fair".into(),
+            has: None,
+            wants: vec![pb::PriorityBandAggregate {
+                priority: 0,
+                num_clients: n,
+                wants,
+            }],
+            outstanding: Some(0.0),
+        }],
+    };
+    let mut last = vec![];
+    for _ in 0..3 {
+        last.clear();
+        for (id, n) in [("leaf1", 1), ("leaf2", 3)] {
+            let r = c
+                .get_server_capacity(req(id, n, 1000.0))
+                .await
+                .unwrap()
+                .into_inner();
+            assert!(r.mastership.is_none());
+            last.push(r.response[0].clone());
+        }
+    }
+    assert_eq!(last[0].gets.capacity, 25.0);
+    assert_eq!(last[1].gets.capacity, 75.0);
+    let alg = last[0]
+        .algorithm
+        .as_ref()
+        .expect("algorithm sent to downstream servers");
+    assert_eq!(alg.kind, pb::algorithm::Kind::FairShare as i32);
+    assert_eq!((alg.lease_length, alg.refresh_interval), (20, 4));
+    assert_eq!(last[0].safe_capacity, Some(25.0));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn release_capacity_frees_the_share() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(cap(&mut c, "a", "fair", 100.0, None).await, 100.0);
+    assert_eq!(cap(&mut c, "b", "fair", 100.0, None).await, 0.0);
+    let r = c
+        .release_capacity(pb::ReleaseCapacityRequest {
+            client_id: "a".into(),
+            resource_id: vec!["fair".into()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.mastership.is_none());
+    assert_eq!(cap(&mut c, "b", "fair", 100.0, None).await, 100.0);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn learning_mode_echoes_claims_then_shares() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(
+        cap(&mut c, "old", "learn", 90.0, Some(70.0)).await,
+        70.0,
+        "claimed has echoed"
+    );
+    assert_eq!(
+        cap(&mut c, "new", "learn", 90.0, None).await,
+        0.0,
+        "newcomer gets 0"
+    );
+    clock.advance(10.0);
+    // Learning over: the algorithm runs. new's share is 50, 30 is free.
+    assert_eq!(cap(&mut c, "new", "learn", 90.0, Some(0.0)).await, 30.0);
+    assert_eq!(cap(&mut c, "old", "learn", 90.0, Some(70.0)).await, 50.0);
+    assert_eq!(cap(&mut c, "new", "learn", 90.0, Some(30.0)).await, 50.0);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn expired_leases_are_reclaimed() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(cap(&mut c, "a", "fair", 100.0, None).await, 100.0);
+    clock.advance(19.0);
+    assert_eq!(cap(&mut c, "b", "fair", 100.0, None).await, 0.0);
+    clock.advance(1.0);
+    assert_eq!(cap(&mut c, "b", "fair", 100.0, None).await, 100.0);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn templates_exact_match_first_then_globs_in_file_order() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(
+        cap(&mut c, "a", "db/special", 100.0, None).await,
+        5.0,
+        "exact STATIC template"
+    );
+    assert_eq!(
+        cap(&mut c, "a", "db/other", 100.0, None).await,
+        50.0,
+        "db/* glob"
+    );
+    let (_, body) = http_get(s.http_addr.unwrap(), "/api/v1/status").await;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let templates: Vec<&str> = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["template"].as_str().unwrap())
+        .collect();
+    assert_eq!(templates, ["db/*", "db/special"]);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn unmatched_resource_gets_its_wants_and_is_counted() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    let r = get(&mut c, "a", vec![rr("no/template/here", 1234.0, None)]).await;
+    assert_eq!(r.response[0].gets.capacity, 1234.0);
+    assert_eq!(r.response[0].gets.expiry_time, clock.now_secs() + 60);
+    let (status, body) = http_get(s.http_addr.unwrap(), "/metrics").await;
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(
+        metric(&body, "doorman_server_unmatched_resource_requests_total"),
+        Some(1.0)
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_standby_redirects_every_rpc() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    s.state.core().step_down(Some("127.0.0.1:9".into()));
+    let mut c = client(s.grpc_addr).await;
+    let want = Some(pb::Mastership {
+        master_address: Some("127.0.0.1:9".into()),
+    });
+    let d = c
+        .discovery(pb::DiscoveryRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!d.is_master);
+    assert_eq!(d.mastership.master_address.as_deref(), Some("127.0.0.1:9"));
+    let r = get(&mut c, "a", vec![rr("fair", 1.0, None)]).await;
+    assert!(r.response.is_empty());
+    assert_eq!(r.mastership, want);
+    let r = c
+        .get_server_capacity(pb::GetServerCapacityRequest {
+            server_id: "s".into(),
+            resource: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.mastership, want);
+    let r = c
+        .release_capacity(pb::ReleaseCapacityRequest {
+            client_id: "a".into(),
+            resource_id: vec!["fair".into()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.mastership, want);
+    // Unknown master: the mastership is present with no address.
+    s.state.core().step_down(None);
+    let r = get(&mut c, "a", vec![rr("fair", 1.0, None)]).await;
+    assert_eq!(
+        r.mastership,
+        Some(pb::Mastership {
+            master_address: None
+        })
+    );
+    s.shutdown().await;
+}
+
+async fn invalid(
+    c: &mut doorman_proto::CapacityClient<tonic::transport::Channel>,
+    req: pb::GetCapacityRequest,
+) -> String {
+    let e = c.get_capacity(req).await.expect_err("must be rejected");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    e.message().to_string()
+}
+
+#[tokio::test]
+async fn bad_requests_get_invalid_argument_naming_the_field() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    let req = |id: &str, rs: Vec<pb::ResourceRequest>| pb::GetCapacityRequest {
+        client_id: id.into(),
+        resource: rs,
+    };
+    assert_eq!(
+        invalid(&mut c, req("", vec![])).await,
+        "client_id: must not be empty"
+    );
+    assert_eq!(
+        invalid(&mut c, req(&"c".repeat(257), vec![])).await,
+        "client_id: must be at most 256 bytes, got 257"
+    );
+    assert_eq!(
+        invalid(&mut c, req("c", vec![rr("", 1.0, None)])).await,
+        "resource[0].resource_id: must not be empty"
+    );
+    assert_eq!(
+        invalid(&mut c, req("c", vec![rr(&"r".repeat(1025), 1.0, None)])).await,
+        "resource[0].resource_id: must be at most 1024 bytes, got 1025"
+    );
+    for (w, shown) in [(f64::NAN, "NaN"), (f64::INFINITY, "inf"), (-1.0, "-1")] {
+        assert_eq!(
+            invalid(&mut c, req("c", vec![rr("fair", w, None)])).await,
+            format!("resource[0].wants: must be a finite number >= 0, got {shown}")
+        );
+        assert_eq!(
+            invalid(&mut c, req("c", vec![rr("fair", 1.0, Some(w))])).await,
+            format!("resource[0].has.capacity: must be a finite number >= 0, got {shown}")
+        );
+    }
+    let many: Vec<_> = (0..10_001)
+        .map(|i| rr(&format!("r{i}"), 1.0, None))
+        .collect();
+    assert_eq!(
+        invalid(&mut c, req("c", many)).await,
+        "resource: at most 10000 resources per request, got 10001"
+    );
+    assert_eq!(
+        invalid(
+            &mut c,
+            req("c", vec![rr("fair", 1.0, None), rr("fair", 2.0, None)])
+        )
+        .await,
+        "resource[1].resource_id: resource \"fair\" appears more than once in the request"
+    );
+    let e = c
+        .get_server_capacity(pb::GetServerCapacityRequest {
+            server_id: "s".into(),
+            resource: vec![pb::ServerCapacityResourceRequest {
+                resource_id: "fair".into(),
+                has: None,
+                wants: vec![pb::PriorityBandAggregate {
+                    priority: 1,
+                    num_clients: 0,
+                    wants: 5.0,
+                }],
+                outstanding: None,
+            }],
+        })
+        .await
+        .expect_err("num_clients 0 is rejected");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(
+        e.message(),
+        "resource[0].wants[0].num_clients: must be >= 1, got 0"
+    );
+    // The server is still up and its state intact.
+    assert_eq!(cap(&mut c, "a", "fair", 10.0, None).await, 10.0);
+    let (_, body) = http_get(s.http_addr.unwrap(), "/metrics").await;
+    assert!(
+        metric(
+            &body,
+            "doorman_server_request_errors_total{code=\"InvalidArgument\",method=\"GetCapacity\"}"
+        )
+        .unwrap()
+            >= 11.0,
+        "{body}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_endpoints_answer() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    cap(&mut c, "client<1>", "fair", 10.0, None).await;
+    let http = s.http_addr.unwrap();
+    let (st, body) = http_get(http, "/healthz").await;
+    assert!(
+        st.contains("200") && body.starts_with("ok master"),
+        "{st} {body}"
+    );
+    let (st, body) = http_get(http, "/debug/status").await;
+    assert!(st.contains("200"));
+    assert!(body.contains("<h1>doorman server"), "{body}");
+    assert!(
+        body.contains("client:client&lt;1&gt;"),
+        "ids are escaped: {body}"
+    );
+    let (_, body) = http_get(http, "/metrics").await;
+    assert_eq!(
+        metric(&body, "doorman_server_resource_has{resource=\"fair\"}"),
+        Some(10.0)
+    );
+    assert_eq!(
+        metric(&body, "doorman_server_resource_clients{resource=\"fair\"}"),
+        Some(1.0)
+    );
+    assert_eq!(metric(&body, "doorman_server_is_master"), Some(1.0));
+    assert!(body.contains("doorman_server_request_duration_seconds_bucket"));
+    s.shutdown().await;
+}
