@@ -27,6 +27,10 @@ pub struct Args {
     /// lease it holds without a new decision (0 disables).
     #[arg(long, default_value_t = 1.0)]
     min_request_interval: f64,
+    /// Seconds between checks of the config file for changes (SIGHUP always
+    /// reloads at once).
+    #[arg(long, default_value_t = 1.0)]
+    config_poll_interval: f64,
 }
 
 async fn terminated() {
@@ -58,10 +62,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.min_request_interval
         );
     }
+    if !args.config_poll_interval.is_finite() || args.config_poll_interval <= 0.0 {
+        anyhow::bail!(
+            "--config-poll-interval must be a number of seconds > 0, got {}",
+            args.config_poll_interval
+        );
+    }
     let mut opts = ServerOptions::new(args.listen, ConfigSource::File(args.config.clone()));
     opts.http = args.http;
     opts.server_id = args.server_id;
     opts.min_request_interval = Duration::from_secs_f64(args.min_request_interval);
+    opts.reload_interval = Duration::from_secs_f64(args.config_poll_interval);
     let mut server = start(opts).await.with_context(|| {
         format!(
             "cannot start the server with config {}",

@@ -1,0 +1,147 @@
+//! The `doorman` binary as a user runs it.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use doorman_server::config::Config;
+use doorman_server::server::{start, ConfigSource, ServerOptions};
+
+const BIN: &str = env!("CARGO_BIN_EXE_doorman");
+
+fn config(capacity: f64) -> String {
+    format!(
+        "[[resources]]\nidentifier_glob = \"r/*\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 30\nrefresh_interval = 5\nlearning_mode_duration = 0\n"
+    )
+}
+
+#[test]
+fn config_check_exit_codes_and_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, config(10.0)).unwrap();
+    let out = Command::new(BIN).args(["config", "check"]).arg(&good).output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("ok:") && stdout.contains("1 resource template (1 FAIR_SHARE)"), "{stdout}");
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[resources]]\nidentifier_glob = \"x\"\ncapacity = nan\n[resources.algorithm]\nkind = \"X\"\nlease_length = 0\nrefresh_interval = 1\n").unwrap();
+    let out = Command::new(BIN).args(["config", "check"]).arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "invalid config (4 problems)",
+        "resources[0] (\"x\"): capacity: must be finite",
+        "resources[0] (\"x\"): algorithm.kind: unknown algorithm kind \"X\"",
+        "algorithm.lease_length: must be >= refresh_interval (1), got 0",
+        "algorithm.lease_length: must be >= 1, got 0",
+    ] {
+        assert!(stderr.contains(needle), "missing {needle:?} in {stderr}");
+    }
+    let out = Command::new(BIN).args(["config", "check", "/nonexistent.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn get_follows_a_redirect_once_and_prints_the_lease() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cfg = Arc::new(Config::parse(&config(50.0), "t").unwrap());
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let (standby, master) = rt.block_on(async {
+        let mut o = ServerOptions::new(any, ConfigSource::Inline(cfg.clone()));
+        o.min_request_interval = Duration::ZERO;
+        let master = start(o.clone()).await.unwrap();
+        let standby = start(o).await.unwrap();
+        standby.state.core().step_down(Some(master.grpc_addr.to_string()));
+        (standby, master)
+    });
+    let out = Command::new(BIN)
+        .args(["get", "--server", &standby.grpc_addr.to_string(), "--resource", "r/1", "--wants", "20", "--client-id", "cli", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["server"], master.grpc_addr.to_string());
+    assert_eq!(v["capacity"], 20.0);
+    assert_eq!(v["refresh_interval"], 5);
+    assert_eq!(v["safe_capacity"], 50.0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not the master"));
+
+    // Human output, and a client holding capacity sends it as has.
+    let out = Command::new(BIN)
+        .args(["get", "--server", &master.grpc_addr.to_string(), "--resource", "r/1", "--wants", "40", "--has", "20", "--client-id", "cli"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("capacity          40"), "{stdout}");
+
+    // Bad input gets the server's INVALID_ARGUMENT and exit 1.
+    let out = Command::new(BIN)
+        .args(["get", "--server", &master.grpc_addr.to_string(), "--resource", "r/1", "--wants=-3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("InvalidArgument") && stderr.contains("resource[0].wants"), "{stderr}");
+
+    // A dead server is an error within the timeout, not a hang.
+    let t = Instant::now();
+    let out = Command::new(BIN)
+        .args(["get", "--server", "127.0.0.1:1", "--resource", "r/1", "--wants", "1", "--timeout", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(t.elapsed() < Duration::from_secs(30));
+    rt.block_on(async {
+        standby.shutdown().await;
+        master.shutdown().await;
+    });
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return String::new();
+    };
+    let _ = write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n");
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+}
+
+#[test]
+fn server_process_reloads_on_sighup_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("doorman.toml");
+    std::fs::write(&path, config(100.0)).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["server", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--config-poll-interval", "3600", "--config"])
+        .arg(&path)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let http = loop {
+        let line = lines.next().expect("server prints its addresses").unwrap();
+        if let Some(rest) = line.split("http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    let status = || http_get(&http, "/api/v1/status");
+    assert!(status().contains("\"capacity\":100.0"), "{}", status());
+    std::fs::write(&path, config(33.0)).unwrap();
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !status().contains("\"capacity\":33.0") {
+        assert!(Instant::now() < deadline, "SIGHUP reload not applied: {}", status());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let code = child.wait().unwrap();
+    assert!(code.success(), "graceful exit on SIGTERM: {code:?}");
+}

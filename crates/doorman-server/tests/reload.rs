@@ -1,0 +1,87 @@
+//! Config reload from a file: a good change applies with leases kept; a bad
+//! one is rejected, counted, and the running config stays.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use doorman_server::server::{start, ConfigSource};
+
+fn config(capacity: f64) -> String {
+    format!(
+        "[[resources]]\nidentifier_glob = \"fair\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 20\nrefresh_interval = 4\nlearning_mode_duration = 0\n"
+    )
+}
+
+async fn status(http: std::net::SocketAddr) -> serde_json::Value {
+    let (_, body) = http_get(http, "/api/v1/status").await;
+    serde_json::from_str(&body).expect("status is JSON")
+}
+
+/// Polls `check` every 20 ms for up to 5 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..250 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+#[tokio::test]
+async fn file_changes_apply_and_bad_configs_are_kept_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("doorman.toml");
+    std::fs::write(&path, config(100.0)).unwrap();
+    let clock = ManualClock::new();
+    let mut o = opts(ConfigSource::File(path.clone()), &clock);
+    o.reload_interval = Duration::from_millis(20);
+    let s = start(o).await.unwrap();
+    let http = s.http_addr.unwrap();
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(cap(&mut c, "a", "fair", 80.0, None).await, 80.0);
+
+    std::fs::write(&path, config(40.0)).unwrap();
+    eventually("capacity 40 applied", || async {
+        status(http).await["resources"][0]["capacity"] == 40.0
+    })
+    .await;
+    let st = status(http).await;
+    assert_eq!(st["resources"][0]["has"], 80.0, "the lease survived the reload");
+    assert_eq!(st["resources"][0]["requesters"], 1);
+    assert_eq!(cap(&mut c, "a", "fair", 80.0, Some(80.0)).await, 40.0);
+
+    std::fs::write(&path, "[[resources]]\nidentifier_glob = \"fair\"\ncapacity = -5\n").unwrap();
+    eventually("bad config counted", || async {
+        let (_, body) = http_get(http, "/metrics").await;
+        metric(&body, "doorman_server_config_reloads_total{result=\"error\"}") == Some(1.0)
+    })
+    .await;
+    let st = status(http).await;
+    assert_eq!(st["resources"][0]["capacity"], 40.0, "old config kept");
+    assert_eq!(st["config_source"], path.display().to_string());
+    assert_eq!(cap(&mut c, "a", "fair", 80.0, Some(40.0)).await, 40.0);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_bad_config_at_start_is_refused_with_every_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "[[resources]]\ncapacity = -1\n[resources.algorithm]\nkind = \"NOPE\"\nlease_length = 1\nrefresh_interval = 1\n",
+    )
+    .unwrap();
+    let clock = ManualClock::new();
+    let e = start(opts(ConfigSource::File(path), &clock)).await.unwrap_err().to_string();
+    assert!(e.contains("identifier_glob: missing"), "{e}");
+    assert!(e.contains("capacity: must be >= 0"), "{e}");
+    assert!(e.contains("unknown algorithm kind \"NOPE\""), "{e}");
+}
