@@ -559,7 +559,7 @@ fn merge_bands(demands: &[Demand]) -> Vec<(i64, f64, f64)> {
             None => out.push((d.priority(), d.wants(), f64::from(d.subclients()))),
         }
     }
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|x| std::cmp::Reverse(x.0));
     out
 }
 

@@ -22,14 +22,25 @@ fn config_check_exit_codes_and_messages() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.toml");
     std::fs::write(&good, config(10.0)).unwrap();
-    let out = Command::new(BIN).args(["config", "check"]).arg(&good).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&good)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("ok:") && stdout.contains("1 resource template (1 FAIR_SHARE)"), "{stdout}");
+    assert!(
+        stdout.contains("ok:") && stdout.contains("1 resource template (1 FAIR_SHARE)"),
+        "{stdout}"
+    );
 
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "[[resources]]\nidentifier_glob = \"x\"\ncapacity = nan\n[resources.algorithm]\nkind = \"X\"\nlease_length = 0\nrefresh_interval = 1\n").unwrap();
-    let out = Command::new(BIN).args(["config", "check"]).arg(&bad).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for needle in [
@@ -41,7 +52,10 @@ fn config_check_exit_codes_and_messages() {
     ] {
         assert!(stderr.contains(needle), "missing {needle:?} in {stderr}");
     }
-    let out = Command::new(BIN).args(["config", "check", "/nonexistent.toml"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check", "/nonexistent.toml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -55,14 +69,32 @@ fn get_follows_a_redirect_once_and_prints_the_lease() {
         o.min_request_interval = Duration::ZERO;
         let master = start(o.clone()).await.unwrap();
         let standby = start(o).await.unwrap();
-        standby.state.core().step_down(Some(master.grpc_addr.to_string()));
+        standby
+            .state
+            .core()
+            .step_down(Some(master.grpc_addr.to_string()));
         (standby, master)
     });
     let out = Command::new(BIN)
-        .args(["get", "--server", &standby.grpc_addr.to_string(), "--resource", "r/1", "--wants", "20", "--client-id", "cli", "--json"])
+        .args([
+            "get",
+            "--server",
+            &standby.grpc_addr.to_string(),
+            "--resource",
+            "r/1",
+            "--wants",
+            "20",
+            "--client-id",
+            "cli",
+            "--json",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["server"], master.grpc_addr.to_string());
     assert_eq!(v["capacity"], 20.0);
@@ -72,7 +104,19 @@ fn get_follows_a_redirect_once_and_prints_the_lease() {
 
     // Human output, and a client holding capacity sends it as has.
     let out = Command::new(BIN)
-        .args(["get", "--server", &master.grpc_addr.to_string(), "--resource", "r/1", "--wants", "40", "--has", "20", "--client-id", "cli"])
+        .args([
+            "get",
+            "--server",
+            &master.grpc_addr.to_string(),
+            "--resource",
+            "r/1",
+            "--wants",
+            "40",
+            "--has",
+            "20",
+            "--client-id",
+            "cli",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -80,17 +124,37 @@ fn get_follows_a_redirect_once_and_prints_the_lease() {
 
     // Bad input gets the server's INVALID_ARGUMENT and exit 1.
     let out = Command::new(BIN)
-        .args(["get", "--server", &master.grpc_addr.to_string(), "--resource", "r/1", "--wants=-3"])
+        .args([
+            "get",
+            "--server",
+            &master.grpc_addr.to_string(),
+            "--resource",
+            "r/1",
+            "--wants=-3",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("InvalidArgument") && stderr.contains("resource[0].wants"), "{stderr}");
+    assert!(
+        stderr.contains("InvalidArgument") && stderr.contains("resource[0].wants"),
+        "{stderr}"
+    );
 
     // A dead server is an error within the timeout, not a hang.
     let t = Instant::now();
     let out = Command::new(BIN)
-        .args(["get", "--server", "127.0.0.1:1", "--resource", "r/1", "--wants", "1", "--timeout", "2"])
+        .args([
+            "get",
+            "--server",
+            "127.0.0.1:1",
+            "--resource",
+            "r/1",
+            "--wants",
+            "1",
+            "--timeout",
+            "2",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -109,7 +173,9 @@ fn http_get(addr: &str, path: &str) -> String {
     let _ = write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n");
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
-    buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+    buf.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
 }
 
 #[test]
@@ -118,7 +184,16 @@ fn server_process_reloads_on_sighup_and_stops_on_sigterm() {
     let path = dir.path().join("doorman.toml");
     std::fs::write(&path, config(100.0)).unwrap();
     let mut child = Command::new(BIN)
-        .args(["server", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--config-poll-interval", "3600", "--config"])
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--config-poll-interval",
+            "3600",
+            "--config",
+        ])
         .arg(&path)
         .stderr(Stdio::piped())
         .spawn()
@@ -135,13 +210,25 @@ fn server_process_reloads_on_sighup_and_stops_on_sigterm() {
     assert!(status().contains("\"capacity\":100.0"), "{}", status());
     std::fs::write(&path, config(33.0)).unwrap();
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
     let deadline = Instant::now() + Duration::from_secs(10);
     while !status().contains("\"capacity\":33.0") {
-        assert!(Instant::now() < deadline, "SIGHUP reload not applied: {}", status());
+        assert!(
+            Instant::now() < deadline,
+            "SIGHUP reload not applied: {}",
+            status()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
     let code = child.wait().unwrap();
     assert!(code.success(), "graceful exit on SIGTERM: {code:?}");
 }

@@ -171,3 +171,32 @@ fn algorithm_to_proto_carries_everything() {
     assert_eq!(p.learning_mode_duration, Some(60));
     assert_eq!(p.parameters[0].name, "decay_factor");
 }
+
+mod no_panic {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Arbitrary text never panics the parser.
+        #[test]
+        fn arbitrary_text(text in "\\PC{0,400}") {
+            let _ = Config::parse(&text, "fuzz");
+        }
+
+        /// A good config with one line replaced by junk is either valid or
+        /// rejected with at least one problem; it never panics.
+        #[test]
+        fn mutated_good_config(line in 0usize..40, junk in "[a-z_]{1,12} = (-?[0-9]{1,4}(\\.[0-9])?|\"[A-Z_*/]{0,10}\"|nan|inf|\\[\\]|\\{\\})") {
+            let mut lines: Vec<&str> = GOOD.lines().collect();
+            let i = line % lines.len();
+            lines[i] = &junk;
+            let text = lines.join("\n");
+            match Config::parse(&text, "fuzz") {
+                Ok(c) => prop_assert!(!c.templates().is_empty() || !text.contains("[[resources]]")),
+                Err(e) => prop_assert!(!e.problems.is_empty()),
+            }
+        }
+    }
+}

@@ -281,6 +281,36 @@ mod tests {
         assert_eq!(e.message(), "server_id: must not be empty");
     }
 
+    proptest::proptest! {
+        /// Any request either validates or is INVALID_ARGUMENT; never a panic.
+        #[test]
+        fn arbitrary_requests_never_panic(
+            client in "\\PC{0,300}",
+            ids in proptest::collection::vec("\\PC{0,20}", 0..20),
+            wants in proptest::collection::vec(proptest::num::f64::ANY, 0..20),
+            bands in proptest::collection::vec((proptest::num::i64::ANY, proptest::num::i64::ANY, proptest::num::f64::ANY), 0..5),
+        ) {
+            let resources: Vec<pb::ResourceRequest> = ids.iter().zip(wants.iter().cycle())
+                .map(|(id, w)| pb::ResourceRequest { resource_id: id.clone(), priority: 0, has: Some(pb::Lease { expiry_time: -1, refresh_interval: -1, capacity: *w }), wants: *w })
+                .collect();
+            if let Err(e) = get_capacity(&req(&client, resources)) {
+                proptest::prop_assert_eq!(e.code(), tonic::Code::InvalidArgument);
+            }
+            let sreq = pb::GetServerCapacityRequest {
+                server_id: client.clone(),
+                resource: ids.iter().map(|id| pb::ServerCapacityResourceRequest {
+                    resource_id: id.clone(),
+                    has: None,
+                    wants: bands.iter().map(|b| pb::PriorityBandAggregate { priority: b.0, num_clients: b.1, wants: b.2 }).collect(),
+                    outstanding: wants.first().copied(),
+                }).collect(),
+            };
+            if let Err(e) = get_server_capacity(&sreq) {
+                proptest::prop_assert_eq!(e.code(), tonic::Code::InvalidArgument);
+            }
+        }
+    }
+
     #[test]
     fn release_is_checked() {
         let e = release_capacity(&pb::ReleaseCapacityRequest {

@@ -53,14 +53,24 @@ async fn file_changes_apply_and_bad_configs_are_kept_out() {
     })
     .await;
     let st = status(http).await;
-    assert_eq!(st["resources"][0]["has"], 80.0, "the lease survived the reload");
+    assert_eq!(
+        st["resources"][0]["has"], 80.0,
+        "the lease survived the reload"
+    );
     assert_eq!(st["resources"][0]["requesters"], 1);
     assert_eq!(cap(&mut c, "a", "fair", 80.0, Some(80.0)).await, 40.0);
 
-    std::fs::write(&path, "[[resources]]\nidentifier_glob = \"fair\"\ncapacity = -5\n").unwrap();
+    std::fs::write(
+        &path,
+        "[[resources]]\nidentifier_glob = \"fair\"\ncapacity = -5\n",
+    )
+    .unwrap();
     eventually("bad config counted", || async {
         let (_, body) = http_get(http, "/metrics").await;
-        metric(&body, "doorman_server_config_reloads_total{result=\"error\"}") == Some(1.0)
+        metric(
+            &body,
+            "doorman_server_config_reloads_total{result=\"error\"}",
+        ) == Some(1.0)
     })
     .await;
     let st = status(http).await;
@@ -80,7 +90,10 @@ async fn a_bad_config_at_start_is_refused_with_every_problem() {
     )
     .unwrap();
     let clock = ManualClock::new();
-    let e = start(opts(ConfigSource::File(path), &clock)).await.unwrap_err().to_string();
+    let e = start(opts(ConfigSource::File(path), &clock))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("identifier_glob: missing"), "{e}");
     assert!(e.contains("capacity: must be >= 0"), "{e}");
     assert!(e.contains("unknown algorithm kind \"NOPE\""), "{e}");
