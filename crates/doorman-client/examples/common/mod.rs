@@ -1,0 +1,24 @@
+//! Shared by the examples: a server to talk to. With `DOORMAN_SERVER=host:port`
+//! the examples use that server; otherwise they start one in-process on
+//! 127.0.0.1 with the given config.
+
+use std::sync::Arc;
+
+use doorman_server::config::Config;
+use doorman_server::server::{start, ConfigSource, RunningServer, ServerOptions};
+
+pub async fn server(config: &str) -> (String, Option<RunningServer>) {
+    if let Ok(addr) = std::env::var("DOORMAN_SERVER") {
+        return (addr, None);
+    }
+    let cfg = Arc::new(Config::parse(config, "example").expect("example config is valid"));
+    let opts = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    let s = start(opts).await.expect("in-process server starts");
+    (s.grpc_addr.to_string(), Some(s))
+}
+
+pub fn config(glob: &str, kind: &str, capacity: f64) -> String {
+    format!(
+        "[[resources]]\nidentifier_glob = \"{glob}\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"{kind}\"\nlease_length = 10\nrefresh_interval = 2\nlearning_mode_duration = 0\n"
+    )
+}

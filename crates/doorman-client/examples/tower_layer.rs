@@ -1,0 +1,40 @@
+//! Rate-limiting any tower service with `RateLimitLayer`: here a plain
+//! `service_fn` standing in for a tonic or HTTP client, limited to the 20
+//! calls/s the server grants.
+//!
+//!     cargo run --release -p doorman-client --example tower_layer
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use doorman_client::tower::RateLimitLayer;
+use doorman_client::{Client, Mode, RateOptions};
+use tower::{Layer, ServiceExt};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (addr, _server) = common::server(&common::config("example/*", "FAIR_SHARE", 20.0)).await;
+    let client = Client::builder().servers([addr]).build().await?;
+    let rate = client.rate_resource("example/api", RateOptions::wants(100.0))?;
+    while rate.mode() != Mode::Lease {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let backend =
+        tower::service_fn(|n: u32| async move { Ok::<_, std::convert::Infallible>(n * 2) });
+    let svc = RateLimitLayer::new(rate.clone()).layer(backend);
+    let start = Instant::now();
+    for i in 0..40 {
+        let out = svc.clone().oneshot(i).await?;
+        assert_eq!(out, i * 2);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "40 calls in {secs:.2} s = {:.1} calls/s (granted {})",
+        40.0 / secs,
+        rate.capacity()
+    );
+    client.close().await;
+    Ok(())
+}

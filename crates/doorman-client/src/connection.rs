@@ -1,0 +1,307 @@
+//! Finding and talking to the master of a Doorman node: Discovery across
+//! the configured addresses, following `mastership.master_address`
+//! redirects in any response, a deadline on every RPC. Failures are
+//! returned to the caller, which backs off (see [`crate::Backoff`]) and
+//! tries again; the next attempt starts with the next address, so a dead
+//! server is never retried forever.
+//!
+//! Used by the client library and by intermediate servers asking their
+//! parent for capacity.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use doorman_proto::doorman as pb;
+use doorman_proto::CapacityClient;
+use tonic::transport::{Channel, Endpoint};
+
+/// Why a call did not produce an answer from a master.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    /// No configured server said it was the master or knew who is.
+    #[error("no master found among {0:?}")]
+    NoMaster(Vec<String>),
+    /// The RPC failed (connection refused, deadline exceeded, …).
+    #[error("{addr}: {code:?}: {message}")]
+    Rpc {
+        /// The server.
+        addr: String,
+        /// gRPC code.
+        code: tonic::Code,
+        /// Message.
+        message: String,
+    },
+    /// Redirects went round in circles.
+    #[error("too many mastership redirects (last: {0})")]
+    TooManyRedirects(String),
+}
+
+impl CallError {
+    /// The gRPC code, for metrics.
+    pub fn code(&self) -> tonic::Code {
+        match self {
+            CallError::NoMaster(_) => tonic::Code::Unavailable,
+            CallError::Rpc { code, .. } => *code,
+            CallError::TooManyRedirects(_) => tonic::Code::Unavailable,
+        }
+    }
+}
+
+/// Responses that may carry a mastership redirect.
+pub trait Redirect {
+    /// The mastership field (present = "I am not the master").
+    fn mastership(&self) -> Option<&pb::Mastership>;
+}
+
+impl Redirect for pb::GetCapacityResponse {
+    fn mastership(&self) -> Option<&pb::Mastership> {
+        self.mastership.as_ref()
+    }
+}
+impl Redirect for pb::GetServerCapacityResponse {
+    fn mastership(&self) -> Option<&pb::Mastership> {
+        self.mastership.as_ref()
+    }
+}
+impl Redirect for pb::ReleaseCapacityResponse {
+    fn mastership(&self) -> Option<&pb::Mastership> {
+        self.mastership.as_ref()
+    }
+}
+
+/// Called after every RPC with the method, its duration and the error
+/// code if it failed (for metrics).
+pub type RpcObserver =
+    std::sync::Arc<dyn Fn(&'static str, Duration, Option<tonic::Code>) + Send + Sync>;
+
+/// A connection manager for one Doorman node (a set of addresses).
+pub struct Connector {
+    addrs: Vec<String>,
+    next: usize,
+    master: Option<String>,
+    channels: HashMap<String, Channel>,
+    timeout: Duration,
+    observer: Option<RpcObserver>,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("addrs", &self.addrs)
+            .field("master", &self.master)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+fn uri(addr: &str) -> String {
+    if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    }
+}
+
+impl Connector {
+    /// A connector for `addrs` with `timeout` on every RPC.
+    pub fn new(addrs: Vec<String>, timeout: Duration) -> Self {
+        Connector {
+            addrs,
+            next: 0,
+            master: None,
+            channels: HashMap::new(),
+            timeout,
+            observer: None,
+        }
+    }
+
+    /// Reports every RPC to `observer`.
+    pub fn with_observer(mut self, observer: RpcObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The master currently believed in.
+    pub fn master(&self) -> Option<&str> {
+        self.master.as_deref()
+    }
+
+    /// The deadline of each RPC.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn client(&mut self, addr: &str) -> Result<CapacityClient<Channel>, CallError> {
+        if let Some(ch) = self.channels.get(addr) {
+            return Ok(CapacityClient::new(ch.clone()));
+        }
+        let ep = Endpoint::from_shared(uri(addr)).map_err(|e| CallError::Rpc {
+            addr: addr.to_string(),
+            code: tonic::Code::InvalidArgument,
+            message: format!("bad address: {e}"),
+        })?;
+        let ch = ep
+            .connect_timeout(self.timeout)
+            .timeout(self.timeout)
+            .connect_lazy();
+        self.channels.insert(addr.to_string(), ch.clone());
+        Ok(CapacityClient::new(ch))
+    }
+
+    fn forget(&mut self, addr: &str) {
+        self.channels.remove(addr);
+        if self.master.as_deref() == Some(addr) {
+            self.master = None;
+        }
+    }
+
+    async fn rpc<T, F, Fut>(
+        &mut self,
+        method: &'static str,
+        addr: &str,
+        f: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnOnce(CapacityClient<Channel>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let client = self.client(addr)?;
+        let start = tokio::time::Instant::now();
+        let result = tokio::time::timeout(self.timeout, f(client)).await;
+        if let Some(obs) = &self.observer {
+            let code = match &result {
+                Ok(Ok(_)) => None,
+                Ok(Err(s)) => Some(s.code()),
+                Err(_) => Some(tonic::Code::DeadlineExceeded),
+            };
+            obs(method, start.elapsed(), code);
+        }
+        let r = match result {
+            Ok(Ok(resp)) => return Ok(resp.into_inner()),
+            Ok(Err(status)) => CallError::Rpc {
+                addr: addr.to_string(),
+                code: status.code(),
+                message: status.message().to_string(),
+            },
+            Err(_) => CallError::Rpc {
+                addr: addr.to_string(),
+                code: tonic::Code::DeadlineExceeded,
+                message: format!("no answer within {:?}", self.timeout),
+            },
+        };
+        if !matches!(r.code(), tonic::Code::InvalidArgument) {
+            self.forget(addr);
+        }
+        Err(r)
+    }
+
+    /// Finds the master with the Discovery RPC, starting at the next
+    /// address in rotation.
+    pub async fn discover(&mut self) -> Result<String, CallError> {
+        let n = self.addrs.len();
+        for i in 0..n {
+            let addr = self.addrs[(self.next + i) % n].clone();
+            let timeout = self.timeout;
+            let r = self
+                .rpc("Discovery", &addr, |mut c| async move {
+                    let mut req = tonic::Request::new(pb::DiscoveryRequest {});
+                    req.set_timeout(timeout);
+                    c.discovery(req).await
+                })
+                .await;
+            match r {
+                Ok(d) if d.is_master => {
+                    self.next = (self.next + i) % n;
+                    self.master = Some(addr.clone());
+                    return Ok(addr);
+                }
+                Ok(d) => {
+                    if let Some(m) = d.mastership.master_address.filter(|m| !m.is_empty()) {
+                        self.next = (self.next + i + 1) % n;
+                        self.master = Some(m.clone());
+                        return Ok(m);
+                    }
+                }
+                Err(e) => tracing::debug!(error = %e, "discovery failed"),
+            }
+        }
+        self.next = (self.next + 1) % n.max(1);
+        Err(CallError::NoMaster(self.addrs.clone()))
+    }
+
+    /// Calls the master with `f`, discovering it first if needed and
+    /// following redirects (at most a few hops). On failure the believed
+    /// master is forgotten so the next call rediscovers.
+    pub async fn call<T, F, Fut>(&mut self, method: &'static str, f: F) -> Result<T, CallError>
+    where
+        T: Redirect,
+        F: Fn(CapacityClient<Channel>, Duration) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let max_hops = self.addrs.len() + 3;
+        for _ in 0..max_hops {
+            let target = match self.master.clone() {
+                Some(m) => m,
+                None => self.discover().await?,
+            };
+            let timeout = self.timeout;
+            let resp = self.rpc(method, &target, |c| f(c, timeout)).await?;
+            match resp.mastership() {
+                None => return Ok(resp),
+                Some(m) => match m.master_address.clone().filter(|a| !a.is_empty()) {
+                    Some(next) if next != target => {
+                        tracing::debug!(from = %target, to = %next, "following mastership redirect");
+                        self.master = Some(next);
+                    }
+                    _ => {
+                        self.master = None;
+                        return Err(CallError::NoMaster(self.addrs.clone()));
+                    }
+                },
+            }
+        }
+        Err(CallError::TooManyRedirects(
+            self.master.clone().unwrap_or_default(),
+        ))
+    }
+
+    /// GetCapacity on the master.
+    pub async fn get_capacity(
+        &mut self,
+        req: pb::GetCapacityRequest,
+    ) -> Result<pb::GetCapacityResponse, CallError> {
+        self.call("GetCapacity", |mut c, timeout| {
+            let mut r = tonic::Request::new(req.clone());
+            r.set_timeout(timeout);
+            async move { c.get_capacity(r).await }
+        })
+        .await
+    }
+
+    /// GetServerCapacity on the master.
+    pub async fn get_server_capacity(
+        &mut self,
+        req: pb::GetServerCapacityRequest,
+    ) -> Result<pb::GetServerCapacityResponse, CallError> {
+        self.call("GetServerCapacity", |mut c, timeout| {
+            let mut r = tonic::Request::new(req.clone());
+            r.set_timeout(timeout);
+            async move { c.get_server_capacity(r).await }
+        })
+        .await
+    }
+
+    /// ReleaseCapacity on the master.
+    pub async fn release_capacity(
+        &mut self,
+        req: pb::ReleaseCapacityRequest,
+    ) -> Result<pb::ReleaseCapacityResponse, CallError> {
+        self.call("ReleaseCapacity", |mut c, timeout| {
+            let mut r = tonic::Request::new(req.clone());
+            r.set_timeout(timeout);
+            async move { c.release_capacity(r).await }
+        })
+        .await
+    }
+}

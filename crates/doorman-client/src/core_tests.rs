@@ -1,0 +1,159 @@
+use super::*;
+
+fn t(ms: i64) -> Time {
+    Time::from_millis(1_000_000_000 + ms)
+}
+
+fn core(fallback: Fallback) -> ClientCore {
+    ClientCore::new(
+        "c",
+        CoreOptions {
+            fallback,
+            ..CoreOptions::default()
+        },
+    )
+}
+
+fn grant(id: &str, cap: f64, expiry: Time, refresh: i64, safe: Option<f64>) -> GrantItem {
+    GrantItem {
+        resource_id: id.into(),
+        lease: Lease {
+            capacity: cap,
+            expiry,
+            refresh_interval: refresh,
+        },
+        safe_capacity: safe,
+    }
+}
+
+fn ids(items: &[RequestItem]) -> Vec<String> {
+    items.iter().map(|i| i.resource_id.clone()).collect()
+}
+
+#[test]
+fn new_resources_are_asked_for_at_once_in_one_bulk_request() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 1, 10.0, t(0));
+    c.add("b", 2, 20.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    assert_eq!(ids(&req), ["a", "b"]);
+    assert_eq!((req[1].priority, req[1].wants, req[1].has), (2, 20.0, None));
+    assert!(c.poll_request(t(0)).is_none(), "nothing due right after");
+}
+
+#[test]
+fn refreshes_at_the_smallest_refresh_interval_with_has() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 10.0, t(0));
+    c.add("b", 0, 10.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_response(
+        t(10),
+        &ids(&req),
+        &[
+            grant("a", 5.0, t(60_000), 5, None),
+            grant("b", 7.0, t(60_000), 20, None),
+        ],
+    );
+    assert_eq!(c.next_wakeup(t(10)), Some(t(5_010)));
+    assert!(c.poll_request(t(5_000)).is_none());
+    let req = c.poll_request(t(5_010)).unwrap();
+    assert_eq!(ids(&req), ["a", "b"], "b rides along with a");
+    assert_eq!(req[0].has.unwrap().capacity, 5.0);
+}
+
+#[test]
+fn wants_changes_over_ten_percent_refresh_early_but_not_within_min_interval() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 100.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_response(t(0), &ids(&req), &[grant("a", 100.0, t(60_000), 30, None)]);
+    c.set_wants("a", 109.0, t(100));
+    assert_eq!(c.next_wakeup(t(100)), Some(t(30_000)), "9 % is not enough");
+    c.set_wants("a", 120.0, t(200));
+    assert!(c.poll_request(t(500)).is_none(), "min interval 1 s");
+    assert_eq!(c.next_wakeup(t(500)), Some(t(1_000)));
+    let req = c.poll_request(t(1_000)).unwrap();
+    assert_eq!(req[0].wants, 120.0);
+}
+
+#[test]
+fn fallback_modes_apply_when_the_lease_expires() {
+    for (fb, want) in [
+        (Fallback::Pessimistic, (0.0, Mode::Pessimistic)),
+        (Fallback::Optimistic, (40.0, Mode::Optimistic)),
+        (Fallback::Safe { default: 3.0 }, (8.0, Mode::Safe)),
+    ] {
+        let mut c = core(fb);
+        c.add("a", 0, 40.0, t(0));
+        let req = c.poll_request(t(0)).unwrap();
+        c.on_response(
+            t(0),
+            &ids(&req),
+            &[grant("a", 20.0, t(10_000), 5, Some(8.0))],
+        );
+        assert_eq!(c.capacity("a", t(9_999)), Some((20.0, Mode::Lease)));
+        assert_eq!(
+            c.next_wakeup(t(6_000)),
+            Some(t(5_000)),
+            "refresh due before expiry"
+        );
+        assert_eq!(c.capacity("a", t(10_000)), Some(want), "{fb:?}");
+        // A new lease ends the fallback at once.
+        c.on_response(
+            t(11_000),
+            &["a".into()],
+            &[grant("a", 15.0, t(70_000), 5, None)],
+        );
+        assert_eq!(c.capacity("a", t(11_000)), Some((15.0, Mode::Lease)));
+    }
+}
+
+#[test]
+fn safe_fallback_uses_the_default_without_a_server_value() {
+    let mut c = core(Fallback::Safe { default: 3.0 });
+    c.add("a", 0, 40.0, t(0));
+    assert_eq!(c.capacity("a", t(0)), Some((3.0, Mode::Safe)));
+}
+
+#[test]
+fn failures_retry_at_the_given_time() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 1.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_failure(&ids(&req), t(150));
+    assert_eq!(c.next_wakeup(t(0)), Some(t(150)));
+    assert!(c.poll_request(t(100)).is_none());
+    assert!(c.poll_request(t(150)).is_some());
+}
+
+#[test]
+fn resources_left_out_of_a_response_are_retried() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 1.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_response(t(0), &ids(&req), &[]);
+    assert_eq!(c.next_wakeup(t(0)), Some(t(5_000)));
+}
+
+#[test]
+fn expired_leases_are_not_sent_as_has() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 1.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_response(t(0), &ids(&req), &[grant("a", 1.0, t(2_000), 60, None)]);
+    c.on_failure(&["a".into()], t(3_000));
+    let req = c.poll_request(t(3_000)).unwrap();
+    assert_eq!(req[0].has, None);
+}
+
+#[test]
+fn removing_and_bad_values() {
+    let mut c = core(Fallback::Optimistic);
+    c.add("a", 0, f64::NAN, t(0));
+    assert_eq!(c.wants("a"), Some(0.0));
+    assert!(c.remove("a"));
+    assert!(!c.remove("a"));
+    assert_eq!(c.capacity("a", t(0)), None);
+    assert!(c.next_wakeup(t(0)).is_none());
+}

@@ -1,0 +1,234 @@
+//! `GaugeResource`: capacity is operations in flight (rounded down to a
+//! whole number of permits). A permit is held until its `GaugePermit` is
+//! dropped. When capacity shrinks below the number in flight, new marks wait
+//! until enough permits are released.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::core::Mode;
+use crate::resource::{Limiter, Shared, Wants};
+
+/// Options of a gauge resource.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GaugeOptions {
+    /// Priority band (higher = more important).
+    pub priority: i64,
+    /// What to ask for.
+    pub wants: Wants,
+}
+
+impl Default for GaugeOptions {
+    fn default() -> Self {
+        GaugeOptions {
+            priority: 0,
+            wants: Wants::Auto,
+        }
+    }
+}
+
+impl GaugeOptions {
+    /// Fixed wants, default priority.
+    pub fn wants(w: f64) -> Self {
+        GaugeOptions {
+            wants: Wants::Fixed(w),
+            ..Self::default()
+        }
+    }
+}
+
+/// A handle on a gauge resource. Clones share the resource; the last handle
+/// dropped releases it on the server.
+///
+/// ```no_run
+/// # async fn f(client: doorman_client::Client) -> Result<(), doorman_client::ClientError> {
+/// use doorman_client::GaugeOptions;
+/// let tx = client.gauge_resource("db/transactions", GaugeOptions::wants(8.0))?;
+/// let permit = tx.mark().await;
+/// // … the transaction …
+/// drop(permit); // or permit.release()
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct GaugeResource {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// One operation in flight; released when dropped.
+#[derive(Debug)]
+#[must_use = "the permit is released as soon as it is dropped"]
+pub struct GaugePermit {
+    shared: Arc<Shared>,
+}
+
+impl GaugePermit {
+    /// Releases the permit (same as dropping it).
+    pub fn release(self) {}
+}
+
+impl Drop for GaugePermit {
+    fn drop(&mut self) {
+        {
+            let mut st = self.shared.lock();
+            let level = if let Limiter::Gauge(g) = &mut st.limiter {
+                g.in_flight = g.in_flight.saturating_sub(1);
+                (g.in_flight + g.waiting) as f64
+            } else {
+                0.0
+            };
+            st.window.record_level(Instant::now(), level);
+        }
+        self.shared.notify.notify_waiters();
+    }
+}
+
+/// Counts a `mark` call as waiting until it gets its permit or is dropped.
+struct Waiting<'a> {
+    shared: &'a Shared,
+    done: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            if let Limiter::Gauge(g) = &mut self.shared.lock().limiter {
+                g.waiting = g.waiting.saturating_sub(1);
+            }
+        }
+    }
+}
+
+impl GaugeResource {
+    /// The resource id.
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// The capacity applied now (permits).
+    pub fn capacity(&self) -> f64 {
+        self.shared.capacity()
+    }
+
+    /// Lease or which fallback.
+    pub fn mode(&self) -> Mode {
+        self.shared.mode()
+    }
+
+    /// Permits in flight.
+    pub fn in_flight(&self) -> u64 {
+        match &self.shared.lock().limiter {
+            Limiter::Gauge(g) => g.in_flight,
+            Limiter::Rate(_) => 0,
+        }
+    }
+
+    /// What the resource asks the server for now.
+    pub fn current_wants(&self) -> f64 {
+        self.shared.wants(Instant::now())
+    }
+
+    /// Changes what is asked for.
+    pub fn set_wants(&self, wants: Wants) {
+        self.shared.set_wants(wants);
+    }
+
+    fn take(&self, st: &mut crate::resource::LimiterState, now: Instant) -> bool {
+        let Limiter::Gauge(g) = &mut st.limiter else {
+            return false;
+        };
+        let ok = g.in_flight < g.capacity;
+        if ok {
+            g.in_flight += 1;
+        }
+        let level = (g.in_flight + g.waiting) as f64;
+        st.window.record_level(now, level);
+        ok
+    }
+
+    /// Takes a permit if one is free now. Never blocks.
+    pub fn try_mark(&self) -> Option<GaugePermit> {
+        let now = Instant::now();
+        let mut st = self.shared.lock();
+        if self.take(&mut st, now) {
+            drop(st);
+            Some(GaugePermit {
+                shared: self.shared.clone(),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Waits for a permit. Dropping the future before it completes takes
+    /// nothing.
+    pub async fn mark(&self) -> GaugePermit {
+        let start = Instant::now();
+        if let Some(p) = self.try_mark() {
+            if let Some(h) = &self.shared.wait_histogram {
+                h.observe(0.0);
+            }
+            return p;
+        }
+        let mut waiting = Waiting {
+            shared: &self.shared,
+            done: false,
+        };
+        {
+            let mut st = self.shared.lock();
+            let level = match &mut st.limiter {
+                Limiter::Gauge(g) => {
+                    g.waiting += 1;
+                    (g.in_flight + g.waiting) as f64
+                }
+                Limiter::Rate(_) => 0.0,
+            };
+            st.window.record_level(start, level);
+        }
+        loop {
+            let notified = self.shared.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let now = Instant::now();
+                let mut st = self.shared.lock();
+                if let Limiter::Gauge(g) = &mut st.limiter {
+                    if g.in_flight < g.capacity {
+                        g.in_flight += 1;
+                        g.waiting = g.waiting.saturating_sub(1);
+                        waiting.done = true;
+                        let level = (g.in_flight + g.waiting) as f64;
+                        st.window.record_level(now, level);
+                        drop(st);
+                        if let Some(h) = &self.shared.wait_histogram {
+                            h.observe(now.saturating_duration_since(start).as_secs_f64());
+                        }
+                        return GaugePermit {
+                            shared: self.shared.clone(),
+                        };
+                    }
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Clone for GaugeResource {
+    fn clone(&self) -> Self {
+        crate::client::retain(&self.shared);
+        GaugeResource {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Drop for GaugeResource {
+    fn drop(&mut self) {
+        crate::client::release(&self.shared);
+    }
+}
+
+#[cfg(test)]
+#[path = "gauge_tests.rs"]
+mod tests;

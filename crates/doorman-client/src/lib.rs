@@ -1,0 +1,44 @@
+//! The Doorman client library.
+//!
+//! ```no_run
+//! use doorman_client::{Client, Fallback, RateOptions};
+//! # async fn f() -> Result<(), doorman_client::ClientError> {
+//! let client = Client::builder()
+//!     .servers(["127.0.0.1:6000", "127.0.0.1:6001"])
+//!     .fallback(Fallback::Safe { default: 5.0 })
+//!     .build()
+//!     .await?;
+//! let db = client.rate_resource("db/users/1", RateOptions::wants(100.0))?;
+//! for _ in 0..1000 {
+//!     db.wait().await; // at most the granted rate
+//!     // … one query …
+//! }
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! * Bottom half: [`Client`] (one background task: bulk refresh, discovery,
+//!   redirects, backoff, fallback) driving the sans-IO [`ClientCore`].
+//! * Top half: [`RateResource`] (token bucket) and [`GaugeResource`]
+//!   (permits in flight), shared per resource id and reference counted.
+//! * [`tower`] layers, [`ClientMetrics`], and the reusable [`Connector`].
+
+mod backoff;
+mod client;
+pub mod connection;
+mod core;
+mod gauge;
+mod metrics;
+mod rate;
+mod resource;
+pub mod tower;
+mod wants;
+
+pub use backoff::Backoff;
+pub use client::{default_client_id, wall_clock, Client, ClientBuilder, ClientError, Clock};
+pub use connection::{CallError, Connector};
+pub use core::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
+pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};
+pub use metrics::ClientMetrics;
+pub use rate::{RateOptions, RateResource};
+pub use resource::{Kind, Wants};

@@ -1,0 +1,121 @@
+//! Client Prometheus metrics, registered on a registry the user passes in:
+//! RPCs, errors and latency by method; capacity, wants and mode per
+//! resource; permit wait time per resource.
+
+use prometheus::{
+    GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+};
+
+use crate::core::Mode;
+
+/// The client's metrics.
+#[derive(Debug, Clone)]
+pub struct ClientMetrics {
+    rpcs: IntCounterVec,
+    errors: IntCounterVec,
+    latency: HistogramVec,
+    capacity: GaugeVec,
+    wants: GaugeVec,
+    mode: IntGaugeVec,
+    wait: HistogramVec,
+}
+
+impl ClientMetrics {
+    /// Creates the metrics and registers them on `registry`. Fails if they
+    /// are already registered there (one registry per client, or use
+    /// `Registry::new_custom` with a prefix or labels).
+    pub fn register(registry: &Registry) -> prometheus::Result<Self> {
+        let rpcs = IntCounterVec::new(
+            Opts::new("doorman_client_rpcs_total", "RPCs sent, by method."),
+            &["method"],
+        )?;
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "doorman_client_rpc_errors_total",
+                "RPCs that failed, by method and gRPC code.",
+            ),
+            &["method", "code"],
+        )?;
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "doorman_client_rpc_duration_seconds",
+                "RPC latency, by method.",
+            ),
+            &["method"],
+        )?;
+        let capacity = GaugeVec::new(
+            Opts::new("doorman_client_capacity", "Capacity applied, per resource."),
+            &["resource"],
+        )?;
+        let wants = GaugeVec::new(
+            Opts::new("doorman_client_wants", "Wants sent, per resource."),
+            &["resource"],
+        )?;
+        let mode = IntGaugeVec::new(
+            Opts::new(
+                "doorman_client_mode",
+                "1 for the mode a resource is in (lease, pessimistic, optimistic, safe).",
+            ),
+            &["resource", "mode"],
+        )?;
+        let wait = HistogramVec::new(
+            HistogramOpts::new(
+                "doorman_client_permit_wait_seconds",
+                "Time spent waiting for a permit.",
+            )
+            .buckets(vec![
+                0.0, 0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
+            ]),
+            &["resource"],
+        )?;
+        registry.register(Box::new(rpcs.clone()))?;
+        registry.register(Box::new(errors.clone()))?;
+        registry.register(Box::new(latency.clone()))?;
+        registry.register(Box::new(capacity.clone()))?;
+        registry.register(Box::new(wants.clone()))?;
+        registry.register(Box::new(mode.clone()))?;
+        registry.register(Box::new(wait.clone()))?;
+        Ok(ClientMetrics {
+            rpcs,
+            errors,
+            latency,
+            capacity,
+            wants,
+            mode,
+            wait,
+        })
+    }
+
+    pub(crate) fn rpc(&self, method: &str, seconds: f64, error: Option<tonic::Code>) {
+        self.rpcs.with_label_values(&[method]).inc();
+        self.latency.with_label_values(&[method]).observe(seconds);
+        if let Some(code) = error {
+            self.errors
+                .with_label_values(&[method, &format!("{code:?}")])
+                .inc();
+        }
+    }
+
+    pub(crate) fn resource(&self, id: &str, capacity: f64, wants: f64, mode: Mode) {
+        self.capacity.with_label_values(&[id]).set(capacity);
+        self.wants.with_label_values(&[id]).set(wants);
+        for m in Mode::ALL {
+            self.mode
+                .with_label_values(&[id, m.name()])
+                .set(i64::from(m == mode));
+        }
+    }
+
+    pub(crate) fn forget(&self, id: &str) {
+        let _ = self.capacity.remove_label_values(&[id]);
+        let _ = self.wants.remove_label_values(&[id]);
+        for m in Mode::ALL {
+            let _ = self.mode.remove_label_values(&[id, m.name()]);
+        }
+        let _ = self.wait.remove_label_values(&[id]);
+    }
+
+    pub(crate) fn wait_histogram(&self, id: &str) -> prometheus::Histogram {
+        self.wait.with_label_values(&[id])
+    }
+}

@@ -1,0 +1,177 @@
+//! `RateResource`: capacity is operations per second. A token bucket is
+//! refilled at the granted rate with a burst of `burst_time` × rate (default
+//! 0.1 s, at least one permit).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::core::Mode;
+use crate::resource::{Limiter, Shared, Wants};
+
+/// Options of a rate resource.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateOptions {
+    /// Priority band (higher = more important).
+    pub priority: i64,
+    /// What to ask for.
+    pub wants: Wants,
+    /// Burst size as a duration of capacity (default 100 ms; at least one
+    /// permit).
+    pub burst: std::time::Duration,
+}
+
+impl Default for RateOptions {
+    fn default() -> Self {
+        RateOptions {
+            priority: 0,
+            wants: Wants::Auto,
+            burst: std::time::Duration::from_millis(100),
+        }
+    }
+}
+
+impl RateOptions {
+    /// Fixed wants, default priority and burst.
+    pub fn wants(w: f64) -> Self {
+        RateOptions {
+            wants: Wants::Fixed(w),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the priority.
+    pub fn priority(mut self, p: i64) -> Self {
+        self.priority = p;
+        self
+    }
+}
+
+/// A handle on a rate-limited resource. Clones share the resource; the last
+/// handle dropped releases it on the server.
+///
+/// ```no_run
+/// # async fn f(client: doorman_client::Client) -> Result<(), doorman_client::ClientError> {
+/// use doorman_client::RateOptions;
+/// let db = client.rate_resource("db/users/1", RateOptions::wants(100.0))?;
+/// loop {
+///     db.wait().await;
+///     // one query
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct RateResource {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl RateResource {
+    /// The resource id.
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// The capacity applied now (ops/s).
+    pub fn capacity(&self) -> f64 {
+        self.shared.capacity()
+    }
+
+    /// Lease or which fallback.
+    pub fn mode(&self) -> Mode {
+        self.shared.mode()
+    }
+
+    /// What the resource asks the server for now.
+    pub fn current_wants(&self) -> f64 {
+        self.shared.wants(Instant::now())
+    }
+
+    /// Changes what is asked for; a change of more than 10 % is sent early.
+    pub fn set_wants(&self, wants: Wants) {
+        self.shared.set_wants(wants);
+    }
+
+    /// Takes one permit if one is available now. Never blocks.
+    pub fn try_acquire(&self) -> bool {
+        self.try_acquire_n(1)
+    }
+
+    /// Takes `n` permits if available now. Never blocks.
+    pub fn try_acquire_n(&self, n: u32) -> bool {
+        let now = Instant::now();
+        let mut st = self.shared.lock();
+        st.window.record_call(now, f64::from(n));
+        match &mut st.limiter {
+            Limiter::Rate(b) => b.try_take(f64::from(n), now).is_ok(),
+            Limiter::Gauge(_) => false,
+        }
+    }
+
+    /// Waits for one permit.
+    pub async fn wait(&self) {
+        self.wait_n(1).await
+    }
+
+    /// Waits for `n` permits (a weighted acquisition). Capacity 0 blocks
+    /// until capacity arrives. Dropping the future before it completes takes
+    /// nothing.
+    pub async fn wait_n(&self, n: u32) {
+        let start = Instant::now();
+        let n = f64::from(n);
+        self.shared.lock().window.record_call(start, n);
+        let mut blocked = false;
+        loop {
+            let notified = self.shared.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let now = Instant::now();
+            let delay = {
+                let mut st = self.shared.lock();
+                let r = match &mut st.limiter {
+                    Limiter::Rate(b) => b.try_take(n, now),
+                    Limiter::Gauge(_) => Err(None),
+                };
+                match r {
+                    Ok(()) => {
+                        st.window.record_wait(now, blocked);
+                        drop(st);
+                        if let Some(h) = &self.shared.wait_histogram {
+                            h.observe(now.saturating_duration_since(start).as_secs_f64());
+                        }
+                        return;
+                    }
+                    Err(d) => d,
+                }
+            };
+            blocked = true;
+            match delay {
+                Some(d) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(d) => {}
+                        _ = &mut notified => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+}
+
+impl Clone for RateResource {
+    fn clone(&self) -> Self {
+        crate::client::retain(&self.shared);
+        RateResource {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Drop for RateResource {
+    fn drop(&mut self) {
+        crate::client::release(&self.shared);
+    }
+}
+
+#[cfg(test)]
+#[path = "rate_tests.rs"]
+mod tests;

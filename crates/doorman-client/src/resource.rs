@@ -1,0 +1,255 @@
+//! The state a resource shares between its handles (top half) and the
+//! client's background task (bottom half): the limiter (token bucket or
+//! gauge), wants, the current capacity and mode, and a reference count.
+//!
+//! The top half only locks this resource's own mutex; the bottom half calls
+//! [`Shared::apply`] when capacity changes.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, Weak};
+
+use tokio::sync::Notify;
+use tokio::time::{Duration, Instant};
+
+use crate::client::ClientShared;
+use crate::core::Mode;
+use crate::wants::Window;
+
+/// What a resource asks the server for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Wants {
+    /// A fixed amount (change it with `set_wants`).
+    Fixed(f64),
+    /// Estimated from use over a sliding window (see the `wants` module).
+    Auto,
+}
+
+/// A token bucket refilled at the granted rate.
+#[derive(Debug)]
+pub(crate) struct Bucket {
+    pub rate: f64,
+    pub burst: f64,
+    pub tokens: f64,
+    pub last: Instant,
+    pub burst_time: f64,
+}
+
+impl Bucket {
+    pub fn new(now: Instant, burst_time: Duration) -> Self {
+        Bucket {
+            rate: 0.0,
+            burst: 0.0,
+            tokens: 0.0,
+            last: now,
+            burst_time: burst_time.as_secs_f64(),
+        }
+    }
+
+    pub fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + self.rate * dt).min(self.burst);
+    }
+
+    /// A new rate applies at once; tokens never exceed the new burst size.
+    pub fn set_rate(&mut self, rate: f64, now: Instant) {
+        self.refill(now);
+        self.rate = rate;
+        self.burst = if rate > 0.0 {
+            (self.burst_time * rate).max(1.0)
+        } else {
+            0.0
+        };
+        self.tokens = self.tokens.min(self.burst);
+    }
+
+    /// Takes `n` permits if available. A request larger than the burst is
+    /// allowed once a full burst is there, leaving the bucket in debt, so the
+    /// long-run rate holds. Otherwise returns how long until it could.
+    pub fn try_take(&mut self, n: f64, now: Instant) -> Result<(), Option<Duration>> {
+        self.refill(now);
+        let need = if self.burst > 0.0 {
+            n.min(self.burst)
+        } else {
+            n
+        };
+        if self.tokens >= need && self.rate > 0.0 {
+            self.tokens -= n;
+            return Ok(());
+        }
+        if self.rate <= 0.0 {
+            return Err(None);
+        }
+        Err(Some(Duration::from_secs_f64(
+            (need - self.tokens) / self.rate,
+        )))
+    }
+}
+
+/// A gauge of permits in flight.
+#[derive(Debug, Default)]
+pub(crate) struct Gauge {
+    pub capacity: u64,
+    pub in_flight: u64,
+    pub waiting: u64,
+}
+
+#[derive(Debug)]
+pub(crate) enum Limiter {
+    Rate(Bucket),
+    Gauge(Gauge),
+}
+
+#[derive(Debug)]
+pub(crate) struct LimiterState {
+    pub limiter: Limiter,
+    pub window: Window,
+    pub fixed_wants: Option<f64>,
+}
+
+/// The kind of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Operations per second.
+    Rate,
+    /// Operations in flight.
+    Gauge,
+}
+
+/// Shared state of one resource.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub id: String,
+    pub kind: Kind,
+    state: Mutex<LimiterState>,
+    pub notify: Notify,
+    capacity_bits: AtomicU64,
+    mode: AtomicU8,
+    pub handles: AtomicUsize,
+    pub client: Weak<ClientShared>,
+    pub wait_histogram: Option<prometheus::Histogram>,
+}
+
+fn mode_index(m: Mode) -> u8 {
+    Mode::ALL.iter().position(|x| *x == m).unwrap_or(0) as u8
+}
+
+impl Shared {
+    pub fn new(
+        id: String,
+        kind: Kind,
+        wants: Wants,
+        burst_time: Duration,
+        initial: (f64, Mode),
+        client: Weak<ClientShared>,
+        wait_histogram: Option<prometheus::Histogram>,
+    ) -> Self {
+        let now = Instant::now();
+        let limiter = match kind {
+            Kind::Rate => Limiter::Rate(Bucket::new(now, burst_time)),
+            Kind::Gauge => Limiter::Gauge(Gauge::default()),
+        };
+        let s = Shared {
+            id,
+            kind,
+            state: Mutex::new(LimiterState {
+                limiter,
+                window: Window::new(now),
+                fixed_wants: match wants {
+                    Wants::Fixed(w) => Some(w),
+                    Wants::Auto => None,
+                },
+            }),
+            notify: Notify::new(),
+            capacity_bits: AtomicU64::new(0f64.to_bits()),
+            mode: AtomicU8::new(mode_index(Mode::Pessimistic)),
+            handles: AtomicUsize::new(0),
+            client,
+            wait_histogram,
+        };
+        s.apply(initial.0, initial.1);
+        s
+    }
+
+    /// Locks the limiter. Nothing panics while holding it, but recover the
+    /// guard anyway rather than propagate a poison.
+    pub fn lock(&self) -> MutexGuard<'_, LimiterState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The capacity currently applied.
+    pub fn capacity(&self) -> f64 {
+        f64::from_bits(self.capacity_bits.load(Ordering::Relaxed))
+    }
+
+    /// The mode currently applied.
+    pub fn mode(&self) -> Mode {
+        Mode::ALL[usize::from(self.mode.load(Ordering::Relaxed)).min(Mode::ALL.len() - 1)]
+    }
+
+    /// Applies a new capacity at once, waking waiters.
+    pub fn apply(&self, capacity: f64, mode: Mode) {
+        let capacity = if capacity.is_finite() && capacity > 0.0 {
+            capacity
+        } else {
+            0.0
+        };
+        self.mode.store(mode_index(mode), Ordering::Relaxed);
+        // capacity_bits mirrors what the limiter applies; both change only here.
+        let old = self
+            .capacity_bits
+            .swap(capacity.to_bits(), Ordering::Relaxed);
+        if f64::from_bits(old) == capacity {
+            return;
+        }
+        {
+            let mut st = self.lock();
+            match &mut st.limiter {
+                Limiter::Rate(b) => b.set_rate(capacity, Instant::now()),
+                Limiter::Gauge(g) => g.capacity = capacity.floor().min(u64::MAX as f64) as u64,
+            }
+        }
+        self.notify.notify_waiters();
+    }
+
+    /// What to ask the server for now.
+    pub fn wants(&self, now: Instant) -> f64 {
+        let st = self.lock();
+        match st.fixed_wants {
+            Some(w) => w,
+            None => match &st.limiter {
+                Limiter::Rate(_) => st.window.rate(now),
+                Limiter::Gauge(g) => st.window.peak(now).max((g.in_flight + g.waiting) as f64),
+            },
+        }
+    }
+
+    /// Sets fixed wants and asks the client to refresh if it changed much.
+    pub fn set_wants(&self, wants: Wants) {
+        self.lock().fixed_wants = match wants {
+            Wants::Fixed(w) => Some(w),
+            Wants::Auto => None,
+        };
+        if let Some(c) = self.client.upgrade() {
+            c.wake.notify_one();
+        }
+    }
+}
+
+#[cfg(test)]
+impl Shared {
+    /// A resource with no client behind it, for limiter tests.
+    pub fn detached(kind: Kind, wants: Wants, burst: Duration) -> std::sync::Arc<Shared> {
+        let s = std::sync::Arc::new(Shared::new(
+            "test".into(),
+            kind,
+            wants,
+            burst,
+            (0.0, Mode::Pessimistic),
+            Weak::new(),
+            None,
+        ));
+        s.handles.store(1, Ordering::Release);
+        s
+    }
+}

@@ -1,0 +1,149 @@
+//! `Wants::Auto`: estimating what a resource wants from how it is used,
+//! over a sliding window of one-second slots (10 s by default).
+//!
+//! * Rate resources: the rate at which `wait`/`try_acquire` are called
+//!   (permits asked for per second, refused attempts included). Callers that
+//!   loop on `wait()` can only call as fast as they are granted, so when more
+//!   than a tenth of the `wait` calls in the window had to block, the
+//!   estimate is raised by half (at least +1) to probe for more capacity;
+//!   the server caps the grant at the fair share.
+//! * Gauge resources: the peak of (in flight + waiting) over the window.
+
+#[cfg(test)]
+use tokio::time::Duration;
+use tokio::time::Instant;
+
+/// Number of one-second slots.
+pub const WINDOW_SLOTS: usize = 10;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    second: u64,
+    permits: f64,
+    waits: u64,
+    blocked: u64,
+    peak: f64,
+}
+
+/// A sliding window of per-second usage.
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    origin: Instant,
+    slots: [Slot; WINDOW_SLOTS],
+}
+
+impl Window {
+    pub fn new(now: Instant) -> Self {
+        Window {
+            origin: now,
+            slots: [Slot::default(); WINDOW_SLOTS],
+        }
+    }
+
+    fn slot(&mut self, now: Instant) -> &mut Slot {
+        let second = now.saturating_duration_since(self.origin).as_secs();
+        let s = &mut self.slots[(second % WINDOW_SLOTS as u64) as usize];
+        if s.second != second {
+            *s = Slot {
+                second,
+                ..Slot::default()
+            };
+        }
+        s
+    }
+
+    /// A rate acquisition attempt of `n` permits.
+    pub fn record_call(&mut self, now: Instant, n: f64) {
+        self.slot(now).permits += n;
+    }
+
+    /// A `wait` call finished; `blocked` if it had to wait.
+    pub fn record_wait(&mut self, now: Instant, blocked: bool) {
+        let s = self.slot(now);
+        s.waits += 1;
+        s.blocked += u64::from(blocked);
+    }
+
+    /// The level of a gauge (in flight + waiting) at `now`.
+    pub fn record_level(&mut self, now: Instant, level: f64) {
+        let s = self.slot(now);
+        s.peak = s.peak.max(level);
+    }
+
+    fn live(&self, now: Instant) -> impl Iterator<Item = &Slot> {
+        let second = now.saturating_duration_since(self.origin).as_secs();
+        self.slots
+            .iter()
+            .filter(move |s| s.second + (WINDOW_SLOTS as u64) > second && s.second <= second)
+    }
+
+    /// Estimated permits per second wanted.
+    pub fn rate(&self, now: Instant) -> f64 {
+        // The live slots cover the current (partial) second and the
+        // previous WINDOW_SLOTS - 1 whole ones, or less at the start.
+        let elapsed = now.saturating_duration_since(self.origin).as_secs_f64();
+        let covered = (WINDOW_SLOTS as f64 - 1.0) + elapsed.fract();
+        let span = elapsed.min(covered).max(0.25);
+        let (mut permits, mut waits, mut blocked) = (0.0, 0, 0);
+        for s in self.live(now) {
+            permits += s.permits;
+            waits += s.waits;
+            blocked += s.blocked;
+        }
+        let rate = permits / span;
+        if waits > 0 && blocked * 10 > waits {
+            (rate * 1.5).max(rate + 1.0)
+        } else {
+            rate
+        }
+    }
+
+    /// Peak gauge level over the window.
+    pub fn peak(&self, now: Instant) -> f64 {
+        self.live(now).map(|s| s.peak).fold(0.0, f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_over_the_window() {
+        let t0 = Instant::now();
+        let mut w = Window::new(t0);
+        for i in 0..200 {
+            w.record_call(t0 + Duration::from_millis(i * 50), 1.0);
+        }
+        // 200 calls over 10 s.
+        let r = w.rate(t0 + Duration::from_millis(10_000));
+        assert!((r - 20.0).abs() < 2.5, "{r}");
+        // Old slots fall out of the window.
+        assert_eq!(w.rate(t0 + Duration::from_secs(30)), 0.0);
+    }
+
+    #[test]
+    fn blocked_waits_raise_the_estimate() {
+        let t0 = Instant::now();
+        let mut w = Window::new(t0);
+        for i in 0..10 {
+            let t = t0 + Duration::from_millis(i * 100);
+            w.record_call(t, 1.0);
+            w.record_wait(t, true);
+        }
+        // 10 calls in the first 0.999 s, all blocked: 1.5 × 10 / 0.999.
+        let r = w.rate(t0 + Duration::from_millis(999));
+        assert!((r - 15.0 / 0.999).abs() < 1e-9, "{r}");
+    }
+
+    #[test]
+    fn gauge_peak() {
+        let t0 = Instant::now();
+        let mut w = Window::new(t0);
+        w.record_level(t0, 3.0);
+        w.record_level(t0 + Duration::from_secs(2), 7.0);
+        w.record_level(t0 + Duration::from_secs(3), 1.0);
+        assert_eq!(w.peak(t0 + Duration::from_secs(5)), 7.0);
+        assert_eq!(w.peak(t0 + Duration::from_secs(13)), 0.0);
+    }
+}

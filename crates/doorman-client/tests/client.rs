@@ -1,0 +1,408 @@
+//! The client library against real in-process servers on 127.0.0.1.
+//! Servers run in their own runtime on their own thread, so killing one
+//! closes every socket, as a crashed process would.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use doorman_client::{Client, Fallback, GaugeOptions, Mode, RateOptions, Wants};
+use doorman_server::config::Config;
+use doorman_server::server::{start, ConfigSource, ServerOptions};
+
+const CONFIG: &str = r#"
+[[resources]]
+identifier_glob = "*"
+capacity = 100
+safe_capacity = 7
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 3
+refresh_interval = 1
+learning_mode_duration = 0
+"#;
+
+struct TestServer {
+    addr: SocketAddr,
+    kill: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    state: Arc<doorman_server::service::ServerState>,
+}
+
+impl TestServer {
+    fn start(addr: &str) -> TestServer {
+        Self::start_with(addr, |_| {})
+    }
+
+    fn start_with(
+        addr: &str,
+        setup: impl FnOnce(&doorman_server::service::ServerState) + Send + 'static,
+    ) -> TestServer {
+        let addr: SocketAddr = addr.parse().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (kill_tx, kill_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
+            let mut o = ServerOptions::new(addr, ConfigSource::Inline(cfg));
+            o.min_request_interval = Duration::ZERO;
+            let server = rt.block_on(start(o)).expect("server starts");
+            setup(&server.state);
+            tx.send((server.grpc_addr, server.state.clone())).unwrap();
+            let _ = kill_rx.recv();
+            drop(server);
+            rt.shutdown_background();
+        });
+        let (addr, state) = rx.recv().unwrap();
+        TestServer {
+            addr,
+            kill: Some(kill_tx),
+            thread: Some(thread),
+            state,
+        }
+    }
+
+    /// Kills the server: every task and socket is dropped.
+    fn kill(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some(k) = self.kill.take() {
+            let _ = k.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    fn addr(&self) -> String {
+        self.addr.to_string()
+    }
+
+    fn requests(&self, method: &str) -> u64 {
+        self.state
+            .metrics
+            .registry()
+            .gather()
+            .iter()
+            .filter(|f| f.name() == "doorman_server_requests_total")
+            .flat_map(|f| f.get_metric().iter())
+            .filter(|m| m.get_label().iter().any(|l| l.value() == method))
+            .map(|m| m.get_counter().get_value() as u64)
+            .sum()
+    }
+
+    fn lease_count(&self) -> usize {
+        self.state.core().lease_count()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn eventually(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn client(servers: &[String], fallback: Fallback) -> Client {
+    Client::builder()
+        .servers(servers.iter().cloned())
+        .fallback(fallback)
+        .rpc_timeout(Duration::from_millis(500))
+        .backoff(Duration::from_millis(50), Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_refresh_at_the_lease_refresh_interval() {
+    let s = TestServer::start("127.0.0.1:0");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let rs: Vec<_> = (0..3)
+        .map(|i| {
+            c.rate_resource(&format!("r{i}"), RateOptions::wants(10.0))
+                .unwrap()
+        })
+        .collect();
+    eventually("three leases", 5, || {
+        rs.iter().all(|r| r.mode() == Mode::Lease)
+    })
+    .await;
+    assert!(rs.iter().all(|r| r.capacity() == 10.0));
+    // Refresh interval 1 s: over 3.5 s about 3 bulk requests, not 3 per resource.
+    let before = s.requests("GetCapacity");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let n = s.requests("GetCapacity") - before;
+    assert!((2..=5).contains(&n), "{n} GetCapacity in 3.5 s");
+    // Every lease was refreshed by the same request: same last-request time.
+    let st = s.state.core().status(doorman_server::wall_clock(), 10);
+    let ages: Vec<f64> = st
+        .resources
+        .iter()
+        .map(|r| r.leases[0].last_request_ago)
+        .collect();
+    assert!(ages.windows(2).all(|w| w[0] == w[1]), "{ages:?}");
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wants_changes_are_sent_early() {
+    let s = TestServer::start("127.0.0.1:0");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let r = c.rate_resource("r", RateOptions::wants(10.0)).unwrap();
+    eventually("lease", 5, || r.capacity() == 10.0).await;
+    r.set_wants(Wants::Fixed(60.0));
+    eventually("new wants granted", 3, || r.capacity() == 60.0).await;
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_redirects_and_skips_dead_addresses() {
+    let master = TestServer::start("127.0.0.1:0");
+    let target = master.addr();
+    let standby =
+        TestServer::start_with("127.0.0.1:0", move |st| st.core().step_down(Some(target)));
+    // A dead address first, then the standby, which redirects to the master.
+    let c = client(
+        &["127.0.0.1:1".into(), standby.addr()],
+        Fallback::Pessimistic,
+    )
+    .await;
+    let r = c.rate_resource("r", RateOptions::wants(5.0)).unwrap();
+    eventually("lease via redirect", 10, || r.mode() == Mode::Lease).await;
+    assert_eq!(master.lease_count(), 1);
+    assert_eq!(standby.lease_count(), 0);
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_down_falls_back_and_recovers_when_it_returns() {
+    let s = TestServer::start("127.0.0.1:0");
+    let addr = s.addr();
+    let c = client(std::slice::from_ref(&addr), Fallback::Pessimistic).await;
+    let r = c.rate_resource("r", RateOptions::wants(20.0)).unwrap();
+    eventually("lease", 5, || r.mode() == Mode::Lease).await;
+    s.kill();
+    eventually("fallback after the 3 s lease runs out", 6, || {
+        r.mode() == Mode::Pessimistic
+    })
+    .await;
+    assert_eq!(r.capacity(), 0.0);
+    let s2 = TestServer::start(&addr);
+    eventually("lease again", 5, || r.mode() == Mode::Lease).await;
+    assert_eq!(r.capacity(), 20.0);
+    assert_eq!(s2.lease_count(), 1);
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fallback_mode_on_lease_expiry() {
+    let s = TestServer::start("127.0.0.1:0");
+    let pess = client(&[s.addr()], Fallback::Pessimistic).await;
+    let opt = client(&[s.addr()], Fallback::Optimistic).await;
+    let safe = client(&[s.addr()], Fallback::Safe { default: 1.5 }).await;
+    let rp = pess.rate_resource("r", RateOptions::wants(30.0)).unwrap();
+    let ro = opt.gauge_resource("g", GaugeOptions::wants(40.0)).unwrap();
+    let rs = safe.rate_resource("r", RateOptions::wants(30.0)).unwrap();
+    eventually("leases", 5, || {
+        [rp.mode(), ro.mode(), rs.mode()] == [Mode::Lease; 3]
+    })
+    .await;
+    s.kill();
+    eventually("fallbacks", 6, || {
+        rp.mode() != Mode::Lease && ro.mode() != Mode::Lease && rs.mode() != Mode::Lease
+    })
+    .await;
+    assert_eq!((rp.mode(), rp.capacity()), (Mode::Pessimistic, 0.0));
+    assert_eq!((ro.mode(), ro.capacity()), (Mode::Optimistic, 40.0));
+    assert_eq!(
+        (rs.mode(), rs.capacity()),
+        (Mode::Safe, 7.0),
+        "the safe capacity the server sent"
+    );
+    // Safe with no server ever reached: the configured default.
+    let lonely = client(&["127.0.0.1:1".into()], Fallback::Safe { default: 1.5 }).await;
+    let rl = lonely.rate_resource("r", RateOptions::wants(30.0)).unwrap();
+    assert_eq!((rl.mode(), rl.capacity()), (Mode::Safe, 1.5));
+    for c in [pess, opt, safe, lonely] {
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_never_hangs_with_the_server_gone() {
+    let s = TestServer::start("127.0.0.1:0");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let r = c.rate_resource("r", RateOptions::wants(20.0)).unwrap();
+    eventually("lease", 5, || r.mode() == Mode::Lease).await;
+    s.kill();
+    let t = Instant::now();
+    c.close().await;
+    // Bounded by the RPC deadline (0.5 s) plus one second.
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "close took {:?}",
+        t.elapsed()
+    );
+    assert!(matches!(
+        c.rate_resource("x", RateOptions::wants(1.0)),
+        Err(doorman_client::ClientError::Closed)
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_releases_every_resource() {
+    let s = TestServer::start("127.0.0.1:0");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let a = c.rate_resource("a", RateOptions::wants(1.0)).unwrap();
+    let b = c.gauge_resource("b", GaugeOptions::wants(1.0)).unwrap();
+    eventually("leases", 5, || {
+        a.mode() == Mode::Lease && b.mode() == Mode::Lease
+    })
+    .await;
+    assert_eq!(s.lease_count(), 2);
+    c.close().await;
+    assert_eq!(s.lease_count(), 0);
+    assert!(s.requests("ReleaseCapacity") >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handles_are_reference_counted() {
+    let s = TestServer::start("127.0.0.1:0");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let a = c.rate_resource("shared", RateOptions::wants(10.0)).unwrap();
+    let b = c.rate_resource("shared", RateOptions::wants(99.0)).unwrap();
+    let a2 = a.clone();
+    eventually("lease", 5, || a.mode() == Mode::Lease).await;
+    assert_eq!(
+        b.capacity(),
+        10.0,
+        "one underlying resource; the first options win"
+    );
+    assert!(matches!(
+        c.gauge_resource("shared", GaugeOptions::default()),
+        Err(doorman_client::ClientError::KindMismatch { .. })
+    ));
+    drop(a);
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(s.lease_count(), 1, "a2 still holds it");
+    assert_eq!(s.requests("ReleaseCapacity"), 0);
+    drop(a2);
+    eventually("released", 5, || s.lease_count() == 0).await;
+    assert_eq!(s.requests("ReleaseCapacity"), 1);
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_to_the_granted_capacity() {
+    let s = TestServer::start("127.0.0.1:0");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let r = c.rate_resource("r", RateOptions::wants(80.0)).unwrap();
+    eventually("lease", 5, || r.capacity() == 80.0).await;
+    let start = Instant::now();
+    let mut n = 0u32;
+    while start.elapsed() < Duration::from_secs(2) {
+        r.wait().await;
+        n += 1;
+    }
+    // 80/s for 2 s plus at most one burst (8). The exact ±2 % accuracy is
+    // checked under tokio's paused clock in the crate's unit tests; this
+    // lower bound only guards against a stalled limiter on a busy machine.
+    assert!(n <= 170, "{n} permits in 2 s at 80/s");
+    assert!(n >= 120, "{n} permits in 2 s at 80/s");
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_metrics_are_registered() {
+    let s = TestServer::start("127.0.0.1:0");
+    let registry = prometheus::Registry::new();
+    let c = Client::builder()
+        .servers([s.addr()])
+        .metrics(&registry)
+        .build()
+        .await
+        .unwrap();
+    let r = c.rate_resource("m", RateOptions::wants(12.0)).unwrap();
+    eventually("lease", 5, || r.mode() == Mode::Lease).await;
+    r.wait().await;
+    let text = prometheus::TextEncoder::new()
+        .encode_to_string(&registry.gather())
+        .unwrap();
+    for needle in [
+        "doorman_client_capacity{resource=\"m\"} 12",
+        "doorman_client_wants{resource=\"m\"} 12",
+        "doorman_client_mode{mode=\"lease\",resource=\"m\"} 1",
+        "doorman_client_mode{mode=\"pessimistic\",resource=\"m\"} 0",
+        "doorman_client_rpcs_total{method=\"GetCapacity\"}",
+        "doorman_client_rpcs_total{method=\"Discovery\"} 1",
+        "doorman_client_permit_wait_seconds_count{resource=\"m\"} 1",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    // A second client on the same registry is refused, not a panic.
+    let e = Client::builder()
+        .servers([s.addr()])
+        .metrics(&registry)
+        .build()
+        .await;
+    assert!(matches!(e, Err(doorman_client::ClientError::Metrics(_))));
+    c.close().await;
+}
+
+#[tokio::test]
+async fn bad_arguments_are_errors() {
+    use doorman_client::ClientError;
+    assert!(matches!(
+        Client::builder().build().await,
+        Err(ClientError::NoServers)
+    ));
+    assert!(matches!(
+        Client::builder()
+            .servers(["x:1"])
+            .client_id("")
+            .build()
+            .await,
+        Err(ClientError::BadClientId(0))
+    ));
+    let c = Client::builder()
+        .servers(["127.0.0.1:1"])
+        .build()
+        .await
+        .unwrap();
+    assert!(c.client_id().ends_with(&format!(
+        ":{}:{}",
+        std::process::id(),
+        c.client_id().rsplit(':').next().unwrap()
+    )));
+    let other = Client::builder()
+        .servers(["127.0.0.1:1"])
+        .build()
+        .await
+        .unwrap();
+    assert_ne!(c.client_id(), other.client_id(), "unique per Client");
+    assert!(matches!(
+        c.rate_resource("", RateOptions::default()),
+        Err(ClientError::BadResourceId(0))
+    ));
+    assert!(matches!(
+        c.rate_resource("r", RateOptions::wants(f64::NAN)),
+        Err(ClientError::BadWants { .. })
+    ));
+    c.close().await;
+    other.close().await;
+}
