@@ -12,8 +12,18 @@ use doorman_server::server::{start, ConfigSource, ServerOptions};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Resource configuration (TOML). Reloaded when it changes and on SIGHUP.
+    /// Required for a root; optional with --parent, where it can only
+    /// narrow what the parent sends (capacity, lease length, refresh).
     #[arg(long)]
-    config: PathBuf,
+    config: Option<PathBuf>,
+    /// Parent node addresses (comma-separated): run as an intermediate
+    /// server that leases its capacity from the parent's master.
+    #[arg(long, value_delimiter = ',')]
+    parent: Vec<String>,
+    /// Id used towards the parent (default: the server id). Give every
+    /// replica of a node the same node id.
+    #[arg(long)]
+    node_id: Option<String>,
     /// gRPC listen address.
     #[arg(long, default_value = "127.0.0.1:6000")]
     listen: SocketAddr,
@@ -68,17 +78,30 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.config_poll_interval
         );
     }
-    let mut opts = ServerOptions::new(args.listen, ConfigSource::File(args.config.clone()));
+    let config = match (&args.config, args.parent.is_empty()) {
+        (Some(path), _) => ConfigSource::File(path.clone()),
+        (None, false) => {
+            ConfigSource::Inline(std::sync::Arc::new(doorman_server::config::Config::empty()))
+        }
+        (None, true) => anyhow::bail!(
+            "--config is required for a root server (or give --parent ADDR to run below one)"
+        ),
+    };
+    let config_name = args
+        .config
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "(none)".into());
+    let mut opts = ServerOptions::new(args.listen, config);
+    opts.parent = args.parent.clone();
+    opts.node_id = args.node_id.clone();
     opts.http = args.http;
     opts.server_id = args.server_id;
     opts.min_request_interval = Duration::from_secs_f64(args.min_request_interval);
     opts.reload_interval = Duration::from_secs_f64(args.config_poll_interval);
-    let mut server = start(opts).await.with_context(|| {
-        format!(
-            "cannot start the server with config {}",
-            args.config.display()
-        )
-    })?;
+    let mut server = start(opts)
+        .await
+        .with_context(|| format!("cannot start the server with config {config_name}"))?;
     eprintln!(
         "doorman server listening on {} (gRPC){}",
         server.grpc_addr,

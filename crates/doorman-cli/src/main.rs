@@ -2,6 +2,7 @@
 //! config. Errors are reported with `anyhow`; exit status 1 on failure.
 
 mod cmd_config;
+mod cmd_demo;
 mod cmd_get;
 mod cmd_server;
 
@@ -19,6 +20,9 @@ struct Cli {
 enum Command {
     /// Run a lease server.
     Server(cmd_server::Args),
+    /// Run a whole tree (root, 2 parents, 4 leaves, 20 clients) in one
+    /// process and print what happens.
+    Demo(cmd_demo::Args),
     /// Ask a server for capacity once and print the lease.
     Get(cmd_get::Args),
     /// Check configuration files.
@@ -57,6 +61,7 @@ fn main() -> std::process::ExitCode {
                 match command {
                     Command::Server(a) => cmd_server::run(a).await,
                     Command::Get(a) => cmd_get::run(a).await,
+                    Command::Demo(a) => cmd_demo::run(a).await,
                     Command::Config { .. } => unreachable!("handled above"),
                 }
             })

@@ -232,3 +232,29 @@ fn server_process_reloads_on_sighup_and_stops_on_sigterm() {
     let code = child.wait().unwrap();
     assert!(code.success(), "graceful exit on SIGTERM: {code:?}");
 }
+
+#[test]
+fn demo_runs_a_tree_and_prints_a_table_and_summary() {
+    let out = Command::new(BIN)
+        .args(["demo", "--duration", "4"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "root",
+        "parent-2",
+        "leaf-4",
+        "/debug/status",
+        "handed out/cap",
+        "  4s  ",
+        "summary after 4 s",
+        "root: 2 lease(s)",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle:?} in\n{stdout}");
+    }
+}

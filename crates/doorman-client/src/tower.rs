@@ -3,11 +3,10 @@
 //! [`GaugePermit`] for each call.
 //!
 //! ```no_run
-//! # fn f(rate: doorman_client::RateResource, svc: tower_svc::Svc) {
-//! # mod tower_svc { #[derive(Clone)] pub struct Svc; }
 //! use doorman_client::tower::RateLimitLayer;
 //! use tower_layer::Layer;
-//! let limited = RateLimitLayer::new(rate).layer(svc);
+//! # fn f<S: Clone>(rate: doorman_client::RateResource, service: S) {
+//! let limited = RateLimitLayer::new(rate).layer(service);
 //! # }
 //! ```
 

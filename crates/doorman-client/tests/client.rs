@@ -2,13 +2,13 @@
 //! Servers run in their own runtime on their own thread, so killing one
 //! closes every socket, as a crashed process would.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, GaugeOptions, Mode, RateOptions, Wants};
 use doorman_server::config::Config;
-use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_server::isolated::IsolatedServer;
+use doorman_server::server::{ConfigSource, ServerOptions};
 
 const CONFIG: &str = r#"
 [[resources]]
@@ -22,12 +22,7 @@ refresh_interval = 1
 learning_mode_duration = 0
 "#;
 
-struct TestServer {
-    addr: SocketAddr,
-    kill: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    state: Arc<doorman_server::service::ServerState>,
-}
+struct TestServer(IsolatedServer);
 
 impl TestServer {
     fn start(addr: &str) -> TestServer {
@@ -38,73 +33,27 @@ impl TestServer {
         addr: &str,
         setup: impl FnOnce(&doorman_server::service::ServerState) + Send + 'static,
     ) -> TestServer {
-        let addr: SocketAddr = addr.parse().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (kill_tx, kill_rx) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
-            let mut o = ServerOptions::new(addr, ConfigSource::Inline(cfg));
-            o.min_request_interval = Duration::ZERO;
-            let server = rt.block_on(start(o)).expect("server starts");
-            setup(&server.state);
-            tx.send((server.grpc_addr, server.state.clone())).unwrap();
-            let _ = kill_rx.recv();
-            drop(server);
-            rt.shutdown_background();
-        });
-        let (addr, state) = rx.recv().unwrap();
-        TestServer {
-            addr,
-            kill: Some(kill_tx),
-            thread: Some(thread),
-            state,
-        }
+        let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
+        let mut o = ServerOptions::new(addr.parse().unwrap(), ConfigSource::Inline(cfg));
+        o.min_request_interval = Duration::ZERO;
+        TestServer(IsolatedServer::start_with(o, move |s| setup(&s.state)).expect("server starts"))
     }
 
     /// Kills the server: every task and socket is dropped.
-    fn kill(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        if let Some(k) = self.kill.take() {
-            let _ = k.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    fn kill(self) {
+        self.0.kill();
     }
 
     fn addr(&self) -> String {
-        self.addr.to_string()
+        self.0.addr()
     }
 
     fn requests(&self, method: &str) -> u64 {
-        self.state
-            .metrics
-            .registry()
-            .gather()
-            .iter()
-            .filter(|f| f.name() == "doorman_server_requests_total")
-            .flat_map(|f| f.get_metric().iter())
-            .filter(|m| m.get_label().iter().any(|l| l.value() == method))
-            .map(|m| m.get_counter().get_value() as u64)
-            .sum()
+        self.0.requests(method)
     }
 
     fn lease_count(&self) -> usize {
-        self.state.core().lease_count()
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.stop();
+        self.0.state.core().lease_count()
     }
 }
 
@@ -148,7 +97,7 @@ async fn bulk_refresh_at_the_lease_refresh_interval() {
     let n = s.requests("GetCapacity") - before;
     assert!((2..=5).contains(&n), "{n} GetCapacity in 3.5 s");
     // Every lease was refreshed by the same request: same last-request time.
-    let st = s.state.core().status(doorman_server::wall_clock(), 10);
+    let st = s.0.state.core().status(doorman_server::wall_clock(), 10);
     let ages: Vec<f64> = st
         .resources
         .iter()

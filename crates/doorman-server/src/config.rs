@@ -52,6 +52,52 @@ impl AlgorithmConfig {
             .clone()
     }
 
+    /// The algorithm a parent sent for a resource (GetServerCapacity
+    /// response). Values are clamped to what a config could hold; an unknown
+    /// kind becomes FAIR_SHARE, which never hands out more than the capacity
+    /// the parent granted.
+    pub fn from_proto(a: &pb::Algorithm) -> AlgorithmConfig {
+        let kind = match pb::algorithm::Kind::try_from(a.kind) {
+            Ok(pb::algorithm::Kind::NoAlgorithm) => Kind::NoAlgorithm,
+            Ok(pb::algorithm::Kind::Static) => Kind::Static,
+            Ok(pb::algorithm::Kind::ProportionalShare) => Kind::ProportionalShare,
+            Ok(pb::algorithm::Kind::FairShare) => Kind::FairShare,
+            Err(_) => {
+                tracing::warn!(
+                    kind = a.kind,
+                    "parent sent an unknown algorithm kind; using FAIR_SHARE"
+                );
+                Kind::FairShare
+            }
+        };
+        let lease_length = a.lease_length.clamp(1, 86_400 * 365);
+        let refresh_interval = a.refresh_interval.clamp(1, lease_length);
+        let mut decay_factor = DEFAULT_DECAY_FACTOR;
+        let mut parameters = Vec::new();
+        for p in &a.parameters {
+            let value = p.value.clone().unwrap_or_default();
+            if p.name == "decay_factor" {
+                if let Ok(d) = value.trim().parse::<f64>() {
+                    if d > 0.0 && d <= 1.0 {
+                        decay_factor = d;
+                    }
+                }
+            }
+            parameters.push((p.name.clone(), value));
+        }
+        AlgorithmConfig {
+            kind,
+            lease_length,
+            refresh_interval,
+            learning_mode_duration: a
+                .learning_mode_duration
+                .unwrap_or(lease_length)
+                .clamp(0, 86_400 * 365),
+            decay_factor,
+            parameters,
+        }
+    }
+
     /// Lease terms for the algorithms crate.
     pub fn terms(&self) -> LeaseTerms {
         LeaseTerms {

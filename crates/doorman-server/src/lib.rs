@@ -6,15 +6,19 @@
 //! * [`service`]: the tonic `Capacity` service over the core.
 //! * [`http`]: `/metrics`, `/debug/status`, `/api/v1/status`, `/healthz`.
 //! * [`reload`]: config file watching (change on disk, SIGHUP).
+//! * [`upstream`]: an intermediate server asking its parent for capacity.
 //! * [`server`]: wiring it all into a running server.
+//! * [`isolated`]: a server on its own runtime, killable like a process.
 
 pub mod config;
 pub mod core;
 pub mod http;
+pub mod isolated;
 pub mod metrics;
 pub mod reload;
 pub mod server;
 pub mod service;
+pub mod upstream;
 pub mod validate;
 
 pub use doorman_algorithms::Time;

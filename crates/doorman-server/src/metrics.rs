@@ -148,6 +148,11 @@ impl Metrics {
         }
     }
 
+    /// RPCs of `method` received so far.
+    pub fn requests(&self, method: &str) -> u64 {
+        self.requests.with_label_values(&[method]).get()
+    }
+
     /// Records a config load.
     pub fn config_reload(&self, ok: bool) {
         self.config_reloads

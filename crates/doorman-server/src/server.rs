@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::{Config, ConfigError};
-use crate::core::{CoreOptions, ServerCore};
+use crate::core::{CoreOptions, Role, ServerCore};
 use crate::metrics::Metrics;
 use crate::service::{CapacityService, Clock, ServerState};
 
@@ -44,6 +44,14 @@ pub struct ServerOptions {
     pub reload_interval: Duration,
     /// How often to forget expired leases and empty resources.
     pub cleanup_interval: Duration,
+    /// The parent node's addresses; empty for the root.
+    pub parent: Vec<String>,
+    /// The id this server uses towards its parent (`server_id` of
+    /// GetServerCapacity); defaults to the server id. Give the replicas of
+    /// one node the same node id so a new master continues its lease.
+    pub node_id: Option<String>,
+    /// Deadline of each RPC to the parent.
+    pub parent_timeout: Duration,
     /// The clock (wall clock by default; tests may inject one).
     pub clock: Clock,
 }
@@ -71,6 +79,9 @@ impl ServerOptions {
             min_request_interval: Duration::from_secs(1),
             reload_interval: Duration::from_secs(1),
             cleanup_interval: Duration::from_secs(1),
+            parent: Vec::new(),
+            node_id: None,
+            parent_timeout: Duration::from_secs(5),
             clock: Arc::new(crate::wall_clock),
         }
     }
@@ -174,7 +185,13 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .server_id
         .clone()
         .unwrap_or_else(|| grpc_addr.to_string());
+    let role = if opts.parent.is_empty() {
+        Role::Root
+    } else {
+        Role::Intermediate
+    };
     let core_opts = CoreOptions {
+        role,
         server_id: server_id.clone(),
         level: 0,
         min_request_interval: to_time(opts.min_request_interval),
@@ -243,7 +260,18 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         )));
     }
 
-    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, config = %config.summary(), "doorman server started (standalone master)");
+    if role == Role::Intermediate {
+        let node_id = opts.node_id.clone().unwrap_or_else(|| server_id.clone());
+        let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout);
+        tasks.push(tokio::spawn(crate::upstream::run(
+            state.clone(),
+            conn,
+            node_id,
+            stop_rx.clone(),
+        )));
+    }
+
+    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, config = %config.summary(), "doorman server started (standalone master)");
     Ok(RunningServer {
         grpc_addr,
         http_addr,

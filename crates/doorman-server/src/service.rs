@@ -21,6 +21,8 @@ pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
 /// State shared by the gRPC service, the HTTP endpoints and background tasks.
 pub struct ServerState {
     core: Mutex<ServerCore>,
+    /// Wakes the upstream task (a new resource must be asked for at once).
+    pub upstream_wake: tokio::sync::Notify,
     /// The server's metrics.
     pub metrics: Metrics,
     /// The clock.
@@ -38,6 +40,7 @@ impl ServerState {
     pub fn new(core: ServerCore, metrics: Metrics, clock: Clock) -> Self {
         ServerState {
             core: Mutex::new(core),
+            upstream_wake: tokio::sync::Notify::new(),
             metrics,
             clock,
         }
@@ -52,6 +55,18 @@ impl ServerState {
     /// The current time.
     pub fn now(&self) -> Time {
         (self.clock)()
+    }
+
+    /// Runs a capacity request through the core and wakes the upstream task
+    /// if it created a resource the parent must be asked about.
+    fn decide(&self, req: &crate::core::CapacityRequest) -> Result<Vec<Grant>, NotMaster> {
+        let now = self.now();
+        let mut core = self.core();
+        let out = core.get_capacity(now, req);
+        if core.take_upstream_wake() {
+            self.upstream_wake.notify_one();
+        }
+        out
     }
 }
 
@@ -123,7 +138,7 @@ fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacityRes
                 .map(|g| pb::ServerCapacityResourceResponse {
                     resource_id: g.resource_id.clone(),
                     gets: lease(&g.lease),
-                    algorithm: Some(g.algorithm.to_proto()),
+                    algorithm: g.algorithm_known.then(|| g.algorithm.to_proto()),
                     safe_capacity: Some(g.safe_capacity),
                 })
                 .collect(),
@@ -159,11 +174,8 @@ impl doorman_proto::Capacity for CapacityService {
         request: Request<pb::GetCapacityRequest>,
     ) -> Result<Response<pb::GetCapacityResponse>, Status> {
         let start = Instant::now();
-        let r = validate::get_capacity(request.get_ref()).map(|req| {
-            let now = self.state.now();
-            let out = self.state.core().get_capacity(now, &req);
-            client_response(out)
-        });
+        let r = validate::get_capacity(request.get_ref())
+            .map(|req| client_response(self.state.decide(&req)));
         self.finish("GetCapacity", start, r)
     }
 
@@ -172,11 +184,8 @@ impl doorman_proto::Capacity for CapacityService {
         request: Request<pb::GetServerCapacityRequest>,
     ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
         let start = Instant::now();
-        let r = validate::get_server_capacity(request.get_ref()).map(|req| {
-            let now = self.state.now();
-            let out = self.state.core().get_capacity(now, &req);
-            server_response(out)
-        });
+        let r = validate::get_server_capacity(request.get_ref())
+            .map(|req| server_response(self.state.decide(&req)));
         self.finish("GetServerCapacity", start, r)
     }
 

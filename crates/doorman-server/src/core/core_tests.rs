@@ -42,6 +42,7 @@ fn core_with(min_interval: i64) -> ServerCore {
     let cfg = Arc::new(Config::parse(CFG, "test.toml").unwrap());
     let mut c = ServerCore::new(
         CoreOptions {
+            role: Role::Root,
             server_id: "me:1".into(),
             level: 0,
             min_request_interval: Time::secs(min_interval),
@@ -143,6 +144,7 @@ fn refresh_interval_shrinks_with_level() {
     let cfg = Arc::new(Config::parse(CFG, "test.toml").unwrap());
     let mut c = ServerCore::new(
         CoreOptions {
+            role: Role::Root,
             server_id: "leaf".into(),
             level: 2,
             min_request_interval: Time::ZERO,
@@ -343,4 +345,190 @@ fn status_snapshot_lists_resources_and_leases() {
     assert_eq!(r.leases.len(), 1);
     assert!(r.leases_truncated);
     assert_eq!(r.leases[0].expires_in, 19.0);
+}
+
+mod intermediate {
+    use super::*;
+    use crate::core::{UpstreamGrant, PENDING_LEARNING};
+
+    fn leaf(local: Option<&str>) -> ServerCore {
+        let cfg = match local {
+            Some(text) => Arc::new(Config::parse(text, "local.toml").unwrap()),
+            None => Arc::new(Config::empty()),
+        };
+        let mut c = ServerCore::new(
+            CoreOptions {
+                role: Role::Intermediate,
+                server_id: "leaf:1".into(),
+                level: 0,
+                min_request_interval: Time::ZERO,
+            },
+            cfg,
+        );
+        c.become_master(t(0));
+        c
+    }
+
+    fn parent_grant(cap: f64, expiry: i64, refresh: i64, learning: i64) -> UpstreamGrant {
+        UpstreamGrant {
+            resource_id: "r".into(),
+            lease: doorman_algorithms::Lease {
+                capacity: cap,
+                expiry: t(expiry),
+                refresh_interval: refresh,
+            },
+            algorithm: Some(crate::config::AlgorithmConfig {
+                kind: doorman_algorithms::Kind::FairShare,
+                lease_length: 60,
+                refresh_interval: 16,
+                learning_mode_duration: learning,
+                decay_factor: 0.5,
+                parameters: vec![],
+            }),
+            safe_capacity: Some(4.0),
+        }
+    }
+
+    fn band_ask(prio: i64, wants: f64) -> ResourceAsk {
+        ResourceAsk {
+            resource_id: "r".into(),
+            demands: vec![Demand::client(prio, Amount::new("w", wants).unwrap())],
+            claimed_has: None,
+            outstanding: None,
+        }
+    }
+
+    #[test]
+    fn a_new_resource_is_pending_and_asked_for_at_once() {
+        let mut c = leaf(None);
+        let g = get(&mut c, t(1), "a", ask("r", 30.0, Some(12.0)));
+        assert_eq!(
+            (g.lease.capacity, g.decision),
+            (12.0, Decision::Learning),
+            "claims echoed while pending"
+        );
+        assert!(
+            !g.algorithm_known,
+            "no placeholder algorithm is sent downstream"
+        );
+        assert_eq!(
+            g.lease.expiry,
+            t(0) + PENDING_LEARNING,
+            "echoed leases end with learning"
+        );
+        assert!(c.take_upstream_wake());
+        assert!(!c.take_upstream_wake());
+        let asks = c.upstream_request(t(1)).unwrap();
+        assert_eq!(asks.len(), 1);
+        assert_eq!(asks[0].bands, vec![(0, 1, 30.0)]);
+        assert_eq!((asks[0].has, asks[0].outstanding), (None, 12.0));
+        assert!(
+            c.upstream_request(t(1)).is_none(),
+            "not again within a second"
+        );
+    }
+
+    #[test]
+    fn bands_are_aggregated_per_priority() {
+        let mut c = leaf(None);
+        for (who, prio, w) in [("a", 5, 10.0), ("b", 5, 20.0), ("c", 0, 7.0)] {
+            let req = CapacityRequest {
+                who: client(who),
+                resources: vec![band_ask(prio, w)],
+            };
+            c.get_capacity(t(1), &req).unwrap();
+        }
+        let asks = c.upstream_request(t(1)).unwrap();
+        assert_eq!(asks[0].bands, vec![(5, 2, 30.0), (0, 1, 7.0)]);
+    }
+
+    #[test]
+    fn the_parents_grant_is_shared_and_leases_nest_inside_it() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(1), &ids, &[parent_grant(50.0, 21, 8, 0)]);
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(9)),
+            "refresh at the upstream lease's interval"
+        );
+        let g = get(&mut c, t(2), "a", ask("r", 30.0, None));
+        assert_eq!((g.lease.capacity, g.decision), (30.0, Decision::Algorithm));
+        assert_eq!(g.lease.expiry, t(21), "never outlives the upstream lease");
+        assert_eq!(
+            g.lease.refresh_interval, 4,
+            "upstream refresh 8 × decay 0.5"
+        );
+        assert_eq!(
+            g.safe_capacity, 4.0,
+            "the parent's per-client safe capacity"
+        );
+        assert!(g.algorithm_known);
+        let g = get(&mut c, t(2), "b", ask("r", 100.0, None));
+        assert_eq!(
+            g.lease.capacity, 20.0,
+            "50 granted by the parent, 30 held by a"
+        );
+        // The upstream lease runs out: capacity 0, leases expire at once.
+        let g = get(&mut c, t(21), "b", ask("r", 100.0, None));
+        assert_eq!(g.lease.capacity, 0.0);
+        assert_eq!(g.lease.expiry, t(21));
+    }
+
+    #[test]
+    fn learning_follows_the_parents_duration_and_never_restarts() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(2), &ids, &[parent_grant(50.0, 30, 8, 10)]);
+        let g = get(&mut c, t(5), "b", ask("r", 30.0, None));
+        assert_eq!(g.decision, Decision::Learning, "10 s from becoming master");
+        let g = get(&mut c, t(10), "b", ask("r", 30.0, None));
+        assert_eq!(g.decision, Decision::Algorithm);
+        c.upstream_request(t(10)).unwrap();
+        c.upstream_response(t(11), &ids, &[parent_grant(50.0, 40, 8, 60)]);
+        let g = get(&mut c, t(12), "b", ask("r", 30.0, None));
+        assert_eq!(
+            g.decision,
+            Decision::Algorithm,
+            "a longer duration later does not restart learning"
+        );
+    }
+
+    #[test]
+    fn a_local_template_only_narrows() {
+        let local = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 35\nsafe_capacity = 1\n[resources.algorithm]\nkind = \"NO_ALGORITHM\"\nlease_length = 10\nrefresh_interval = 2\nlearning_mode_duration = 0\n";
+        let mut c = leaf(Some(local));
+        get(&mut c, t(1), "a", ask("r", 100.0, None));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(1), &ids, &[parent_grant(50.0, 61, 8, 0)]);
+        let g = get(&mut c, t(2), "a", ask("r", 100.0, None));
+        assert_eq!(
+            g.lease.capacity, 35.0,
+            "min(parent 50, local 35); kind stays FAIR_SHARE"
+        );
+        assert_eq!(g.lease.expiry, t(12), "local lease_length 10 < parent's 60");
+        assert_eq!(g.lease.refresh_interval, 1, "min(8, local 2) × 0.5");
+        assert_eq!(g.safe_capacity, 1.0);
+        assert_eq!(g.algorithm.kind, doorman_algorithms::Kind::FairShare);
+    }
+
+    #[test]
+    fn failures_retry_later_and_standbys_do_not_ask() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_failure(&ids, t(3));
+        assert_eq!(c.next_upstream_wakeup(), Some(t(3)));
+        assert!(c.upstream_request(t(2)).is_none());
+        assert!(c.upstream_request(t(3)).is_some());
+        c.step_down(None);
+        assert!(c.upstream_request(t(10)).is_none());
+        assert!(c.next_upstream_wakeup().is_none());
+    }
 }

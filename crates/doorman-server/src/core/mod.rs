@@ -13,6 +13,7 @@
 mod request;
 mod resource;
 mod status;
+mod upstream;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,13 +22,26 @@ use doorman_algorithms::{Lease, Time};
 
 pub use request::{CapacityRequest, Decision, Grant, NotMaster, ResourceAsk, Who};
 use resource::{Context, Resource};
-pub use status::{BandStatus, LeaseStatus, ResourceStatus, Status, TemplateStatus};
+pub use status::{BandStatus, LeaseStatus, ResourceStatus, Status, TemplateStatus, UpstreamStatus};
+pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
 
 use crate::config::{AlgorithmConfig, Config};
+
+/// Where a server's capacity comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// The root: capacity from the config.
+    #[default]
+    Root,
+    /// Below the root: capacity leased from a parent.
+    Intermediate,
+}
 
 /// Settings of a core.
 #[derive(Debug, Clone)]
 pub struct CoreOptions {
+    /// Root or intermediate.
+    pub role: Role,
     /// This server's id: what Discovery returns as the master address.
     pub server_id: String,
     /// Depth in the tree (0 = root); scales refresh intervals.
@@ -41,6 +55,7 @@ pub struct CoreOptions {
 impl Default for CoreOptions {
     fn default() -> Self {
         CoreOptions {
+            role: Role::Root,
             server_id: "doorman".into(),
             level: 0,
             min_request_interval: Time::secs(1),
@@ -69,6 +84,7 @@ pub struct ServerCore {
     master_address: Option<String>,
     master_since: Time,
     counters: Counters,
+    upstream_wake: bool,
 }
 
 impl ServerCore {
@@ -83,6 +99,7 @@ impl ServerCore {
             master_address: None,
             master_since: Time::ZERO,
             counters: Counters::default(),
+            upstream_wake: false,
         }
     }
 
@@ -151,6 +168,18 @@ impl ServerCore {
     /// times survive; resources re-bind to their new templates; a resource
     /// no template matches any more is dropped (it is served as unmatched).
     pub fn replace_config(&mut self, config: Arc<Config>) {
+        if self.is_intermediate() {
+            // Resources come from the parent; the local config only narrows.
+            // The capacity is re-derived at each request.
+            for (id, r) in self.resources.iter_mut() {
+                if let Some(u) = r.upstream.as_mut() {
+                    u.local = config.find(id).cloned();
+                }
+                r.rebind_upstream(id);
+            }
+            self.config = config;
+            return;
+        }
         self.resources.retain(|id, r| match config.find(id) {
             Some(t) => {
                 let capacity = t.capacity;
@@ -185,10 +214,15 @@ impl ServerCore {
             now,
             level: self.opts.level,
             min_request_interval: self.opts.min_request_interval,
-            upstream_expiry: None,
         };
         let resource = match self.resources.get_mut(&ask.resource_id) {
             Some(r) => r,
+            None if self.opts.role == Role::Intermediate => {
+                let local = self.config.find(&ask.resource_id).cloned();
+                let r = Resource::new_intermediate(&ask.resource_id, local, self.master_since, now);
+                self.upstream_wake = true;
+                self.resources.entry(ask.resource_id.clone()).or_insert(r)
+            }
             None => {
                 let Some(template) = self.config.find(&ask.resource_id).cloned() else {
                     return self.unmatched(now, who, ask);
@@ -202,6 +236,7 @@ impl ServerCore {
             }
         };
         self.counters.expired_leases += resource.expire(now) as u64;
+        resource.sync_capacity(now);
         resource.request(&cx, who, ask)
     }
 
@@ -218,6 +253,7 @@ impl ServerCore {
             lease: algorithm.terms().lease(now, self.opts.level, None, wants),
             safe_capacity: wants,
             algorithm,
+            algorithm_known: true,
             decision: Decision::Unmatched,
         }
     }

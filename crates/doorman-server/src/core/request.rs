@@ -87,8 +87,11 @@ pub struct Grant {
     pub lease: Lease,
     /// Capacity to use in safe mode.
     pub safe_capacity: f64,
-    /// The algorithm configuration (sent to downstream servers).
+    /// The algorithm configuration used for the lease.
     pub algorithm: Arc<AlgorithmConfig>,
+    /// False while an intermediate server has not heard from its parent:
+    /// the algorithm is a placeholder and is not sent downstream.
+    pub algorithm_known: bool,
     /// How it was decided.
     pub decision: Decision,
 }

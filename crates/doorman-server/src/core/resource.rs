@@ -10,6 +10,7 @@ use std::sync::Arc;
 use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Time};
 
 use super::request::{Decision, Grant, ResourceAsk, Who};
+use super::upstream::UpstreamState;
 use crate::config::Template;
 
 /// What the server keeps per requester besides its demand and grant.
@@ -31,6 +32,8 @@ pub(crate) struct Resource {
     pub index: HashMap<Who, RequesterId>,
     pub expiries: BTreeSet<(Time, RequesterId)>,
     pub learning_until: Time,
+    /// Present on intermediate servers: the capacity comes from the parent.
+    pub upstream: Option<UpstreamState>,
 }
 
 /// Settings the core passes to each request.
@@ -39,8 +42,6 @@ pub(crate) struct Context {
     pub now: Time,
     pub level: u32,
     pub min_request_interval: Time,
-    /// The server's own lease on this resource's capacity (non-root).
-    pub upstream_expiry: Option<Time>,
 }
 
 fn amount(x: f64) -> Amount {
@@ -56,7 +57,57 @@ impl Resource {
             index: HashMap::new(),
             expiries: BTreeSet::new(),
             learning_until,
+            upstream: None,
         }
+    }
+
+    /// A resource of an intermediate server, waiting for the parent.
+    pub fn new_intermediate(
+        resource_id: &str,
+        local: Option<Arc<Template>>,
+        master_since: Time,
+        now: Time,
+    ) -> Self {
+        let up = UpstreamState::new(local, now);
+        let learning_until = master_since + up.learning_duration();
+        let mut r = Resource::new(up.template(resource_id), 0.0, learning_until);
+        r.upstream = Some(up);
+        r
+    }
+
+    /// Re-derives the template and capacity from the upstream state
+    /// (after a parent's answer or a config change).
+    pub fn refresh_upstream(&mut self, now: Time, resource_id: &str) {
+        self.rebind_upstream(resource_id);
+        self.sync_capacity(now);
+    }
+
+    /// Re-derives the template from the upstream state (capacity follows at
+    /// the next request).
+    pub fn rebind_upstream(&mut self, resource_id: &str) {
+        if let Some(u) = &self.upstream {
+            let t = u.template(resource_id);
+            self.rebind(t);
+        }
+    }
+
+    /// Intermediate servers: the capacity is the unexpired upstream grant.
+    pub fn sync_capacity(&mut self, now: Time) {
+        if let Some(u) = &self.upstream {
+            let c = u.capacity(now);
+            self.set_capacity(c);
+        }
+    }
+
+    /// How long leases may last: never past the upstream lease; without
+    /// one, not past the end of learning mode (echoed claims) or now.
+    fn lease_cap(&self, now: Time) -> Option<Time> {
+        let u = self.upstream.as_ref()?;
+        Some(match u.valid_lease(now) {
+            Some(l) => l.expiry,
+            None if self.in_learning(now) => self.learning_until,
+            None => now,
+        })
     }
 
     pub fn in_learning(&self, now: Time) -> bool {
@@ -109,6 +160,10 @@ impl Resource {
         let now = cx.now;
         let learning = self.in_learning(now);
         let algorithm = self.template.algorithm.clone();
+        let algorithm_known = self
+            .upstream
+            .as_ref()
+            .is_none_or(|u| u.parent_algorithm.is_some());
         let existing = self.index.get(who).copied();
         if let Some(id) = existing {
             if let Some(rec) = self.shares.get(id) {
@@ -125,6 +180,7 @@ impl Resource {
                         },
                         safe_capacity: self.shares.safe_capacity(self.template.safe_capacity),
                         algorithm,
+                        algorithm_known,
                         decision: Decision::Repeat,
                     };
                 }
@@ -154,15 +210,27 @@ impl Resource {
                 id
             }
         };
-        let (capacity, decision) = if learning {
+        let pending = self
+            .upstream
+            .as_ref()
+            .is_some_and(|u| u.valid_lease(now).is_none());
+        let (capacity, decision) = if learning && pending {
+            // Capacity not known yet: echo the claim; the lease ends with
+            // learning mode.
+            let claimed = ask.claimed_has.unwrap_or(Amount::ZERO);
+            self.shares.set_has(id, claimed);
+            (claimed.get(), Decision::Learning)
+        } else if learning {
             let claimed = ask.claimed_has.unwrap_or(Amount::ZERO);
             (self.shares.decide_learning(id, claimed), Decision::Learning)
         } else {
             (self.shares.decide(id), Decision::Algorithm)
         };
+        // Intermediate servers scale their own lease's refresh interval once.
+        let level = if self.upstream.is_some() { 1 } else { cx.level };
         let lease = algorithm
             .terms()
-            .lease(now, cx.level, cx.upstream_expiry, capacity);
+            .lease(now, level, self.lease_cap(now), capacity);
         if let Some(rec) = self.shares.get_mut(id) {
             let old = rec.expiry;
             rec.expiry = lease.expiry;
@@ -179,6 +247,7 @@ impl Resource {
             lease,
             safe_capacity: self.shares.safe_capacity(self.template.safe_capacity),
             algorithm,
+            algorithm_known,
             decision,
         }
     }

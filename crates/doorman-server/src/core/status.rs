@@ -22,6 +22,8 @@ pub struct Status {
     pub now: f64,
     /// Depth in the tree (0 = root).
     pub level: u32,
+    /// "root" or "intermediate".
+    pub role: &'static str,
     /// Where the config came from.
     pub config_source: String,
     /// The config's one-line summary.
@@ -88,6 +90,21 @@ pub struct ResourceStatus {
     pub leases: Vec<LeaseStatus>,
     /// True when `leases` was cut short.
     pub leases_truncated: bool,
+    /// Intermediate servers: the lease from the parent.
+    pub upstream: Option<UpstreamStatus>,
+}
+
+/// An intermediate server's lease on a resource from its parent.
+#[derive(Debug, Clone, Serialize)]
+pub struct UpstreamStatus {
+    /// Capacity granted by the parent (before local narrowing).
+    pub capacity: f64,
+    /// Seconds until it expires (negative: expired; absent: none yet).
+    pub expires_in: Option<f64>,
+    /// Refresh interval of that lease, s.
+    pub refresh_interval: Option<i64>,
+    /// True once the parent has sent the algorithm.
+    pub algorithm_from_parent: bool,
 }
 
 /// One priority band of a resource.
@@ -183,6 +200,12 @@ impl ServerCore {
                     bands,
                     leases_truncated: totals.requesters > leases.len(),
                     leases,
+                    upstream: r.upstream.as_ref().map(|u| UpstreamStatus {
+                        capacity: u.lease.map(|l| l.capacity).unwrap_or(0.0),
+                        expires_in: u.lease.map(|l| (l.expiry - now).as_secs_f64()),
+                        refresh_interval: u.lease.map(|l| l.refresh_interval),
+                        algorithm_from_parent: u.parent_algorithm.is_some(),
+                    }),
                 }
             })
             .collect();
@@ -209,6 +232,10 @@ impl ServerCore {
             master_since: self.is_master.then(|| self.master_since.as_secs_f64()),
             now: now.as_secs_f64(),
             level: self.opts.level,
+            role: match self.opts.role {
+                super::Role::Root => "root",
+                super::Role::Intermediate => "intermediate",
+            },
             config_source: self.config.source().to_string(),
             config_summary: self.config.summary(),
             templates,

@@ -1,0 +1,290 @@
+//! The intermediate-server side of the core: a resource's capacity comes
+//! from the parent's lease instead of the config. This module owns the
+//! per-resource upstream state and the sans-IO upstream protocol: which
+//! resources to ask for (one bulk GetServerCapacity, one band aggregate per
+//! priority), and what to do with the answer or a failure.
+//!
+//! Rules:
+//! * capacity = the parent's unexpired grant (0 without one), lowered by a
+//!   matching local template if any (a local config can only narrow);
+//! * leases handed out never outlive the upstream lease;
+//! * refresh interval handed out = upstream lease refresh × decay_factor,
+//!   floor 1 s;
+//! * algorithm and safe capacity come from the parent's response; until the
+//!   first answer a resource is "pending": FAIR_SHARE over capacity 0, in
+//!   learning mode for at most [`PENDING_LEARNING`].
+//!
+//! Must not: do I/O or read the clock.
+
+use std::sync::Arc;
+
+use doorman_algorithms::{Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
+
+use super::{Role, ServerCore};
+use crate::config::{AlgorithmConfig, Template};
+
+/// Learning mode of a resource whose algorithm is not known yet (the
+/// design doc's default lease length).
+pub const PENDING_LEARNING: Time = Time::secs(60);
+
+/// Never ask the parent about one resource more often than this.
+pub const MIN_UPSTREAM_INTERVAL: Time = Time::secs(1);
+
+/// Ask again after this when the parent's answer left a resource out.
+pub const UPSTREAM_RETRY: Time = Time::secs(5);
+
+/// What a non-root resource knows about its parent.
+#[derive(Debug, Clone)]
+pub(crate) struct UpstreamState {
+    pub lease: Option<Lease>,
+    pub parent_algorithm: Option<Arc<AlgorithmConfig>>,
+    pub parent_safe: Option<f64>,
+    pub local: Option<Arc<Template>>,
+    pub next_refresh: Time,
+    pub last_request: Option<Time>,
+}
+
+impl UpstreamState {
+    pub fn new(local: Option<Arc<Template>>, now: Time) -> Self {
+        UpstreamState {
+            lease: None,
+            parent_algorithm: None,
+            parent_safe: None,
+            local,
+            next_refresh: now,
+            last_request: None,
+        }
+    }
+
+    /// The unexpired upstream lease.
+    pub fn valid_lease(&self, now: Time) -> Option<Lease> {
+        self.lease.filter(|l| l.expiry > now)
+    }
+
+    /// Capacity to share now.
+    pub fn capacity(&self, now: Time) -> f64 {
+        let granted = self.valid_lease(now).map(|l| l.capacity).unwrap_or(0.0);
+        match &self.local {
+            Some(t) => granted.min(t.capacity),
+            None => granted,
+        }
+    }
+
+    /// The learning-mode length: the local template's, else the parent's,
+    /// else [`PENDING_LEARNING`] until the parent has answered.
+    pub fn learning_duration(&self) -> Time {
+        match (&self.local, &self.parent_algorithm) {
+            (Some(t), Some(p)) => Time::secs(
+                t.algorithm
+                    .learning_mode_duration
+                    .min(p.learning_mode_duration),
+            ),
+            (Some(t), None) => Time::secs(t.algorithm.learning_mode_duration),
+            (None, Some(p)) => Time::secs(p.learning_mode_duration),
+            (None, None) => PENDING_LEARNING,
+        }
+    }
+
+    /// The template this server applies: the parent's algorithm (or the
+    /// pending default), with the upstream lease's refresh interval, lowered
+    /// by a local template.
+    pub fn template(&self, resource_id: &str) -> Arc<Template> {
+        let mut alg = match &self.parent_algorithm {
+            Some(p) => (**p).clone(),
+            None => AlgorithmConfig {
+                kind: Kind::FairShare,
+                lease_length: PENDING_LEARNING.whole_secs(),
+                refresh_interval: 1,
+                learning_mode_duration: PENDING_LEARNING.whole_secs(),
+                decay_factor: DEFAULT_DECAY_FACTOR,
+                parameters: Vec::new(),
+            },
+        };
+        if let Some(l) = self.lease {
+            // Our clients refresh at our own refresh interval × decay.
+            alg.refresh_interval = l.refresh_interval.max(1);
+        }
+        let mut safe = self.parent_safe;
+        let mut capacity = self.lease.map(|l| l.capacity).unwrap_or(0.0);
+        if let Some(t) = &self.local {
+            alg.lease_length = alg.lease_length.min(t.algorithm.lease_length);
+            alg.refresh_interval = alg.refresh_interval.min(t.algorithm.refresh_interval);
+            capacity = capacity.min(t.capacity);
+            safe = match (safe, t.safe_capacity) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        alg.refresh_interval = alg.refresh_interval.min(alg.lease_length).max(1);
+        Arc::new(Template {
+            index: usize::MAX,
+            identifier_glob: match &self.local {
+                Some(t) => format!("{} (parent, narrowed)", t.identifier_glob),
+                None if self.parent_algorithm.is_some() => "(from parent)".to_string(),
+                None => "(waiting for parent)".to_string(),
+            },
+            capacity,
+            safe_capacity: safe,
+            description: Some(format!("capacity for {resource_id} leased from the parent")),
+            algorithm: Arc::new(alg),
+        })
+    }
+}
+
+/// One resource of a bulk GetServerCapacity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamAsk {
+    /// The resource.
+    pub resource_id: String,
+    /// Our unexpired lease from the parent.
+    pub has: Option<Lease>,
+    /// One (priority, Σ subclients, Σ wants) per band present.
+    pub bands: Vec<(i64, i64, f64)>,
+    /// Σ unexpired has we handed out.
+    pub outstanding: f64,
+}
+
+/// One resource of the parent's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamGrant {
+    /// The resource.
+    pub resource_id: String,
+    /// The lease (expiry in whole seconds, as on the wire).
+    pub lease: Lease,
+    /// The algorithm the parent says to use.
+    pub algorithm: Option<AlgorithmConfig>,
+    /// Per-client safe capacity the parent computed.
+    pub safe_capacity: Option<f64>,
+}
+
+impl ServerCore {
+    /// True for a server with a parent.
+    pub fn is_intermediate(&self) -> bool {
+        self.opts.role == Role::Intermediate
+    }
+
+    /// True (once) when a new resource appeared that the parent should be
+    /// asked about at once.
+    pub fn take_upstream_wake(&mut self) -> bool {
+        std::mem::take(&mut self.upstream_wake)
+    }
+
+    /// When the upstream task should next wake.
+    pub fn next_upstream_wakeup(&self) -> Option<Time> {
+        if !self.is_master || !self.is_intermediate() {
+            return None;
+        }
+        self.resources
+            .values()
+            .filter(|r| !r.shares.is_empty())
+            .filter_map(|r| r.upstream.as_ref())
+            .map(|u| {
+                u.last_request
+                    .map(|t| t + MIN_UPSTREAM_INTERVAL)
+                    .unwrap_or(u.next_refresh)
+                    .max(u.next_refresh)
+            })
+            .min()
+    }
+
+    /// If any resource with clients is due, one bulk request with every
+    /// resource with clients that the minimum interval allows.
+    pub fn upstream_request(&mut self, now: Time) -> Option<Vec<UpstreamAsk>> {
+        if !self.is_master || !self.is_intermediate() {
+            return None;
+        }
+        let allowed = |u: &UpstreamState| {
+            u.last_request
+                .map(|t| now >= t + MIN_UPSTREAM_INTERVAL)
+                .unwrap_or(true)
+        };
+        let due = self.resources.values().any(|r| {
+            !r.shares.is_empty()
+                && r.upstream
+                    .as_ref()
+                    .is_some_and(|u| now >= u.next_refresh && allowed(u))
+        });
+        if !due {
+            return None;
+        }
+        let mut asks = Vec::new();
+        for (id, r) in self.resources.iter_mut() {
+            if r.shares.is_empty() {
+                continue;
+            }
+            let bands = r
+                .shares
+                .bands()
+                .iter()
+                .map(|b| (b.priority, b.subclients.round().max(1.0) as i64, b.wants))
+                .collect();
+            let outstanding = r.shares.totals().has;
+            let Some(u) = r.upstream.as_mut() else {
+                continue;
+            };
+            if !allowed(u) {
+                continue;
+            }
+            u.last_request = Some(now);
+            asks.push(UpstreamAsk {
+                resource_id: id.clone(),
+                has: u.valid_lease(now),
+                bands,
+                outstanding,
+            });
+        }
+        asks.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
+        Some(asks)
+    }
+
+    /// Applies the parent's answer to a request for `requested`.
+    pub fn upstream_response(&mut self, now: Time, requested: &[String], grants: &[UpstreamGrant]) {
+        for id in requested {
+            if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
+                u.next_refresh = now + UPSTREAM_RETRY;
+            }
+        }
+        let master_since = self.master_since;
+        for g in grants {
+            let Some(r) = self.resources.get_mut(&g.resource_id) else {
+                continue;
+            };
+            let Some(u) = r.upstream.as_mut() else {
+                continue;
+            };
+            let capacity = if g.lease.capacity.is_finite() && g.lease.capacity > 0.0 {
+                g.lease.capacity
+            } else {
+                0.0
+            };
+            u.lease = Some(Lease {
+                capacity,
+                ..g.lease
+            });
+            if let Some(a) = &g.algorithm {
+                u.parent_algorithm = Some(Arc::new(a.clone()));
+            }
+            if let Some(s) = g.safe_capacity.filter(|s| s.is_finite() && *s >= 0.0) {
+                u.parent_safe = Some(s);
+            }
+            u.next_refresh = now + Time::secs(g.lease.refresh_interval.max(1));
+            // While still learning, the learning end follows the algorithm
+            // now known; once learning has ended it never starts again.
+            let learning_end = master_since + u.learning_duration();
+            if r.in_learning(now) {
+                r.learning_until = learning_end;
+            }
+            r.refresh_upstream(now, &g.resource_id);
+        }
+    }
+
+    /// The request for `requested` failed; try again at `retry_at`.
+    pub fn upstream_failure(&mut self, requested: &[String], retry_at: Time) {
+        for id in requested {
+            if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
+                u.next_refresh = retry_at;
+                u.last_request = None;
+            }
+        }
+    }
+}

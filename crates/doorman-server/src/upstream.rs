@@ -1,0 +1,115 @@
+//! The async adapter of an intermediate server: asks the parent's master
+//! for capacity in one bulk GetServerCapacity whenever the core says a
+//! resource is due (at once for a new resource, then at the upstream
+//! lease's refresh interval), and hands the answer back to the core.
+//! Finding the parent's master, redirects, deadlines and backoff with jitter
+//! are the client library's (`doorman_client::Connector`, `Backoff`).
+//!
+//! Must not: decide anything (the core does).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_algorithms::{Lease, Time};
+use doorman_client::{Backoff, Connector};
+use doorman_proto::doorman as pb;
+use tokio::sync::watch;
+
+use crate::config::AlgorithmConfig;
+use crate::core::{UpstreamAsk, UpstreamGrant};
+use crate::service::ServerState;
+
+fn request(node_id: &str, asks: &[UpstreamAsk]) -> pb::GetServerCapacityRequest {
+    pb::GetServerCapacityRequest {
+        server_id: node_id.to_string(),
+        resource: asks
+            .iter()
+            .map(|a| pb::ServerCapacityResourceRequest {
+                resource_id: a.resource_id.clone(),
+                has: a.has.map(|l| pb::Lease {
+                    expiry_time: l.wire_expiry(),
+                    refresh_interval: l.refresh_interval,
+                    capacity: l.capacity,
+                }),
+                wants: a
+                    .bands
+                    .iter()
+                    .map(
+                        |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
+                            priority,
+                            num_clients,
+                            wants,
+                        },
+                    )
+                    .collect(),
+                outstanding: Some(a.outstanding),
+            })
+            .collect(),
+    }
+}
+
+fn grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGrant> {
+    resp.response
+        .iter()
+        .map(|r| UpstreamGrant {
+            resource_id: r.resource_id.clone(),
+            lease: Lease {
+                capacity: r.gets.capacity,
+                expiry: Time::from_secs(r.gets.expiry_time),
+                refresh_interval: r.gets.refresh_interval,
+            },
+            algorithm: r.algorithm.as_ref().map(AlgorithmConfig::from_proto),
+            safe_capacity: r.safe_capacity,
+        })
+        .collect()
+}
+
+/// Runs until `stop` turns true.
+pub async fn run(
+    state: Arc<ServerState>,
+    mut conn: Connector,
+    node_id: String,
+    mut stop: watch::Receiver<bool>,
+) {
+    let seed = state.now().as_millis() as u64 ^ 0x5DEE_CE66;
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30), seed);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let asks = {
+            let now = state.now();
+            state.core().upstream_request(now)
+        };
+        if let Some(asks) = asks.filter(|a| !a.is_empty()) {
+            let ids: Vec<String> = asks.iter().map(|a| a.resource_id.clone()).collect();
+            let r = tokio::select! {
+                r = conn.get_server_capacity(request(&node_id, &asks)) => r,
+                _ = stop.changed() => return,
+            };
+            let now = state.now();
+            match r {
+                Ok(resp) => {
+                    backoff.reset();
+                    state.core().upstream_response(now, &ids, &grants(&resp));
+                }
+                Err(e) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
+                    let retry = Time::from_millis(delay.as_millis().min(i64::MAX as u128) as i64);
+                    state.core().upstream_failure(&ids, now + retry);
+                }
+            }
+        }
+        let now = state.now();
+        let next = state.core().next_upstream_wakeup();
+        let sleep = next
+            .map(|t| Duration::from_millis((t - now).as_millis().max(0) as u64))
+            .unwrap_or(Duration::from_secs(3600));
+        tokio::select! {
+            _ = tokio::time::sleep(sleep) => {}
+            _ = state.upstream_wake.notified() => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
