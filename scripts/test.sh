@@ -17,6 +17,17 @@ fi
 # protoc is not needed: build scripts use the vendored binary through
 # tools/protoc (see .cargo/config.toml).
 
+# The election and config-push tests run a real etcd (3.4+). Those tests fail
+# with an explanation if it is missing; install it here so they can run.
+if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ] && [ -z "${ETCD_BIN:-}" ]; then
+  log "installing etcd-server (needed by the election and config-push tests)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq etcd-server >/dev/null
+fi
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 

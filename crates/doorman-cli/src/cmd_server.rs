@@ -7,15 +7,28 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use doorman_server::election::Election;
+use doorman_server::etcd_election::EtcdElection;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Resource configuration (TOML). Reloaded when it changes and on SIGHUP.
-    /// Required for a root; optional with --parent, where it can only
-    /// narrow what the parent sends (capacity, lease length, refresh).
+    /// Resource configuration: a TOML file (reloaded when it changes and on
+    /// SIGHUP) or `etcd:KEY` (watched; needs --etcd). Required for a root;
+    /// optional with --parent, where it can only narrow what the parent
+    /// sends (capacity, lease length, refresh).
     #[arg(long)]
-    config: Option<PathBuf>,
+    config: Option<String>,
+    /// etcd endpoints (comma-separated), for --election-key and etcd: configs.
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// Campaign for mastership of this node on this etcd election key, e.g.
+    /// /doorman/root (needs --etcd). Without it the server is always master.
+    #[arg(long)]
+    election_key: Option<String>,
+    /// Seconds a master keeps mastership without reaching etcd.
+    #[arg(long, default_value_t = 10)]
+    election_ttl: u64,
     /// Parent node addresses (comma-separated): run as an intermediate
     /// server that leases its capacity from the parent's master.
     #[arg(long, value_delimiter = ',')]
@@ -79,7 +92,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let config = match (&args.config, args.parent.is_empty()) {
-        (Some(path), _) => ConfigSource::File(path.clone()),
+        (Some(c), _) => match c.strip_prefix("etcd:") {
+            Some(key) => {
+                if args.etcd.is_empty() {
+                    anyhow::bail!("--config {c} needs --etcd ENDPOINTS");
+                }
+                ConfigSource::Etcd {
+                    endpoints: args.etcd.clone(),
+                    key: key.to_string(),
+                }
+            }
+            None => ConfigSource::File(PathBuf::from(c)),
+        },
         (None, false) => {
             ConfigSource::Inline(std::sync::Arc::new(doorman_server::config::Config::empty()))
         }
@@ -87,13 +111,24 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             "--config is required for a root server (or give --parent ADDR to run below one)"
         ),
     };
-    let config_name = args
-        .config
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "(none)".into());
+    let election = match (&args.election_key, args.etcd.is_empty()) {
+        (None, _) => Election::Standalone,
+        (Some(_), true) => anyhow::bail!("--election-key needs --etcd ENDPOINTS"),
+        (Some(key), false) => {
+            if args.election_ttl == 0 {
+                anyhow::bail!("--election-ttl must be at least 1 second");
+            }
+            Election::Etcd(EtcdElection {
+                endpoints: args.etcd.clone(),
+                key: key.clone(),
+                ttl: Duration::from_secs(args.election_ttl),
+            })
+        }
+    };
+    let config_name = args.config.clone().unwrap_or_else(|| "(none)".into());
     let mut opts = ServerOptions::new(args.listen, config);
     opts.parent = args.parent.clone();
+    opts.election = election;
     opts.node_id = args.node_id.clone();
     opts.http = args.http;
     opts.server_id = args.server_id;
@@ -112,7 +147,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     tokio::select! {
         _ = terminated() => {
-            tracing::info!("shutting down");
+            tracing::info!("shutting down (resigning mastership if held)");
             server.shutdown().await;
         }
         _ = server.wait() => anyhow::bail!("the gRPC server stopped unexpectedly"),

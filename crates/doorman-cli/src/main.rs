@@ -25,7 +25,7 @@ enum Command {
     Demo(cmd_demo::Args),
     /// Ask a server for capacity once and print the lease.
     Get(cmd_get::Args),
-    /// Check configuration files.
+    /// Check configuration files, or push / get them in etcd.
     Config {
         #[command(subcommand)]
         command: cmd_config::Command,
@@ -43,30 +43,25 @@ fn init_logging() {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Config { command } => cmd_config::run(command),
-        command => {
-            init_logging();
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the async runtime: {e}");
-                    return std::process::ExitCode::FAILURE;
-                }
-            };
-            rt.block_on(async move {
-                match command {
-                    Command::Server(a) => cmd_server::run(a).await,
-                    Command::Get(a) => cmd_get::run(a).await,
-                    Command::Demo(a) => cmd_demo::run(a).await,
-                    Command::Config { .. } => unreachable!("handled above"),
-                }
-            })
+    init_logging();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
         }
     };
+    let result = rt.block_on(async move {
+        match cli.command {
+            Command::Server(a) => cmd_server::run(a).await,
+            Command::Get(a) => cmd_get::run(a).await,
+            Command::Demo(a) => cmd_demo::run(a).await,
+            Command::Config { command } => cmd_config::run(command).await,
+        }
+    });
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -6,12 +6,18 @@
 //! * [`service`]: the tonic `Capacity` service over the core.
 //! * [`http`]: `/metrics`, `/debug/status`, `/api/v1/status`, `/healthz`.
 //! * [`reload`]: config file watching (change on disk, SIGHUP).
+//! * [`election`]: standalone, etcd and in-memory master election.
+//! * [`etcd_config`]: config stored in (and watched from) an etcd key.
 //! * [`upstream`]: an intermediate server asking its parent for capacity.
 //! * [`server`]: wiring it all into a running server.
 //! * [`isolated`]: a server on its own runtime, killable like a process.
 
 pub mod config;
 pub mod core;
+pub mod election;
+pub mod etcd_config;
+pub mod etcd_election;
+pub mod etcd_process;
 pub mod http;
 pub mod isolated;
 pub mod metrics;

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::{Config, ConfigError};
 use crate::core::{CoreOptions, Role, ServerCore};
+use crate::election::{Election, MasterView};
 use crate::metrics::Metrics;
 use crate::service::{CapacityService, Clock, ServerState};
 
@@ -25,6 +26,13 @@ pub enum ConfigSource {
     File(PathBuf),
     /// A config given directly (tests, demo); never reloaded.
     Inline(Arc<Config>),
+    /// An etcd key, watched; `doorman config push` writes it.
+    Etcd {
+        /// etcd endpoints.
+        endpoints: Vec<String>,
+        /// The key, e.g. `/doorman/config`.
+        key: String,
+    },
 }
 
 /// How to run a server.
@@ -52,6 +60,8 @@ pub struct ServerOptions {
     pub node_id: Option<String>,
     /// Deadline of each RPC to the parent.
     pub parent_timeout: Duration,
+    /// How this server takes part in its node's master election.
+    pub election: Election,
     /// The clock (wall clock by default; tests may inject one).
     pub clock: Clock,
 }
@@ -82,6 +92,7 @@ impl ServerOptions {
             parent: Vec::new(),
             node_id: None,
             parent_timeout: Duration::from_secs(5),
+            election: Election::Standalone,
             clock: Arc::new(crate::wall_clock),
         }
     }
@@ -93,6 +104,9 @@ pub enum StartError {
     /// The config is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The config could not be read from etcd.
+    #[error("{0}")]
+    Etcd(String),
     /// A listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -153,6 +167,7 @@ fn to_time(d: Duration) -> Time {
 
 /// Starts a standalone (always master) server.
 pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
+    let mut etcd_revision = 0;
     let (config, initial_bytes) = match &opts.config {
         ConfigSource::File(path) => {
             let bytes = std::fs::read(path).map_err(|e| ConfigError {
@@ -170,6 +185,15 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
             )
         }
         ConfigSource::Inline(c) => (c.clone(), None),
+        ConfigSource::Etcd { endpoints, key } => {
+            let (bytes, rev) = crate::etcd_config::fetch(endpoints, key)
+                .await
+                .map_err(StartError::Etcd)?;
+            etcd_revision = rev;
+            let text = String::from_utf8_lossy(&bytes);
+            let name = crate::etcd_config::source_name(key);
+            (Arc::new(Config::parse(&text, &name)?), Some(bytes))
+        }
     };
     let grpc = bind(opts.listen).await?;
     let grpc_addr = grpc.local_addr().map_err(|source| StartError::Bind {
@@ -197,7 +221,10 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         min_request_interval: to_time(opts.min_request_interval),
     };
     let mut core = ServerCore::new(core_opts, config.clone());
-    core.become_master((opts.clock)());
+    let standalone = matches!(opts.election, Election::Standalone);
+    if standalone {
+        core.become_master((opts.clock)());
+    }
     let metrics = Metrics::new();
     metrics.config_reload(true);
     let state = Arc::new(ServerState::new(core, metrics, opts.clock.clone()));
@@ -250,18 +277,53 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         }
     }));
 
-    if let (ConfigSource::File(path), Some(bytes)) = (&opts.config, initial_bytes) {
-        tasks.push(tokio::spawn(crate::reload::watch_file(
+    match (&opts.config, initial_bytes) {
+        (ConfigSource::File(path), Some(bytes)) => {
+            tasks.push(tokio::spawn(crate::reload::watch_file(
+                state.clone(),
+                path.clone(),
+                bytes,
+                opts.reload_interval,
+                stop_rx.clone(),
+            )));
+        }
+        (ConfigSource::Etcd { endpoints, key }, Some(bytes)) => {
+            tasks.push(tokio::spawn(crate::etcd_config::watch(
+                state.clone(),
+                endpoints.clone(),
+                key.clone(),
+                bytes,
+                etcd_revision,
+                stop_rx.clone(),
+            )));
+        }
+        _ => {}
+    }
+
+    if !standalone {
+        let (views_tx, views_rx) = watch::channel(MasterView::default());
+        tasks.push(tokio::spawn(opts.election.clone().run(
+            server_id.clone(),
+            views_tx,
+            stop_rx.clone(),
+        )));
+        tasks.push(tokio::spawn(crate::election::follow(
             state.clone(),
-            path.clone(),
-            bytes,
-            opts.reload_interval,
+            views_rx,
             stop_rx.clone(),
         )));
     }
 
     if role == Role::Intermediate {
-        let node_id = opts.node_id.clone().unwrap_or_else(|| server_id.clone());
+        // Replicas of one node share their identity towards the parent, so
+        // a new master continues its predecessor's lease there.
+        let node_id = opts
+            .node_id
+            .clone()
+            .unwrap_or_else(|| match &opts.election {
+                Election::Etcd(e) => e.key.clone(),
+                _ => server_id.clone(),
+            });
         let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout);
         tasks.push(tokio::spawn(crate::upstream::run(
             state.clone(),
@@ -271,7 +333,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         )));
     }
 
-    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, config = %config.summary(), "doorman server started (standalone master)");
+    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, election = ?opts.election, config = %config.summary(), "doorman server started");
     Ok(RunningServer {
         grpc_addr,
         http_addr,

@@ -1,0 +1,149 @@
+//! `doorman config push|get` against a real etcd, with two running servers
+//! reading their config from the key.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use doorman_server::etcd_process::EtcdProcess;
+use doorman_server::server::{start, ConfigSource, ServerOptions};
+
+const BIN: &str = env!("CARGO_BIN_EXE_doorman");
+const KEY: &str = "/doorman/config";
+
+fn config(capacity: f64) -> String {
+    format!(
+        "[[resources]]\nidentifier_glob = \"*\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 20\nrefresh_interval = 5\nlearning_mode_duration = 0\n"
+    )
+}
+
+fn push(etcd: &str, file: &std::path::Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(["config", "push", "--etcd", etcd, "--key", KEY])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
+    let e = EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, config(100.0)).unwrap();
+    let out = push(&e.endpoint(), &good);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pushed to /doorman/config"));
+
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let mut o = ServerOptions::new(
+            "127.0.0.1:0".parse().unwrap(),
+            ConfigSource::Etcd {
+                endpoints: e.endpoints(),
+                key: KEY.into(),
+            },
+        );
+        o.min_request_interval = Duration::ZERO;
+        servers.push(start(o).await.expect("server starts from the etcd config"));
+    }
+    let capacity =
+        |s: &doorman_server::server::RunningServer| s.state.core().config().templates()[0].capacity;
+    assert!(servers.iter().all(|s| capacity(s) == 100.0));
+    assert_eq!(
+        servers[0].state.core().config().source(),
+        "etcd:/doorman/config"
+    );
+
+    // A new config applies on both servers within a second.
+    std::fs::write(&good, config(42.0)).unwrap();
+    let out = push(&e.endpoint(), &good);
+    assert!(out.status.success());
+    let t = Instant::now();
+    while !servers.iter().all(|s| capacity(s) == 42.0) {
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "pushed config not applied within 1 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // An invalid file is refused by the CLI with every problem; nothing is written.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[resources]]\nidentifier_glob = \"*\"\ncapacity = -1\n[resources.algorithm]\nkind = \"NOPE\"\nlease_length = 5\nrefresh_interval = 1\n").unwrap();
+    let out = push(&e.endpoint(), &bad);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("capacity: must be >= 0")
+            && stderr.contains("unknown algorithm kind \"NOPE\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not pushed"), "{stderr}");
+    let got = Command::new(BIN)
+        .args(["config", "get", "--etcd", &e.endpoint(), "--key", KEY])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&got.stdout), config(42.0));
+
+    // An invalid value written straight into etcd is rejected by the servers.
+    doorman_server::etcd_config::put(&e.endpoints(), KEY, b"capacity = \"lots\"".to_vec())
+        .await
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let rejected = servers.iter().all(|s| {
+            let (status, counters) = {
+                let mut core = s.state.core();
+                (
+                    core.status(doorman_server::wall_clock(), 0),
+                    core.counters(),
+                )
+            };
+            let text = s.state.metrics.render(&status, counters);
+            text.contains("doorman_server_config_reloads_total{result=\"error\"} 1")
+        });
+        if rejected {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "invalid config not counted"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        servers.iter().all(|s| capacity(s) == 42.0),
+        "the old config stays"
+    );
+    for s in servers {
+        s.shutdown().await;
+    }
+}
+
+#[test]
+fn server_flags_are_checked() {
+    let out = Command::new(BIN)
+        .args(["server", "--config", "etcd:/x", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --etcd"));
+    let out = Command::new(BIN)
+        .args([
+            "server",
+            "--election-key",
+            "/x",
+            "--parent",
+            "127.0.0.1:1",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--election-key needs --etcd"));
+}

@@ -1,0 +1,146 @@
+//! Configuration stored in an etcd key: read at start, watched while
+//! running. A changed value is validated as a whole; a valid one replaces
+//! the running config at once (leases kept), an invalid one is logged with
+//! every problem, counted in `doorman_server_config_reloads_total{result="error"}`,
+//! and the running config stays. After a lost connection the watcher
+//! re-reads the key, so no change is missed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_client::Backoff;
+use etcd_client::{EventType, WatchOptions};
+use tokio::sync::watch;
+use tokio::time::timeout;
+
+use crate::config::Config;
+use crate::etcd_election::connect;
+use crate::service::ServerState;
+
+const STEP: Duration = Duration::from_secs(3);
+
+/// The name a config from etcd is known by in logs and errors.
+pub fn source_name(key: &str) -> String {
+    format!("etcd:{key}")
+}
+
+/// Reads the key: its value and the revision it was read at.
+pub async fn fetch(endpoints: &[String], key: &str) -> Result<(Vec<u8>, i64), String> {
+    let mut client = connect(endpoints, STEP).await?;
+    let resp = timeout(STEP, client.get(key, None))
+        .await
+        .map_err(|_| format!("reading {key} from etcd timed out"))?
+        .map_err(|e| format!("reading {key} from etcd: {e}"))?;
+    let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+    match resp.kvs().first() {
+        Some(kv) => Ok((kv.value().to_vec(), revision)),
+        None => Err(format!(
+            "no config at etcd key {key} (push one with `doorman config push --etcd … --key {key} FILE`)"
+        )),
+    }
+}
+
+/// Writes a value (used by `doorman config push`).
+pub async fn put(endpoints: &[String], key: &str, value: Vec<u8>) -> Result<i64, String> {
+    let mut client = connect(endpoints, STEP).await?;
+    let resp = timeout(STEP, client.put(key, value, None))
+        .await
+        .map_err(|_| format!("writing {key} to etcd timed out"))?
+        .map_err(|e| format!("writing {key} to etcd: {e}"))?;
+    Ok(resp.header().map(|h| h.revision()).unwrap_or(0))
+}
+
+fn apply(state: &ServerState, key: &str, value: &[u8]) {
+    let text = String::from_utf8_lossy(value);
+    match Config::parse(&text, &source_name(key)) {
+        Ok(cfg) => {
+            tracing::info!(summary = %cfg.summary(), "config from etcd applied");
+            state.core().replace_config(Arc::new(cfg));
+            state.metrics.config_reload(true);
+        }
+        Err(e) => {
+            tracing::error!("config in etcd rejected, keeping the running config: {e}");
+            state.metrics.config_reload(false);
+        }
+    }
+}
+
+/// Watches `key` until `stop` turns true. `last` is the value the running
+/// config came from, read at `revision`.
+pub async fn watch(
+    state: Arc<ServerState>,
+    endpoints: Vec<String>,
+    key: String,
+    mut last: Vec<u8>,
+    mut revision: i64,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut backoff = Backoff::new(
+        Duration::from_millis(100),
+        Duration::from_secs(10),
+        revision as u64,
+    );
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let result: Result<(), String> = async {
+            let mut client = connect(&endpoints, STEP).await?;
+            if revision == 0 {
+                // Reconnected: catch up with anything missed.
+                let (value, rev) = fetch(&endpoints, &key).await?;
+                if value != last {
+                    apply(&state, &key, &value);
+                    last = value;
+                }
+                revision = rev;
+            }
+            let opts = WatchOptions::new().with_start_revision(revision + 1);
+            let mut stream = client
+                .watch(key.as_str(), Some(opts))
+                .await
+                .map_err(|e| format!("watching {key}: {e}"))?;
+            backoff.reset();
+            loop {
+                let msg = tokio::select! {
+                    m = stream.message() => m.map_err(|e| format!("watch on {key}: {e}"))?,
+                    _ = stop.changed() => return Ok(()),
+                };
+                let Some(resp) = msg else {
+                    return Err(format!("watch on {key} closed"));
+                };
+                if resp.canceled() {
+                    return Err(format!("watch on {key} canceled (compacted?)"));
+                }
+                for ev in resp.events() {
+                    let Some(kv) = ev.kv() else { continue };
+                    revision = revision.max(kv.mod_revision());
+                    match ev.event_type() {
+                        EventType::Put => {
+                            if kv.value() != last.as_slice() {
+                                apply(&state, &key, kv.value());
+                                last = kv.value().to_vec();
+                            }
+                        }
+                        EventType::Delete => {
+                            tracing::warn!(%key, "config key deleted from etcd; keeping the running config");
+                        }
+                    }
+                }
+            }
+        }
+        .await;
+        if *stop.borrow() {
+            return;
+        }
+        if let Err(e) = result {
+            let delay = backoff.next_delay();
+            tracing::warn!(retry_in = ?delay, "config watch: {e}");
+            revision = 0;
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! A throwaway etcd for tests and experiments: a real `etcd` process on free
+//! loopback ports with a temporary data directory, fast election settings
+//! (`--heartbeat-interval 10 --election-timeout 100`), stoppable and
+//! restartable on the same ports and data.
+//!
+//! If no `etcd` binary is found, [`EtcdProcess::start`] fails with a message
+//! saying how to install it (`apt-get install etcd-server`); tests that need
+//! etcd therefore fail instead of silently passing.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A running (or stopped) etcd.
+#[derive(Debug)]
+pub struct EtcdProcess {
+    binary: PathBuf,
+    client_port: u16,
+    peer_port: u16,
+    data_dir: PathBuf,
+    child: Option<Child>,
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free port: {e}"))
+}
+
+/// Where the etcd binary is: `$ETCD_BIN`, then `PATH`, then /usr/bin.
+pub fn find_etcd() -> Result<PathBuf, String> {
+    if let Ok(p) = std::env::var("ETCD_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path).chain([PathBuf::from("/usr/bin")]) {
+        let candidate = dir.join("etcd");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    Err(
+        "etcd not found: these tests need a real etcd 3.4+. Install it with \
+         `apt-get install -y etcd-server` (./scripts/test.sh does this), or set ETCD_BIN"
+            .to_string(),
+    )
+}
+
+impl EtcdProcess {
+    /// Starts etcd and waits until it accepts connections.
+    pub fn start() -> Result<EtcdProcess, String> {
+        let binary = find_etcd()?;
+        let data_dir = std::env::temp_dir().join(format!(
+            "doorman-etcd-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut e = EtcdProcess {
+            binary,
+            client_port: free_port()?,
+            peer_port: free_port()?,
+            data_dir,
+            child: None,
+        };
+        e.restart()?;
+        Ok(e)
+    }
+
+    /// The client endpoint, `127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.client_port)
+    }
+
+    /// The endpoints as a list.
+    pub fn endpoints(&self) -> Vec<String> {
+        vec![self.endpoint()]
+    }
+
+    /// Kills etcd (SIGKILL); the data directory is kept for a restart.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// (Re)starts etcd on the same ports and data directory and waits until
+    /// its client port accepts connections (at most 10 s).
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.stop();
+        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let child = Command::new(&self.binary)
+            .arg("--name")
+            .arg("test")
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args(["--initial-cluster", &format!("test={peer}")])
+            .args(["--heartbeat-interval", "10", "--election-timeout", "100"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", self.binary.display()))?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
+            if Instant::now() > deadline {
+                self.stop();
+                return Err("etcd did not start listening within 10 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EtcdProcess {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}

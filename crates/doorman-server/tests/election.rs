@@ -1,0 +1,273 @@
+//! Master election with a real etcd (started per test on free loopback
+//! ports) and an in-memory election.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use doorman_client::{Client, Fallback, Mode, RateOptions};
+use doorman_proto::doorman as pb;
+use doorman_proto::CapacityClient;
+use doorman_server::config::Config;
+use doorman_server::election::{Election, InMemoryElection};
+use doorman_server::etcd_election::EtcdElection;
+use doorman_server::etcd_process::EtcdProcess;
+use doorman_server::isolated::IsolatedServer;
+use doorman_server::server::{start, ConfigSource, ServerOptions};
+
+const CONFIG: &str = r#"
+[[resources]]
+identifier_glob = "*"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 10
+refresh_interval = 1
+learning_mode_duration = 3
+"#;
+
+fn etcd() -> EtcdProcess {
+    EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn opts(election: Election) -> ServerOptions {
+    let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
+    let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    o.min_request_interval = Duration::ZERO;
+    o.election = election;
+    o
+}
+
+fn etcd_election(e: &EtcdProcess, ttl: u64) -> Election {
+    Election::Etcd(EtcdElection {
+        endpoints: e.endpoints(),
+        key: "/doorman/test".into(),
+        ttl: Duration::from_secs(ttl),
+    })
+}
+
+fn is_master(s: &IsolatedServer) -> bool {
+    s.state.core().is_master()
+}
+
+async fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    start.elapsed()
+}
+
+/// Asserts that `standby` redirects every RPC to `master`.
+async fn redirects(standby: &str, master: &str) {
+    let mut c = CapacityClient::connect(format!("http://{standby}"))
+        .await
+        .unwrap();
+    let want = Some(pb::Mastership {
+        master_address: Some(master.to_string()),
+    });
+    let d = c
+        .discovery(pb::DiscoveryRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!d.is_master);
+    assert_eq!(d.mastership.master_address.as_deref(), Some(master));
+    let r = c
+        .get_capacity(pb::GetCapacityRequest {
+            client_id: "c".into(),
+            resource: vec![pb::ResourceRequest {
+                resource_id: "r".into(),
+                priority: 0,
+                has: None,
+                wants: 1.0,
+            }],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.response.is_empty());
+    assert_eq!(r.mastership, want);
+    let r = c
+        .get_server_capacity(pb::GetServerCapacityRequest {
+            server_id: "s".into(),
+            resource: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.mastership, want);
+    let r = c
+        .release_capacity(pb::ReleaseCapacityRequest {
+            client_id: "c".into(),
+            resource_id: vec!["r".into()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.mastership, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_key_elect_exactly_one_master() {
+    let e = etcd();
+    let a = IsolatedServer::start(opts(etcd_election(&e, 2))).unwrap();
+    let b = IsolatedServer::start(opts(etcd_election(&e, 2))).unwrap();
+    eventually("a master", Duration::from_secs(5), || {
+        is_master(&a) || is_master(&b)
+    })
+    .await;
+    let (m, s) = if is_master(&a) { (&a, &b) } else { (&b, &a) };
+    eventually(
+        "the standby knows the master",
+        Duration::from_secs(5),
+        || s.state.core().master_address() == Some(m.addr().as_str()),
+    )
+    .await;
+    for _ in 0..20 {
+        assert!(is_master(m) && !is_master(s), "exactly one master");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    redirects(&s.addr(), &m.addr()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_is_replaced_within_ttl_and_the_new_one_learns() {
+    let e = etcd();
+    let a = IsolatedServer::start(opts(etcd_election(&e, 2))).unwrap();
+    eventually("a is master", Duration::from_secs(5), || is_master(&a)).await;
+    let b = IsolatedServer::start(opts(etcd_election(&e, 2))).unwrap();
+    let client = Client::builder()
+        .servers([a.addr(), b.addr()])
+        .fallback(Fallback::Pessimistic)
+        .rpc_timeout(Duration::from_millis(500))
+        .backoff(Duration::from_millis(50), Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let r = client.rate_resource("r", RateOptions::wants(30.0)).unwrap();
+    // a is learning for 3 s (a newcomer gets 0), then grants 30.
+    eventually("30 from a", Duration::from_secs(8), || r.capacity() == 30.0).await;
+    let b_addr = b.addr();
+    a.kill();
+    let took = eventually("b is master", Duration::from_secs(3), || is_master(&b)).await;
+    assert!(
+        took <= Duration::from_secs(3),
+        "TTL 2 s + 1 s: took {took:?}"
+    );
+    // b is in learning mode: the client's claimed 30 is echoed, not cut to 0.
+    eventually("the client reached b", Duration::from_secs(5), || {
+        b.state.core().lease_count() == 1
+    })
+    .await;
+    let st = b.state.core().status(doorman_server::wall_clock(), 10);
+    assert!(st.resources[0].learning, "the new master is learning");
+    assert_eq!(st.resources[0].leases[0].has, 30.0, "claimed has echoed");
+    assert_eq!((r.mode(), r.capacity()), (Mode::Lease, 30.0));
+    assert_eq!(st.master_address.as_deref(), Some(b_addr.as_str()));
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_hands_over_in_under_a_second() {
+    let e = etcd();
+    let a = start(opts(etcd_election(&e, 10))).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !a.state.core().is_master() {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let b = IsolatedServer::start(opts(etcd_election(&e, 10))).unwrap();
+    eventually("b is a standby", Duration::from_secs(5), || {
+        b.state.core().master_address() == Some(a.grpc_addr.to_string().as_str())
+    })
+    .await;
+    let t = Instant::now();
+    a.shutdown().await;
+    eventually("b takes over", Duration::from_secs(5), || is_master(&b)).await;
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "handover took {took:?} (TTL is 10 s)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_restarting_within_the_ttl_keeps_the_master() {
+    let mut e = etcd();
+    let a = IsolatedServer::start(opts(etcd_election(&e, 4))).unwrap();
+    eventually("a is master", Duration::from_secs(5), || is_master(&a)).await;
+    e.stop();
+    let restart_at = Instant::now() + Duration::from_millis(700);
+    while Instant::now() < restart_at {
+        assert!(is_master(&a), "stepped down while etcd was briefly away");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    e.restart().unwrap();
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
+        assert!(
+            is_master(&a),
+            "stepped down although the lease survived the etcd restart"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_gone_longer_than_the_ttl_makes_the_master_step_down() {
+    let mut e = etcd();
+    let a = IsolatedServer::start(opts(etcd_election(&e, 2))).unwrap();
+    eventually("a is master", Duration::from_secs(5), || is_master(&a)).await;
+    let mut c = CapacityClient::connect(format!("http://{}", a.addr()))
+        .await
+        .unwrap();
+    e.stop();
+    let took = eventually("a steps down", Duration::from_secs(4), || !is_master(&a)).await;
+    assert!(
+        took <= Duration::from_secs(3),
+        "TTL 2 s: stepped down after {took:?}"
+    );
+    assert_eq!(a.state.core().lease_count(), 0);
+    let d = c
+        .discovery(pb::DiscoveryRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!d.is_master);
+    let r = c
+        .get_capacity(pb::GetCapacityRequest {
+            client_id: "c".into(),
+            resource: vec![pb::ResourceRequest {
+                resource_id: "r".into(),
+                priority: 0,
+                has: None,
+                wants: 1.0,
+            }],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.response.is_empty(), "only redirects");
+    assert!(r.mastership.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_election_hands_over_on_abdication() {
+    let election = InMemoryElection::new();
+    let a = IsolatedServer::start(opts(Election::InMemory(election.clone()))).unwrap();
+    let b = IsolatedServer::start(opts(Election::InMemory(election.clone()))).unwrap();
+    eventually("a master", Duration::from_secs(2), || is_master(&a)).await;
+    assert!(!is_master(&b));
+    redirects(&b.addr(), &a.addr()).await;
+    election.abdicate();
+    eventually("b master", Duration::from_secs(2), || {
+        is_master(&b) && !is_master(&a)
+    })
+    .await;
+    assert_eq!(election.master(), Some(b.addr()));
+    redirects(&a.addr(), &b.addr()).await;
+}
