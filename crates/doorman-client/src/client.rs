@@ -20,7 +20,7 @@ use crate::core::{ClientCore, CoreOptions, Fallback, GrantItem};
 use crate::gauge::{GaugeOptions, GaugeResource};
 use crate::metrics::ClientMetrics;
 use crate::rate::{RateOptions, RateResource};
-use crate::resource::{Kind, Shared, Wants};
+use crate::resource::{Handle, Kind, Shared, Wants};
 
 /// Where the client gets the time (wall clock by default).
 pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
@@ -414,7 +414,9 @@ impl Client {
     /// Opens (or shares) a rate resource: capacity in operations per second.
     pub fn rate_resource(&self, id: &str, opts: RateOptions) -> Result<RateResource, ClientError> {
         let shared = self.open(id, Kind::Rate, opts.priority, opts.wants, opts.burst)?;
-        Ok(RateResource { shared })
+        Ok(RateResource {
+            shared: Handle(shared),
+        })
     }
 
     /// Opens (or shares) a gauge resource: capacity in operations in flight.
@@ -424,7 +426,9 @@ impl Client {
         opts: GaugeOptions,
     ) -> Result<GaugeResource, ClientError> {
         let shared = self.open(id, Kind::Gauge, opts.priority, opts.wants, Duration::ZERO)?;
-        Ok(GaugeResource { shared })
+        Ok(GaugeResource {
+            shared: Handle(shared),
+        })
     }
 
     /// The lease the client holds for a resource, if any.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::core::Mode;
-use crate::resource::{Limiter, Shared, Wants};
+use crate::resource::{Handle, Limiter, Shared, Wants};
 
 /// Options of a gauge resource.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,9 +50,9 @@ impl GaugeOptions {
 /// drop(permit); // or permit.release()
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct GaugeResource {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Handle,
 }
 
 /// One operation in flight; released when dropped.
@@ -153,7 +153,7 @@ impl GaugeResource {
         if self.take(&mut st, now) {
             drop(st);
             Some(GaugePermit {
-                shared: self.shared.clone(),
+                shared: self.shared.0.clone(),
             })
         } else {
             None
@@ -204,28 +204,13 @@ impl GaugeResource {
                             h.observe(now.saturating_duration_since(start).as_secs_f64());
                         }
                         return GaugePermit {
-                            shared: self.shared.clone(),
+                            shared: self.shared.0.clone(),
                         };
                     }
                 }
             }
             notified.await;
         }
-    }
-}
-
-impl Clone for GaugeResource {
-    fn clone(&self) -> Self {
-        crate::client::retain(&self.shared);
-        GaugeResource {
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-impl Drop for GaugeResource {
-    fn drop(&mut self) {
-        crate::client::release(&self.shared);
     }
 }
 

@@ -2,13 +2,16 @@
 
 use super::*;
 use crate::resource::Kind;
+use crate::resource::{Handle, Shared};
 use std::time::Duration;
 use tokio::time::sleep;
 
 fn gauge(capacity: f64, wants: Wants) -> GaugeResource {
     let shared = Shared::detached(Kind::Gauge, wants, Duration::ZERO);
     shared.apply(capacity, Mode::Lease);
-    GaugeResource { shared }
+    GaugeResource {
+        shared: Handle(shared),
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -32,12 +35,11 @@ async fn shrinking_makes_new_marks_wait_until_enough_are_released() {
     let held: Vec<_> = (0..3).map(|_| g.try_mark().unwrap()).collect();
     g.shared.apply(1.0, Mode::Lease);
     let g2 = GaugeResource {
-        shared: g.shared.clone(),
+        shared: Handle(g.shared.0.clone()),
     };
     let waiter = tokio::spawn(async move {
         let p = g2.mark().await;
         drop(p);
-        std::mem::forget(g2); // not a real handle count
     });
     let mut held = held.into_iter();
     drop(held.next());
@@ -76,12 +78,11 @@ async fn auto_wants_is_the_peak_demand() {
     let a = g.try_mark().unwrap();
     let b = g.try_mark().unwrap();
     let g2 = GaugeResource {
-        shared: g.shared.clone(),
+        shared: Handle(g.shared.0.clone()),
     };
     let waiter = tokio::spawn(async move {
         let p = g2.mark().await;
         drop(p);
-        std::mem::forget(g2);
     });
     sleep(Duration::from_millis(10)).await;
     assert_eq!(g.current_wants(), 3.0, "2 in flight + 1 waiting");

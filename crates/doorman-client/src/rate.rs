@@ -2,12 +2,10 @@
 //! refilled at the granted rate with a burst of `burst_time` × rate (default
 //! 0.1 s, at least one permit).
 
-use std::sync::Arc;
-
 use tokio::time::Instant;
 
 use crate::core::Mode;
-use crate::resource::{Limiter, Shared, Wants};
+use crate::resource::{Handle, Limiter, Wants};
 
 /// Options of a rate resource.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,9 +58,9 @@ impl RateOptions {
 /// }
 /// # }
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RateResource {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Handle,
 }
 
 impl RateResource {
@@ -154,21 +152,6 @@ impl RateResource {
                 None => notified.await,
             }
         }
-    }
-}
-
-impl Clone for RateResource {
-    fn clone(&self) -> Self {
-        crate::client::retain(&self.shared);
-        RateResource {
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-impl Drop for RateResource {
-    fn drop(&mut self) {
-        crate::client::release(&self.shared);
     }
 }
 

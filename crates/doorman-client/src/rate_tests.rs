@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::resource::Kind;
+use crate::resource::{Handle, Shared};
 use std::time::Duration;
 use tokio::time::{advance, sleep};
 
@@ -13,7 +14,9 @@ fn rate(capacity: f64) -> RateResource {
         Duration::from_millis(100),
     );
     shared.apply(capacity, Mode::Lease);
-    RateResource { shared }
+    RateResource {
+        shared: Handle(shared),
+    }
 }
 
 async fn saturate(r: &RateResource, n: u32, secs: u64) -> u64 {
@@ -99,14 +102,12 @@ async fn burst_is_bounded_when_the_rate_rises() {
 async fn zero_capacity_blocks_until_capacity_arrives() {
     let r = rate(0.0);
     assert!(!r.try_acquire());
-    let r2 = r.shared.clone();
+    let r2 = r.shared.0.clone();
     let waiter = tokio::spawn(async move {
-        let r = RateResource { shared: r2 };
+        let r = RateResource { shared: Handle(r2) };
         let start = Instant::now();
         r.wait().await;
-        let waited = Instant::now() - start;
-        std::mem::forget(r); // not a real handle count
-        waited
+        Instant::now() - start
     });
     sleep(Duration::from_secs(30)).await;
     assert!(!waiter.is_finished(), "capacity 0 blocks");
@@ -147,7 +148,9 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: F) -> Option<F::Ou
 async fn auto_wants_converge_to_the_offered_load() {
     let shared = Shared::detached(Kind::Rate, Wants::Auto, Duration::from_millis(100));
     shared.apply(1000.0, Mode::Lease);
-    let r = RateResource { shared };
+    let r = RateResource {
+        shared: Handle(shared),
+    };
     // Open loop: 50 calls per second, whatever is granted.
     for _ in 0..600 {
         r.try_acquire();
@@ -168,7 +171,9 @@ async fn auto_wants_converge_to_the_offered_load() {
 async fn auto_wants_probe_upwards_when_waits_block() {
     let shared = Shared::detached(Kind::Rate, Wants::Auto, Duration::from_millis(100));
     shared.apply(20.0, Mode::Lease);
-    let r = RateResource { shared };
+    let r = RateResource {
+        shared: Handle(shared),
+    };
     saturate(&r, 1, 10).await;
     let w = r.current_wants();
     assert!(

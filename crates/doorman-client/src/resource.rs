@@ -253,3 +253,29 @@ impl Shared {
         s
     }
 }
+
+/// A counted reference to a resource: cloning retains it, dropping the last
+/// one releases it on the server. Shared by `RateResource` and
+/// `GaugeResource`.
+#[derive(Debug)]
+pub(crate) struct Handle(pub std::sync::Arc<Shared>);
+
+impl Clone for Handle {
+    fn clone(&self) -> Self {
+        crate::client::retain(&self.0);
+        Handle(self.0.clone())
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        crate::client::release(&self.0);
+    }
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}

@@ -1,6 +1,7 @@
 //! `tower` layers: make any tower service (a tonic client, an axum handler
 //! stack, reqwest through tower) wait on a [`RateResource`] or hold a
-//! [`GaugePermit`] for each call.
+//! [`GaugePermit`] for each call. One generic [`LimitLayer`] does both; what
+//! it waits for is the resource's [`Admission`].
 //!
 //! ```no_run
 //! use doorman_client::tower::RateLimitLayer;
@@ -17,45 +18,77 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::gauge::GaugeResource;
+use crate::gauge::{GaugePermit, GaugeResource};
 use crate::rate::RateResource;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Waits for one permit of a rate resource before each call.
-#[derive(Debug, Clone)]
-pub struct RateLimitLayer {
-    resource: RateResource,
+/// What a call must obtain before it runs, and hold until it finishes.
+pub trait Admission: Clone + Send + Sync + 'static {
+    /// Held for the duration of the call.
+    type Guard: Send + 'static;
+    /// Waits until the call may proceed.
+    fn admit(&self) -> BoxFuture<Self::Guard>;
 }
 
-impl RateLimitLayer {
-    /// A layer over `resource`.
-    pub fn new(resource: RateResource) -> Self {
-        RateLimitLayer { resource }
+impl Admission for RateResource {
+    type Guard = ();
+    fn admit(&self) -> BoxFuture<()> {
+        let r = self.clone();
+        Box::pin(async move { r.wait().await })
     }
 }
 
-impl<S> Layer<S> for RateLimitLayer {
-    type Service = RateLimited<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        RateLimited {
-            inner,
-            resource: self.resource.clone(),
+impl Admission for GaugeResource {
+    type Guard = GaugePermit;
+    fn admit(&self) -> BoxFuture<GaugePermit> {
+        let g = self.clone();
+        Box::pin(async move { g.mark().await })
+    }
+}
+
+/// Admits each call through a resource before passing it on.
+#[derive(Debug, Clone)]
+pub struct LimitLayer<A> {
+    admission: A,
+}
+
+/// Waits for one permit of a rate resource before each call.
+pub type RateLimitLayer = LimitLayer<RateResource>;
+/// Holds a gauge permit for the duration of each call.
+pub type GaugeLayer = LimitLayer<GaugeResource>;
+
+impl<A: Admission> LimitLayer<A> {
+    /// A layer over `resource`.
+    pub fn new(resource: A) -> Self {
+        LimitLayer {
+            admission: resource,
         }
     }
 }
 
-/// The service made by [`RateLimitLayer`].
-#[derive(Debug, Clone)]
-pub struct RateLimited<S> {
-    inner: S,
-    resource: RateResource,
+impl<S, A: Admission> Layer<S> for LimitLayer<A> {
+    type Service = Limited<S, A>;
+    fn layer(&self, inner: S) -> Self::Service {
+        Limited {
+            inner,
+            admission: self.admission.clone(),
+        }
+    }
 }
 
-impl<S, Req> Service<Req> for RateLimited<S>
+/// The service made by [`LimitLayer`].
+#[derive(Debug, Clone)]
+pub struct Limited<S, A> {
+    inner: S,
+    admission: A,
+}
+
+impl<S, A, Req> Service<Req> for Limited<S, A>
 where
     S: Service<Req> + Clone + Send + 'static,
     S::Future: Send,
+    A: Admission,
     Req: Send + 'static,
 {
     type Response = S::Response;
@@ -70,64 +103,9 @@ where
         // The clone that was driven to readiness makes the call.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let resource = self.resource.clone();
+        let admitted = self.admission.admit();
         Box::pin(async move {
-            resource.wait().await;
-            inner.call(req).await
-        })
-    }
-}
-
-/// Holds a gauge permit for the duration of each call.
-#[derive(Debug, Clone)]
-pub struct GaugeLayer {
-    resource: GaugeResource,
-}
-
-impl GaugeLayer {
-    /// A layer over `resource`.
-    pub fn new(resource: GaugeResource) -> Self {
-        GaugeLayer { resource }
-    }
-}
-
-impl<S> Layer<S> for GaugeLayer {
-    type Service = GaugeLimited<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        GaugeLimited {
-            inner,
-            resource: self.resource.clone(),
-        }
-    }
-}
-
-/// The service made by [`GaugeLayer`].
-#[derive(Debug, Clone)]
-pub struct GaugeLimited<S> {
-    inner: S,
-    resource: GaugeResource,
-}
-
-impl<S, Req> Service<Req> for GaugeLimited<S>
-where
-    S: Service<Req> + Clone + Send + 'static,
-    S::Future: Send,
-    Req: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<S::Response, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Req) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let resource = self.resource.clone();
-        Box::pin(async move {
-            let _permit = resource.mark().await;
+            let _guard = admitted.await;
             inner.call(req).await
         })
     }

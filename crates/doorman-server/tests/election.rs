@@ -1,6 +1,8 @@
 //! Master election with a real etcd (started per test on free loopback
 //! ports) and an in-memory election.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,54 +63,8 @@ async fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) ->
     start.elapsed()
 }
 
-/// Asserts that `standby` redirects every RPC to `master`.
 async fn redirects(standby: &str, master: &str) {
-    let mut c = CapacityClient::connect(format!("http://{standby}"))
-        .await
-        .unwrap();
-    let want = Some(pb::Mastership {
-        master_address: Some(master.to_string()),
-    });
-    let d = c
-        .discovery(pb::DiscoveryRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(!d.is_master);
-    assert_eq!(d.mastership.master_address.as_deref(), Some(master));
-    let r = c
-        .get_capacity(pb::GetCapacityRequest {
-            client_id: "c".into(),
-            resource: vec![pb::ResourceRequest {
-                resource_id: "r".into(),
-                priority: 0,
-                has: None,
-                wants: 1.0,
-            }],
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(r.response.is_empty());
-    assert_eq!(r.mastership, want);
-    let r = c
-        .get_server_capacity(pb::GetServerCapacityRequest {
-            server_id: "s".into(),
-            resource: vec![],
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(r.mastership, want);
-    let r = c
-        .release_capacity(pb::ReleaseCapacityRequest {
-            client_id: "c".into(),
-            resource_id: vec!["r".into()],
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(r.mastership, want);
+    common::assert_redirects(standby, Some(master)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

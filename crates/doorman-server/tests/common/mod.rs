@@ -158,3 +158,42 @@ refresh_interval = 4
 learning_mode_duration = 0
 parameters = { decay_factor = "0.5" }
 "#;
+
+/// Asserts that the server at `standby` answers every RPC with a redirect
+/// to `master` (`None`: master unknown) and says so in Discovery.
+pub async fn assert_redirects(standby: &str, master: Option<&str>) {
+    let mut c = CapacityClient::connect(format!("http://{standby}"))
+        .await
+        .expect("connects");
+    let want = Some(pb::Mastership {
+        master_address: master.map(str::to_string),
+    });
+    let d = c
+        .discovery(pb::DiscoveryRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!d.is_master);
+    assert_eq!(d.mastership.master_address.as_deref(), master);
+    let r = get(&mut c, "a", vec![rr("r", 1.0, None)]).await;
+    assert!(r.response.is_empty());
+    assert_eq!(r.mastership, want);
+    let r = c
+        .get_server_capacity(pb::GetServerCapacityRequest {
+            server_id: "s".into(),
+            resource: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.mastership, want);
+    let r = c
+        .release_capacity(pb::ReleaseCapacityRequest {
+            client_id: "a".into(),
+            resource_id: vec!["r".into()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.mastership, want);
+}
