@@ -268,8 +268,10 @@ impl<T> Shares<T> {
             if d.priority() == *priority {
                 let node = *node;
                 if let Some(band) = self.bands.get_mut(&Reverse(d.priority())) {
-                    let sub = f64::from(d.subclients());
-                    if self.forest.update(&mut band.root, node, d.wants(), sub) {
+                    if self
+                        .forest
+                        .update(&mut band.root, node, d.wants(), d.subclients())
+                    {
                         self.rules_valid = false;
                     }
                 }
@@ -282,7 +284,7 @@ impl<T> Shares<T> {
             old.len() == merged.len() && old.iter().zip(&merged).all(|(o, m)| o.0 == m.0);
         if same_bands {
             let mut changed = false;
-            let pairs: Vec<(i64, NodeId, f64, f64)> = old
+            let pairs: Vec<(i64, NodeId, f64, u32)> = old
                 .iter()
                 .zip(&merged)
                 .map(|(o, m)| (o.0, o.1, m.1, m.2))
@@ -548,15 +550,15 @@ impl<T> Shares<T> {
 
 /// Merges demands of the same band: (priority, Σ wants, Σ subclients),
 /// highest priority first.
-fn merge_bands(demands: &[Demand]) -> Vec<(i64, f64, f64)> {
-    let mut out: Vec<(i64, f64, f64)> = Vec::with_capacity(demands.len());
+fn merge_bands(demands: &[Demand]) -> Vec<(i64, f64, u32)> {
+    let mut out: Vec<(i64, f64, u32)> = Vec::with_capacity(demands.len());
     for d in demands {
         match out.iter_mut().find(|x| x.0 == d.priority()) {
             Some(x) => {
                 x.1 += d.wants();
-                x.2 += f64::from(d.subclients());
+                x.2 = x.2.saturating_add(d.subclients());
             }
-            None => out.push((d.priority(), d.wants(), f64::from(d.subclients()))),
+            None => out.push((d.priority(), d.wants(), d.subclients())),
         }
     }
     out.sort_by_key(|x| std::cmp::Reverse(x.0));

@@ -13,13 +13,15 @@
 pub(crate) type NodeId = u32;
 pub(crate) const NIL: NodeId = NodeId::MAX;
 
+/// 48 bytes: subclients are whole numbers (≤ u32::MAX, see `Demand`), so
+/// the node keeps them as u32 and only the subtree sum as f64.
 #[derive(Debug, Clone)]
 struct Node {
     ratio: f64,
     wants: f64,
-    subclients: f64,
     sum_wants: f64,
     sum_subclients: f64,
+    subclients: u32,
     left: NodeId,
     right: NodeId,
     prio: u32,
@@ -52,7 +54,7 @@ impl Forest {
     /// Wants and subclients of one node.
     pub fn demand(&self, id: NodeId) -> (f64, f64) {
         let n = &self.nodes[id as usize];
-        (n.wants, n.subclients)
+        (n.wants, f64::from(n.subclients))
     }
 
     /// Ratio of one node.
@@ -97,17 +99,17 @@ impl Forest {
         let rs = self.sums(r);
         let n = &mut self.nodes[id as usize];
         n.sum_wants = ls.wants + n.wants + rs.wants;
-        n.sum_subclients = ls.subclients + n.subclients + rs.subclients;
+        n.sum_subclients = ls.subclients + f64::from(n.subclients) + rs.subclients;
     }
 
-    fn alloc(&mut self, wants: f64, subclients: f64) -> NodeId {
+    fn alloc(&mut self, wants: f64, subclients: u32) -> NodeId {
         let prio = splitmix(&mut self.seed);
         let node = Node {
-            ratio: wants / subclients,
+            ratio: wants / f64::from(subclients),
             wants,
             subclients,
             sum_wants: wants,
-            sum_subclients: subclients,
+            sum_subclients: f64::from(subclients),
             left: NIL,
             right: NIL,
             prio,
@@ -164,7 +166,7 @@ impl Forest {
     }
 
     /// Inserts a demand into the tree rooted at `*root`; returns its node.
-    pub fn insert(&mut self, root: &mut NodeId, wants: f64, subclients: f64) -> NodeId {
+    pub fn insert(&mut self, root: &mut NodeId, wants: f64, subclients: u32) -> NodeId {
         let id = self.alloc(wants, subclients);
         *root = self.insert_node(*root, id);
         id
@@ -228,7 +230,7 @@ impl Forest {
 
     /// Changes a node's demand in place (re-keys it); the id stays valid.
     /// Returns false when nothing changed.
-    pub fn update(&mut self, root: &mut NodeId, id: NodeId, wants: f64, subclients: f64) -> bool {
+    pub fn update(&mut self, root: &mut NodeId, id: NodeId, wants: f64, subclients: u32) -> bool {
         let n = &self.nodes[id as usize];
         if n.wants == wants && n.subclients == subclients {
             return false;
@@ -237,9 +239,9 @@ impl Forest {
         let n = &mut self.nodes[id as usize];
         n.wants = wants;
         n.subclients = subclients;
-        n.ratio = wants / subclients;
+        n.ratio = wants / f64::from(subclients);
         n.sum_wants = wants;
-        n.sum_subclients = subclients;
+        n.sum_subclients = f64::from(subclients);
         n.left = NIL;
         n.right = NIL;
         *root = self.insert_node(*root, id);
@@ -255,7 +257,7 @@ impl Forest {
             if n.ratio <= threshold {
                 let ls = self.sums(n.left);
                 acc.wants += ls.wants + n.wants;
-                acc.subclients += ls.subclients + n.subclients;
+                acc.subclients += ls.subclients + f64::from(n.subclients);
                 t = n.right;
             } else {
                 t = n.left;
@@ -292,7 +294,7 @@ impl Forest {
             } else {
                 acc = Sums {
                     wants: before.wants + n.wants,
-                    subclients: before.subclients + n.subclients,
+                    subclients: before.subclients + f64::from(n.subclients),
                 };
                 t = n.right;
             }
@@ -346,8 +348,8 @@ mod tests {
         let mut f = Forest::default();
         let mut root = NIL;
         let d = [(1000.0, 1.0), (50.0, 1.0), (10.0, 1.0)];
-        for (w, s) in d {
-            f.insert(&mut root, w, s);
+        for (w, _) in d {
+            f.insert(&mut root, w, 1);
         }
         assert_eq!(f.water_level(root, 120.0), Some(60.0));
         assert_eq!(naive_level(&d, 120.0), Some(60.0));
@@ -360,10 +362,10 @@ mod tests {
         let mut root = NIL;
         let mut ids = vec![];
         for i in 0..200 {
-            ids.push(f.insert(&mut root, ((i * 37) % 101) as f64, (1 + i % 3) as f64));
+            ids.push(f.insert(&mut root, ((i * 37) % 101) as f64, 1 + i % 3));
         }
         for (k, id) in ids.iter().enumerate().step_by(3) {
-            f.update(&mut root, *id, (k % 17) as f64, 2.0);
+            f.update(&mut root, *id, (k % 17) as f64, 2);
         }
         for id in ids.iter().skip(1).step_by(5) {
             f.remove(&mut root, *id);
@@ -382,4 +384,10 @@ mod tests {
         assert!((sums.wants - sw).abs() < 1e-9);
         assert!((sums.subclients - ss).abs() < 1e-9);
     }
+}
+
+#[cfg(test)]
+#[test]
+fn node_is_48_bytes() {
+    assert_eq!(std::mem::size_of::<Node>(), 48);
 }

@@ -5,6 +5,7 @@ mod cmd_config;
 mod cmd_demo;
 mod cmd_get;
 mod cmd_server;
+mod loadtest;
 
 use clap::{Parser, Subcommand};
 
@@ -25,6 +26,8 @@ enum Command {
     Demo(cmd_demo::Args),
     /// Ask a server for capacity once and print the lease.
     Get(cmd_get::Args),
+    /// Load-test any server that speaks doorman.Capacity.
+    Loadtest(loadtest::Options),
     /// Check configuration files, or push / get them in etcd.
     Config {
         #[command(subcommand)]
@@ -59,6 +62,17 @@ fn main() -> std::process::ExitCode {
             Command::Server(a) => cmd_server::run(a).await,
             Command::Get(a) => cmd_get::run(a).await,
             Command::Demo(a) => cmd_demo::run(a).await,
+            Command::Loadtest(o) => {
+                let json = o.json;
+                loadtest::run(o).await.map(|r| {
+                    if json {
+                        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+                    } else {
+                        loadtest::print(&r);
+                    }
+                    std::process::ExitCode::SUCCESS
+                })
+            }
             Command::Config { command } => cmd_config::run(command).await,
         }
     });

@@ -234,7 +234,16 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     let svc = CapacityServer::new(CapacityService::new(state.clone()));
     let mut grpc_stop = stop_rx.clone();
     tasks.push(tokio::spawn(async move {
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(grpc);
+        // Small request/response pairs: without TCP_NODELAY, Nagle and
+        // delayed ACKs add ~40 ms to every response that spans two writes.
+        let incoming = tokio_stream::StreamExt::map(
+            tokio_stream::wrappers::TcpListenerStream::new(grpc),
+            |conn| {
+                conn.inspect(|s| {
+                    let _ = s.set_nodelay(true);
+                })
+            },
+        );
         let r = tonic::transport::Server::builder()
             .add_service(svc)
             .serve_with_incoming_shutdown(incoming, async move {

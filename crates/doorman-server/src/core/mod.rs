@@ -10,6 +10,7 @@
 //! Must not: do I/O, read the clock, or panic on anything a request or a
 //! config can contain.
 
+mod index;
 mod request;
 mod resource;
 mod status;
@@ -298,12 +299,12 @@ impl ServerCore {
     /// The current lease of a requester, if any (for tests and tools).
     pub fn lease_of(&self, resource_id: &str, who: &Who) -> Option<Lease> {
         let r = self.resources.get(resource_id)?;
-        let id = *r.index.get(who)?;
+        let id = r.index.get(&r.shares, who)?;
         let rec = r.shares.get(id)?;
         Some(Lease {
             capacity: r.shares.has(id),
             expiry: rec.expiry,
-            refresh_interval: rec.refresh_interval,
+            refresh_interval: i64::from(rec.refresh_interval),
         })
     }
 }

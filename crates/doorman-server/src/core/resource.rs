@@ -4,11 +4,12 @@
 //!
 //! Must not: read a clock or know about protobufs.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Time};
 
+use super::index::Index;
 use super::request::{Decision, Grant, ResourceAsk, Who};
 use super::upstream::UpstreamState;
 use crate::config::Template;
@@ -19,9 +20,17 @@ pub(crate) struct Record {
     pub who: Who,
     pub expiry: Time,
     pub last_request: Time,
-    pub refresh_interval: i64,
-    /// What a downstream server reports having handed out (extension).
-    pub outstanding: Option<f64>,
+    pub refresh_interval: u32,
+    /// What a downstream server reports having handed out (extension);
+    /// NaN when not reported (keeps the record small).
+    outstanding: f64,
+}
+
+impl Record {
+    /// What a downstream server reported having handed out.
+    pub fn outstanding(&self) -> Option<f64> {
+        (!self.outstanding.is_nan()).then_some(self.outstanding)
+    }
 }
 
 /// One resource.
@@ -29,7 +38,7 @@ pub(crate) struct Record {
 pub(crate) struct Resource {
     pub template: Arc<Template>,
     pub shares: Shares<Record>,
-    pub index: HashMap<Who, RequesterId>,
+    pub index: Index,
     pub expiries: BTreeSet<(Time, RequesterId)>,
     pub learning_until: Time,
     /// Present on intermediate servers: the capacity comes from the parent.
@@ -54,7 +63,7 @@ impl Resource {
         Resource {
             shares: Shares::new(template.algorithm.kind, amount(capacity)),
             template,
-            index: HashMap::new(),
+            index: Index::default(),
             expiries: BTreeSet::new(),
             learning_until,
             upstream: None,
@@ -136,8 +145,9 @@ impl Resource {
                 break;
             }
             self.expiries.pop_first();
-            if let Some(rec) = self.shares.remove(id) {
-                self.index.remove(&rec.who);
+            if let Some(who) = self.shares.get(id).map(|r| r.who.clone()) {
+                self.index.remove(&who, id);
+                self.shares.remove(id);
                 n += 1;
             }
         }
@@ -146,9 +156,10 @@ impl Resource {
 
     /// Forgets one requester (ReleaseCapacity).
     pub fn release(&mut self, who: &Who) -> bool {
-        let Some(id) = self.index.remove(who) else {
+        let Some(id) = self.index.get(&self.shares, who) else {
             return false;
         };
+        self.index.remove(who, id);
         if let Some(rec) = self.shares.remove(id) {
             self.expiries.remove(&(rec.expiry, id));
         }
@@ -164,7 +175,7 @@ impl Resource {
             .upstream
             .as_ref()
             .is_none_or(|u| u.parent_algorithm.is_some());
-        let existing = self.index.get(who).copied();
+        let existing = self.index.get(&self.shares, who);
         if let Some(id) = existing {
             if let Some(rec) = self.shares.get(id) {
                 let repeat = cx.min_request_interval > Time::ZERO
@@ -176,7 +187,7 @@ impl Resource {
                         lease: Lease {
                             capacity: self.shares.has(id),
                             expiry: rec.expiry,
-                            refresh_interval: rec.refresh_interval,
+                            refresh_interval: i64::from(rec.refresh_interval),
                         },
                         safe_capacity: self.shares.safe_capacity(self.template.safe_capacity),
                         algorithm,
@@ -202,10 +213,10 @@ impl Resource {
                     expiry: now,
                     last_request: now,
                     refresh_interval: 0,
-                    outstanding: None,
+                    outstanding: f64::NAN,
                 };
                 let id = self.shares.insert(&ask.demands, rec);
-                self.index.insert(who.clone(), id);
+                self.index.insert(&self.shares, who, id);
                 self.expiries.insert((now, id));
                 id
             }
@@ -235,8 +246,8 @@ impl Resource {
             let old = rec.expiry;
             rec.expiry = lease.expiry;
             rec.last_request = now;
-            rec.refresh_interval = lease.refresh_interval;
-            rec.outstanding = ask.outstanding.map(Amount::get);
+            rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
+            rec.outstanding = ask.outstanding.map_or(f64::NAN, Amount::get);
             if old != lease.expiry {
                 self.expiries.remove(&(old, id));
                 self.expiries.insert((lease.expiry, id));

@@ -182,7 +182,7 @@ impl ServerCore {
                         priority: demands.first().map(|d| d.0).unwrap_or(0),
                         expires_in: (rec.expiry - now).as_secs_f64(),
                         last_request_ago: (now - rec.last_request).as_secs_f64(),
-                        outstanding: rec.outstanding,
+                        outstanding: rec.outstanding(),
                     });
                 }
                 ResourceStatus {
