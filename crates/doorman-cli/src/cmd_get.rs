@@ -37,15 +37,6 @@ pub struct Args {
     json: bool,
 }
 
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into())
-}
-
 fn uri(addr: &str) -> String {
     if addr.contains("://") {
         addr.to_string()
@@ -83,7 +74,7 @@ pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
         client_id: a
             .client_id
             .clone()
-            .unwrap_or_else(|| format!("{}:{}", hostname(), std::process::id())),
+            .unwrap_or_else(|| format!("{}:{}", doorman_client::hostname(), std::process::id())),
         resource: vec![pb::ResourceRequest {
             resource_id: a.resource.clone(),
             priority: a.priority,

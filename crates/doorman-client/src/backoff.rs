@@ -36,7 +36,7 @@ impl Backoff {
     /// ```
     pub fn next_delay(&mut self) -> Duration {
         let base = self.current;
-        self.current = (self.current * 2).min(self.max);
+        self.current = self.current.saturating_mul(2).min(self.max);
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
@@ -57,5 +57,21 @@ impl Default for Backoff {
             Duration::from_secs(30),
             0x9E37_79B9,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unbounded_maximum_never_overflows() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::MAX, 1);
+        for _ in 0..200 {
+            b.next_delay();
+        }
+        assert!(b.next_delay() >= Duration::from_secs(1 << 40));
+        b.reset();
+        assert!(b.next_delay() <= Duration::from_millis(100));
     }
 }

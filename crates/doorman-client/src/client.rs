@@ -71,16 +71,22 @@ pub enum ClientError {
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(0);
 
-/// `<hostname>:<pid>:<n>`, unique per `Client` in a process.
-pub fn default_client_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+/// This machine's host name (`/proc/sys/kernel/hostname`, else
+/// `$HOSTNAME`, else `localhost`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into());
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// `<hostname>:<pid>:<n>`, unique per `Client` in a process.
+pub fn default_client_id() -> String {
     format!(
-        "{host}:{}:{}",
+        "{}:{}:{}",
+        hostname(),
         std::process::id(),
         NEXT_CLIENT.fetch_add(1, Ordering::Relaxed)
     )
@@ -389,6 +395,9 @@ impl Client {
             existing.handles.fetch_add(1, Ordering::AcqRel);
             return Ok(existing.clone());
         }
+        // A release queued by a dropped handle must not reach the server
+        // after the resource was opened again.
+        st.to_release.retain(|r| r != id);
         st.core.add(id, priority, initial_wants, now);
         let initial = st
             .core
@@ -472,6 +481,9 @@ fn grants(resp: &pb::GetCapacityResponse) -> Vec<GrantItem> {
         .collect()
 }
 
+/// The protocol's limit of resources in one request.
+const MAX_RESOURCES_PER_REQUEST: usize = 10_000;
+
 /// How often Auto wants are sampled while idle.
 const AUTO_SAMPLE: Time = Time::from_millis(1000);
 
@@ -519,40 +531,47 @@ async fn run(
             }
         }
         if let Some(items) = request {
-            let ids: Vec<String> = items.iter().map(|i| i.resource_id.clone()).collect();
-            let req = pb::GetCapacityRequest {
-                client_id,
-                resource: items
-                    .iter()
-                    .map(|i| pb::ResourceRequest {
-                        resource_id: i.resource_id.clone(),
-                        priority: i.priority,
-                        has: i.has.map(|l| pb::Lease {
-                            expiry_time: l.expiry.whole_secs(),
-                            refresh_interval: l.refresh_interval,
-                            capacity: l.capacity,
-                        }),
-                        wants: i.wants,
-                    })
-                    .collect(),
-            };
-            let r = tokio::select! {
-                r = conn.get_capacity(req) => r,
-                _ = stop.changed() => break,
-            };
-            let now = shared.now();
-            let mut st = shared.lock();
-            match r {
-                Ok(resp) => {
-                    backoff.reset();
-                    st.core.on_response(now, &ids, &grants(&resp));
+            // The protocol allows 10 000 resources per request.
+            for chunk in items.chunks(MAX_RESOURCES_PER_REQUEST) {
+                let ids: Vec<String> = chunk.iter().map(|i| i.resource_id.clone()).collect();
+                let req = pb::GetCapacityRequest {
+                    client_id: client_id.clone(),
+                    resource: chunk
+                        .iter()
+                        .map(|i| pb::ResourceRequest {
+                            resource_id: i.resource_id.clone(),
+                            priority: i.priority,
+                            has: i.has.map(|l| pb::Lease {
+                                expiry_time: l.expiry.whole_secs(),
+                                refresh_interval: l.refresh_interval,
+                                capacity: l.capacity,
+                            }),
+                            wants: i.wants,
+                        })
+                        .collect(),
+                };
+                let r = tokio::select! {
+                    r = conn.get_capacity(req) => r,
+                    _ = stop.changed() => break,
+                };
+                let now = shared.now();
+                let mut st = shared.lock();
+                match r {
+                    Ok(resp) => {
+                        backoff.reset();
+                        st.core.on_response(now, &ids, &grants(&resp));
+                    }
+                    Err(e) => {
+                        let delay = backoff.next_delay();
+                        tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
+                        let retry =
+                            Time::from_millis(delay.as_millis().min(i64::MAX as u128) as i64);
+                        st.core.on_failure(&ids, now + retry);
+                    }
                 }
-                Err(e) => {
-                    let delay = backoff.next_delay();
-                    tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
-                    let retry = Time::from_millis(delay.as_millis().min(i64::MAX as u128) as i64);
-                    st.core.on_failure(&ids, now + retry);
-                }
+            }
+            if *stop.borrow() {
+                break;
             }
         }
         let now = shared.now();

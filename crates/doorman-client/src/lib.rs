@@ -35,7 +35,9 @@ pub mod tower;
 mod wants;
 
 pub use backoff::Backoff;
-pub use client::{default_client_id, wall_clock, Client, ClientBuilder, ClientError, Clock};
+pub use client::{
+    default_client_id, hostname, wall_clock, Client, ClientBuilder, ClientError, Clock,
+};
 pub use connection::{CallError, Connector};
 pub use core::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
 pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};

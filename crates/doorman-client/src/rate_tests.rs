@@ -181,3 +181,16 @@ async fn auto_wants_probe_upwards_when_waits_block() {
         "granted 20/s and saturated: asks for 1.5 × {w}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_tiny_capacity_waits_without_panicking() {
+    let r = rate(1e-30);
+    assert!(!r.try_acquire());
+    let waited = tokio::time::timeout(Duration::from_secs(7200), r.wait()).await;
+    assert!(
+        waited.is_err(),
+        "1e-30 permits/s: no permit within two hours"
+    );
+    let deep = tokio::time::timeout(Duration::from_secs(1), r.wait_n(u32::MAX)).await;
+    assert!(deep.is_err());
+}

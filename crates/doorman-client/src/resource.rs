@@ -24,6 +24,9 @@ pub enum Wants {
     Auto,
 }
 
+/// Longest single sleep of a waiter; it re-checks afterwards.
+const MAX_WAIT: Duration = Duration::from_secs(3600);
+
 /// A token bucket refilled at the granted rate.
 #[derive(Debug)]
 pub(crate) struct Bucket {
@@ -80,9 +83,14 @@ impl Bucket {
         if self.rate <= 0.0 {
             return Err(None);
         }
-        Err(Some(Duration::from_secs_f64(
-            (need - self.tokens) / self.rate,
-        )))
+        // A tiny rate or a deep debt can ask for a wait longer than Duration
+        // holds; waiters are woken on any capacity change anyway.
+        let secs = (need - self.tokens) / self.rate;
+        Err(Some(
+            Duration::try_from_secs_f64(secs)
+                .unwrap_or(MAX_WAIT)
+                .min(MAX_WAIT),
+        ))
     }
 }
 

@@ -419,6 +419,10 @@ impl Ctx<'_> {
                 self.problem(field, format!("must be >= 0, got {v}"));
                 None
             }
+            Some(v) if v > crate::validate::MAX_AMOUNT => {
+                self.problem(field, format!("must be at most 1e15, got {v}"));
+                None
+            }
             Some(v) => Some(v),
             None => {
                 if required && !t.contains_key(field) {

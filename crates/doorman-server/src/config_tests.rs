@@ -130,6 +130,13 @@ algorithm = { kind = "STATIC", lease_length = 1.5, refresh_interval = 1 }
 }
 
 #[test]
+fn capacities_are_bounded() {
+    let text = "[[resources]]\nidentifier_glob = \"x\"\ncapacity = 1e16\n[resources.algorithm]\nkind = \"STATIC\"\nlease_length = 2\nrefresh_interval = 1\n";
+    let e = Config::parse(text, "b.toml").unwrap_err().to_string();
+    assert!(e.contains("capacity: must be at most 1e15"), "{e}");
+}
+
+#[test]
 fn duplicate_globs_are_rejected() {
     let text = r#"
 [[resources]]

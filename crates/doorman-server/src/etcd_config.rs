@@ -104,7 +104,13 @@ pub async fn watch(
             loop {
                 let msg = tokio::select! {
                     m = stream.message() => m.map_err(|e| format!("watch on {key}: {e}"))?,
-                    _ = stop.changed() => return Ok(()),
+                    r = stop.changed() => {
+                        // Stopped, or the server was dropped without stopping.
+                        if r.is_err() {
+                            return Err(String::new());
+                        }
+                        return Ok(());
+                    }
                 };
                 let Some(resp) = msg else {
                     return Err(format!("watch on {key} closed"));
@@ -130,7 +136,7 @@ pub async fn watch(
             }
         }
         .await;
-        if *stop.borrow() {
+        if *stop.borrow() || stop.has_changed().is_err() {
             return;
         }
         if let Err(e) = result {

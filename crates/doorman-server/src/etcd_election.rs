@@ -12,9 +12,11 @@
 use std::time::Duration;
 
 use doorman_client::Backoff;
-use etcd_client::{Client, ConnectOptions, LeaderKey, ResignOptions};
+use etcd_client::{
+    Client, ConnectOptions, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOptions,
+};
 use tokio::sync::watch;
-use tokio::time::{timeout, Instant};
+use tokio::time::{timeout, timeout_at, Instant};
 
 use crate::election::MasterView;
 
@@ -122,11 +124,14 @@ impl EtcdElection {
             Ok(Err(e)) => return End::Retry(format!("lease grant: {e}")),
             Err(_) => return End::Retry("lease grant timed out".into()),
         };
-        let (mut keeper, mut alive) = match timeout(step, client.lease_keep_alive(lease)).await {
+        let (keeper, alive) = match timeout(step, client.lease_keep_alive(lease)).await {
             Ok(Ok(pair)) => pair,
             _ => return End::Retry("cannot open the lease keep-alive stream".into()),
         };
         let mut last_ok = granted_at;
+        // After a failed or late keep-alive the stream is dropped and
+        // reopened, so a stale answer is never credited to a newer send.
+        let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = Some((keeper, alive));
         let (obs_tx, mut obs_rx) = watch::channel(None);
         let observer = tokio::spawn(observe(client.clone(), self.key.clone(), obs_tx));
         let mut campaigner = client.clone();
@@ -136,6 +141,8 @@ impl EtcdElection {
         let mut tick = tokio::time::interval(step);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let end = loop {
+            // etcd cannot expire the lease before a TTL after the last
+            // successful keep-alive was sent.
             let deadline = last_ok + self.ttl;
             tokio::select! {
                 r = &mut campaign, if leader.is_none() => match r {
@@ -143,6 +150,9 @@ impl EtcdElection {
                         leader = resp.take_leader();
                         if leader.is_none() {
                             break End::Retry("campaign answered without a leader key".into());
+                        }
+                        if Instant::now() >= deadline {
+                            break End::Retry("won the campaign after the lease may have expired".into());
                         }
                         tracing::info!(key = %self.key, "won the election");
                         out.send_replace(MasterView { is_master: true, master: Some(me.to_string()) });
@@ -153,19 +163,26 @@ impl EtcdElection {
                     break End::Retry(format!("no successful keep-alive for the TTL ({:?})", self.ttl));
                 }
                 _ = tick.tick() => {
-                    let sent = Instant::now();
-                    let r = timeout(step, async {
-                        keeper.keep_alive().await?;
-                        alive.message().await
-                    })
-                    .await;
-                    match r {
-                        Ok(Ok(Some(resp))) if resp.ttl() > 0 => last_ok = sent,
-                        Ok(Ok(Some(_))) => break End::Retry("the lease expired at etcd".into()),
-                        _ => {
-                            tracing::debug!(key = %self.key, "keep-alive failed; retrying");
-                            if let Ok(Ok(pair)) = timeout(step, client.lease_keep_alive(lease)).await {
-                                (keeper, alive) = pair;
+                    // Never work past the deadline: the step-down above must not wait.
+                    let limit = (Instant::now() + step).min(deadline);
+                    if stream.is_none() {
+                        if let Ok(Ok(pair)) = timeout_at(limit, client.lease_keep_alive(lease)).await {
+                            stream = Some(pair);
+                        }
+                    }
+                    if let Some((keeper, alive)) = stream.as_mut() {
+                        let sent = Instant::now();
+                        let r = timeout_at((sent + step).min(deadline), async {
+                            keeper.keep_alive().await?;
+                            alive.message().await
+                        })
+                        .await;
+                        match r {
+                            Ok(Ok(Some(resp))) if resp.ttl() > 0 => last_ok = sent,
+                            Ok(Ok(Some(_))) => break End::Retry("the lease expired at etcd".into()),
+                            _ => {
+                                tracing::debug!(key = %self.key, "keep-alive failed; reopening the stream");
+                                stream = None;
                             }
                         }
                     }
@@ -199,9 +216,22 @@ impl EtcdElection {
             }
         };
         observer.abort();
-        if let End::Retry(_) = end {
-            // Best effort: do not leave a candidate key queued ahead of us.
-            let _ = timeout(step, client.lease_revoke(lease)).await;
+        if let End::Retry(_) = &end {
+            // Step down before anything else can wait.
+            out.send_if_modified(|v| {
+                let was = v.is_master;
+                if was {
+                    v.is_master = false;
+                    v.master = None;
+                }
+                was
+            });
+            // Best effort, in the background: do not leave a candidate key
+            // queued ahead of us.
+            let mut c = client;
+            tokio::spawn(async move {
+                let _ = timeout(step, c.lease_revoke(lease)).await;
+            });
         }
         end
     }

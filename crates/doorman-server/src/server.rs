@@ -161,6 +161,16 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
         .map_err(|source| StartError::Bind { addr, source })
 }
 
+/// The listen address, or `<hostname>:<port>` when it is unspecified
+/// (`0.0.0.0`, `[::]`): an unspecified address can neither be redirected to
+/// nor tell two hosts apart at a parent.
+pub fn default_server_id(addr: SocketAddr) -> String {
+    if !addr.ip().is_unspecified() {
+        return addr.to_string();
+    }
+    format!("{}:{}", doorman_client::hostname(), addr.port())
+}
+
 fn to_time(d: Duration) -> Time {
     Time::from_millis(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
@@ -208,7 +218,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     let server_id = opts
         .server_id
         .clone()
-        .unwrap_or_else(|| grpc_addr.to_string());
+        .unwrap_or_else(|| default_server_id(grpc_addr));
     let role = if opts.parent.is_empty() {
         Role::Root
     } else {
@@ -350,4 +360,20 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         stop,
         tasks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_ids_are_reachable_and_distinct() {
+        assert_eq!(
+            default_server_id("127.0.0.1:6000".parse().unwrap()),
+            "127.0.0.1:6000"
+        );
+        let id = default_server_id("0.0.0.0:6000".parse().unwrap());
+        assert!(id.ends_with(":6000") && !id.starts_with("0.0.0.0"), "{id}");
+        assert!(!default_server_id("[::]:7".parse().unwrap()).starts_with('['));
+    }
 }

@@ -82,22 +82,26 @@ pub async fn run(
             state.core().upstream_request(now)
         };
         if let Some(asks) = asks.filter(|a| !a.is_empty()) {
-            let ids: Vec<String> = asks.iter().map(|a| a.resource_id.clone()).collect();
-            let r = tokio::select! {
-                r = conn.get_server_capacity(request(&node_id, &asks)) => r,
-                _ = stop.changed() => return,
-            };
-            let now = state.now();
-            match r {
-                Ok(resp) => {
-                    backoff.reset();
-                    state.core().upstream_response(now, &ids, &grants(&resp));
-                }
-                Err(e) => {
-                    let delay = backoff.next_delay();
-                    tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
-                    let retry = Time::from_millis(delay.as_millis().min(i64::MAX as u128) as i64);
-                    state.core().upstream_failure(&ids, now + retry);
+            // The protocol allows 10 000 resources per request.
+            for chunk in asks.chunks(crate::validate::MAX_RESOURCES_PER_REQUEST) {
+                let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
+                let r = tokio::select! {
+                    r = conn.get_server_capacity(request(&node_id, chunk)) => r,
+                    _ = stop.changed() => return,
+                };
+                let now = state.now();
+                match r {
+                    Ok(resp) => {
+                        backoff.reset();
+                        state.core().upstream_response(now, &ids, &grants(&resp));
+                    }
+                    Err(e) => {
+                        let delay = backoff.next_delay();
+                        tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
+                        let retry =
+                            Time::from_millis(delay.as_millis().min(i64::MAX as u128) as i64);
+                        state.core().upstream_failure(&ids, now + retry);
+                    }
                 }
             }
         }
@@ -109,7 +113,8 @@ pub async fn run(
         tokio::select! {
             _ = tokio::time::sleep(sleep) => {}
             _ = state.upstream_wake.notified() => {}
-            _ = stop.changed() => {}
+            // A dropped sender (the server was dropped) also means stop.
+            r = stop.changed() => if r.is_err() { return },
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Turns protobuf requests into validated core requests. Every refusal is a
 //! gRPC `INVALID_ARGUMENT` whose message names the field and the reason,
-//! e.g. `resource[2].wants: must be a finite number >= 0, got NaN`.
+//! e.g. `resource[2].wants: must be a finite number from 0 to 1e15, got NaN`.
 //!
 //! Must not: touch server state. Nothing here can panic on any input.
 
@@ -71,9 +71,18 @@ fn check_count(n: usize) -> Result<(), Status> {
     Ok(())
 }
 
+/// Largest accepted wants or capacity in a request. Sums of many such
+/// values stay finite, so aggregates sent upstream are always valid.
+pub const MAX_AMOUNT: f64 = 1e15;
+
 fn amount(field: &str, value: f64) -> Result<Amount, Status> {
-    Amount::new("value", value)
-        .map_err(|_| invalid(field, format!("must be a finite number >= 0, got {value}")))
+    match Amount::new("value", value) {
+        Ok(a) if a.get() <= MAX_AMOUNT => Ok(a),
+        _ => Err(invalid(
+            field,
+            format!("must be a finite number from 0 to 1e15, got {value}"),
+        )),
+    }
 }
 
 fn has(field: &str, lease: Option<&pb::Lease>) -> Result<Option<Amount>, Status> {
@@ -216,13 +225,15 @@ mod tests {
         );
         assert_eq!(
             msg(get_capacity(&req("c", vec![rr("a", f64::NAN)]))),
-            "resource[0].wants: must be a finite number >= 0, got NaN"
+            "resource[0].wants: must be a finite number from 0 to 1e15, got NaN"
         );
         assert_eq!(
             msg(get_capacity(&req("c", vec![rr("a", -1.0)]))),
-            "resource[0].wants: must be a finite number >= 0, got -1"
+            "resource[0].wants: must be a finite number from 0 to 1e15, got -1"
         );
         assert!(msg(get_capacity(&req("c", vec![rr("a", f64::INFINITY)]))).contains("got inf"));
+        assert!(msg(get_capacity(&req("c", vec![rr("a", 1.7e308)]))).contains("from 0 to 1e15"));
+        assert!(get_capacity(&req("c", vec![rr("a", 1e15)])).is_ok());
         let mut with_has = rr("a", 1.0);
         with_has.has = Some(pb::Lease {
             expiry_time: 0,
@@ -231,7 +242,7 @@ mod tests {
         });
         assert_eq!(
             msg(get_capacity(&req("c", vec![with_has]))),
-            "resource[0].has.capacity: must be a finite number >= 0, got -5"
+            "resource[0].has.capacity: must be a finite number from 0 to 1e15, got -5"
         );
         assert_eq!(
             msg(get_capacity(&req("c", vec![rr("a", 1.0), rr("a", 2.0)]))),
@@ -271,7 +282,7 @@ mod tests {
         let e = get_server_capacity(&sreq(vec![band(1, f64::NAN)])).unwrap_err();
         assert_eq!(
             e.message(),
-            "resource[0].wants[0].wants: must be a finite number >= 0, got NaN"
+            "resource[0].wants[0].wants: must be a finite number from 0 to 1e15, got NaN"
         );
         let e = get_server_capacity(&pb::GetServerCapacityRequest {
             server_id: String::new(),

@@ -240,14 +240,21 @@ async fn bad_requests_get_invalid_argument_naming_the_field() {
         invalid(&mut c, req("c", vec![rr(&"r".repeat(1025), 1.0, None)])).await,
         "resource[0].resource_id: must be at most 1024 bytes, got 1025"
     );
-    for (w, shown) in [(f64::NAN, "NaN"), (f64::INFINITY, "inf"), (-1.0, "-1")] {
+    for (w, shown) in [
+        (f64::NAN, "NaN"),
+        (f64::INFINITY, "inf"),
+        (-1.0, "-1"),
+        (1e16, "10000000000000000"),
+    ] {
         assert_eq!(
             invalid(&mut c, req("c", vec![rr("fair", w, None)])).await,
-            format!("resource[0].wants: must be a finite number >= 0, got {shown}")
+            format!("resource[0].wants: must be a finite number from 0 to 1e15, got {shown}")
         );
         assert_eq!(
             invalid(&mut c, req("c", vec![rr("fair", 1.0, Some(w))])).await,
-            format!("resource[0].has.capacity: must be a finite number >= 0, got {shown}")
+            format!(
+                "resource[0].has.capacity: must be a finite number from 0 to 1e15, got {shown}"
+            )
         );
     }
     let many: Vec<_> = (0..10_001)

@@ -429,6 +429,45 @@ mod intermediate {
     }
 
     #[test]
+    fn aggregates_are_always_acceptable_to_the_parent() {
+        let mut c = leaf(None);
+        // 1 002 distinct priorities, each wanting the maximum.
+        for p in 0..1002 {
+            let req = CapacityRequest {
+                who: client(&format!("c{p}")),
+                resources: vec![band_ask(p, 1e15)],
+            };
+            c.get_capacity(t(1), &req).unwrap();
+        }
+        let asks = c.upstream_request(t(1)).unwrap();
+        let bands = &asks[0].bands;
+        assert_eq!(bands.len(), crate::validate::MAX_BANDS);
+        assert_eq!(bands[0].0, 1001, "highest first");
+        assert_eq!(
+            bands.last().unwrap(),
+            &(2, 3, 1e15),
+            "the three lowest merged, wants clamped"
+        );
+        assert!(bands.iter().all(|b| b.2 <= crate::validate::MAX_AMOUNT));
+    }
+
+    #[test]
+    fn a_resource_that_regains_a_requester_wakes_the_upstream_task() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        assert!(c.take_upstream_wake());
+        assert_eq!(c.release(&client("a"), &["r".into()]), Ok(1));
+        assert!(
+            c.next_upstream_wakeup().is_none(),
+            "nothing to renew without requesters"
+        );
+        // The resource is kept (learning mode); a new requester must wake the task.
+        get(&mut c, t(30), "b", ask("r", 30.0, None));
+        assert!(c.take_upstream_wake());
+        assert!(c.upstream_request(t(30)).is_some());
+    }
+
+    #[test]
     fn bands_are_aggregated_per_priority() {
         let mut c = leaf(None);
         for (who, prio, w) in [("a", 5, 10.0), ("b", 5, 20.0), ("c", 0, 7.0)] {

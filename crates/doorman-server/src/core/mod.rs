@@ -237,6 +237,11 @@ impl ServerCore {
             }
         };
         self.counters.expired_leases += resource.expire(now) as u64;
+        // An intermediate resource that had no requesters is not being
+        // renewed upstream: ask at once, as for a new one.
+        if resource.upstream.is_some() && resource.shares.is_empty() {
+            self.upstream_wake = true;
+        }
         resource.sync_capacity(now);
         resource.request(&cx, who, ask)
     }

@@ -157,6 +157,26 @@ pub struct UpstreamGrant {
     pub safe_capacity: Option<f64>,
 }
 
+/// One (priority, Σ subclients, Σ wants) per band, highest first, always
+/// acceptable to a parent: wants at most [`crate::validate::MAX_AMOUNT`], at most
+/// [`crate::validate::MAX_BANDS`] bands (the lowest ones merged into the
+/// last, which keeps the highest of their priorities).
+fn aggregate_bands(bands: &[doorman_algorithms::BandSummary]) -> Vec<(i64, i64, f64)> {
+    let max = crate::validate::MAX_BANDS;
+    let mut out: Vec<(i64, i64, f64)> = Vec::with_capacity(bands.len().min(max));
+    for (i, b) in bands.iter().enumerate() {
+        let n = b.subclients.round().clamp(1.0, i64::MAX as f64) as i64;
+        let w = b.wants.min(crate::validate::MAX_AMOUNT);
+        if i < max {
+            out.push((b.priority, n, w));
+        } else if let Some(last) = out.last_mut() {
+            last.1 = last.1.saturating_add(n);
+            last.2 = (last.2 + w).min(crate::validate::MAX_AMOUNT);
+        }
+    }
+    out
+}
+
 impl ServerCore {
     /// True for a server with a parent.
     pub fn is_intermediate(&self) -> bool {
@@ -212,13 +232,8 @@ impl ServerCore {
             if r.shares.is_empty() {
                 continue;
             }
-            let bands = r
-                .shares
-                .bands()
-                .iter()
-                .map(|b| (b.priority, b.subclients.round().max(1.0) as i64, b.wants))
-                .collect();
-            let outstanding = r.shares.totals().has;
+            let bands = aggregate_bands(&r.shares.bands());
+            let outstanding = r.shares.totals().has.min(crate::validate::MAX_AMOUNT);
             let Some(u) = r.upstream.as_mut() else {
                 continue;
             };
@@ -228,7 +243,10 @@ impl ServerCore {
             u.last_request = Some(now);
             asks.push(UpstreamAsk {
                 resource_id: id.clone(),
-                has: u.valid_lease(now),
+                has: u.valid_lease(now).map(|l| Lease {
+                    capacity: l.capacity.min(crate::validate::MAX_AMOUNT),
+                    ..l
+                }),
                 bands,
                 outstanding,
             });
