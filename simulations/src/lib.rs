@@ -1,0 +1,23 @@
+//! doorman-sim: a deterministic discrete-event simulation of whole Doorman
+//! trees under a virtual clock, running the real server core
+//! (`doorman_server::core`), algorithms and client core
+//! (`doorman_client::ClientCore`). See `docs/simulation.md`.
+
+pub mod engine;
+pub mod output;
+pub mod scenario;
+pub mod summary;
+
+use std::time::Instant;
+
+/// Runs a scenario with a seed; returns the finished simulation and its summary.
+pub fn run(
+    scenario: scenario::Scenario,
+    seed: u64,
+) -> anyhow::Result<(engine::Sim, summary::Summary)> {
+    let t = Instant::now();
+    let mut sim = engine::Sim::new(scenario, seed)?;
+    sim.run();
+    let summary = summary::summarize(&sim, seed, t.elapsed().as_secs_f64());
+    Ok((sim, summary))
+}

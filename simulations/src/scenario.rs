@@ -1,0 +1,141 @@
+//! Scenario files (`simulations/scenarios/*.toml`): the tree, the clients'
+//! demand, RPC delay and mishaps. Readable by a user writing their own:
+//! every field is documented in `docs/simulation.md`.
+
+use serde::Deserialize;
+
+/// A whole scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name (used for output rows).
+    pub name: String,
+    /// What it shows.
+    #[serde(default)]
+    pub description: String,
+    /// Simulated seconds.
+    pub duration: u64,
+    /// Seconds excluded from the utilisation figure (initial learning).
+    #[serde(default = "default_settle")]
+    pub settle: u64,
+    /// The root's resource configuration (server TOML format).
+    pub config: String,
+    /// The resource the clients use.
+    pub resource: String,
+    /// Fan-out per level below the root: `[3, 3]` = root → 3 regions → 9
+    /// datacenters (the leaves). Empty: clients talk to the root.
+    #[serde(default)]
+    pub tree: Vec<usize>,
+    /// Tasks (replicas) per node; one is master.
+    #[serde(default = "one")]
+    pub tasks: usize,
+    /// Clients per leaf node.
+    pub clients_per_leaf: usize,
+    /// RPC delay, milliseconds, uniform in [min, max].
+    #[serde(default = "default_delay")]
+    pub rpc_delay_ms: [u64; 2],
+    /// Seconds until a new master is elected after the old one is lost.
+    #[serde(default = "default_reelect")]
+    pub reelection_s: u64,
+    /// Client demand.
+    pub demand: Demand,
+    /// Fixed events.
+    #[serde(default)]
+    pub events: Vec<Event>,
+    /// Random mishaps.
+    #[serde(default)]
+    pub mishaps: Option<Mishaps>,
+}
+
+fn default_settle() -> u64 {
+    60
+}
+fn one() -> usize {
+    1
+}
+fn default_delay() -> [u64; 2] {
+    [1, 10]
+}
+fn default_reelect() -> u64 {
+    10
+}
+
+/// How much each client wants and how it varies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Demand {
+    /// Initial wants of every client.
+    pub initial: f64,
+    /// Every this many seconds each client changes its wants…
+    #[serde(default)]
+    pub change_every: u64,
+    /// …by a uniform random factor in [1 − change, 1 + change].
+    #[serde(default)]
+    pub change: f64,
+}
+
+/// A scheduled event. (No `deny_unknown_fields`: serde does not support it
+/// together with the flattened, tagged `what`.)
+#[derive(Debug, Clone, Deserialize)]
+pub struct Event {
+    /// When, in seconds.
+    pub at: u64,
+    /// What.
+    #[serde(flatten)]
+    pub what: EventKind,
+}
+
+/// What happens.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// `clients` clients (the first ones) set their wants to `wants`.
+    Spike {
+        /// How many clients.
+        clients: usize,
+        /// Their new wants.
+        wants: f64,
+    },
+    /// A node's master dies; a new one is elected after `reelection_s`.
+    MasterLost {
+        /// Node name: "root", "n1", "n1.2", …
+        node: String,
+    },
+    /// A node answers nothing until `until` seconds.
+    Unreachable {
+        /// Node name.
+        node: String,
+        /// When it comes back, in seconds.
+        until: u64,
+    },
+}
+
+/// A random mishap every `every` seconds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mishaps {
+    /// Seconds between mishaps.
+    pub every: u64,
+    /// Wants added to one random client in a spike.
+    pub spike: f64,
+    /// Longest outage of a node, seconds.
+    pub outage_max: u64,
+    /// First mishap at this second.
+    #[serde(default)]
+    pub start: u64,
+}
+
+impl Scenario {
+    /// Parses a scenario file.
+    pub fn parse(text: &str) -> anyhow::Result<Scenario> {
+        let s: Scenario = toml::from_str(text)?;
+        if s.clients_per_leaf == 0 || s.tasks == 0 || s.duration == 0 {
+            anyhow::bail!("clients_per_leaf, tasks and duration must be at least 1");
+        }
+        if s.rpc_delay_ms[0] > s.rpc_delay_ms[1] {
+            anyhow::bail!("rpc_delay_ms must be [min, max] with min <= max");
+        }
+        doorman_server::config::Config::parse(&s.config, &format!("{} config", s.name))?;
+        Ok(s)
+    }
+}
