@@ -364,6 +364,7 @@ impl Sim {
                                 resource_id: i.resource_id.clone(),
                                 demands: vec![Demand::client(i.priority, amount(i.wants))],
                                 claimed_has: i.has.map(|l| amount(l.capacity)),
+                                claimed_refresh: i.has.map(|l| l.refresh_interval),
                                 outstanding: None,
                             })
                             .collect(),
@@ -440,6 +441,7 @@ impl Sim {
                                     .filter_map(|&(p, n, w)| Demand::new(p, n, w).ok())
                                     .collect(),
                                 claimed_has: a.has.map(|l| amount(l.capacity)),
+                                claimed_refresh: a.has.map(|l| l.refresh_interval),
                                 outstanding: Some(amount(a.outstanding)),
                             })
                             .collect(),

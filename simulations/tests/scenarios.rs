@@ -67,3 +67,18 @@ fn scenario_five_beats_the_design_doc() {
         assert!(t < 120.0, "design doc: within 2 minutes; got {t} s");
     }
 }
+
+#[test]
+fn scenario_seven_hands_out_more_than_the_design_doc_despite_mishaps() {
+    // Utilisation beats the design doc's 96.6 % on every seed tried (1–5:
+    // 97.9–98.3 %). The shortfall peak does not yet on every seed (see
+    // docs/simulation.md), so it is reported, not asserted here.
+    let (sim, s) = doorman_sim::run(load("seven"), 1).unwrap();
+    assert!(
+        sim.marks.len() >= 50,
+        "a mishap every minute: {}",
+        sim.marks.len()
+    );
+    let util = s.mean_utilisation.expect("demand exceeds capacity");
+    assert!(util > 0.966, "design doc: 96.6 %; got {util}");
+}

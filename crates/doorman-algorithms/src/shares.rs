@@ -413,6 +413,20 @@ impl<T> Shares<T> {
         grant
     }
 
+    /// Learning mode where the capacity may be smaller than what was handed
+    /// out before (an intermediate server whose parent's grant changed):
+    /// echoes the claim only within what the others' grants leave free, so
+    /// the sum of grants never exceeds the capacity.
+    pub fn decide_learning_within(&mut self, id: RequesterId, claimed_has: Amount) -> f64 {
+        if self.slot(id).is_none() {
+            return 0.0;
+        }
+        let others = (self.has.total() - self.has(id)).max(0.0);
+        let grant = claimed_has.get().min((self.capacity - others).max(0.0));
+        self.has.set(id.index(), grant);
+        grant
+    }
+
     /// Safe capacity: the configured value if any, else capacity / Σ
     /// subclients (capacity itself when there are none).
     pub fn safe_capacity(&self, configured: Option<f64>) -> f64 {

@@ -256,6 +256,21 @@ fn learning_mode_echoes_claims_capped_at_capacity() {
 }
 
 #[test]
+fn learning_within_capacity_never_sums_above_it() {
+    let mut s = Shares::new(Kind::FairShare, amt(100.0));
+    let a = s.insert(&[client(80.0)], ());
+    let b = s.insert(&[client(80.0)], ());
+    assert_eq!(s.decide_learning_within(a, amt(70.0)), 70.0);
+    assert_eq!(s.decide_learning_within(b, amt(70.0)), 30.0, "only 30 left");
+    assert_eq!(s.totals().has, 100.0);
+    assert_eq!(
+        s.decide_learning_within(a, amt(40.0)),
+        40.0,
+        "a claim can shrink"
+    );
+}
+
+#[test]
 fn safe_capacity_configured_or_per_subclient() {
     let (s, _) = setup(Kind::FairShare, 120.0, &[(0, 1, 1.0), (0, 3, 1.0)]);
     assert_eq!(s.safe_capacity(Some(7.0)), 7.0);

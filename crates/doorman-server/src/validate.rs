@@ -105,6 +105,7 @@ pub fn get_capacity(req: &pb::GetCapacityRequest) -> Result<CapacityRequest, Sta
             resource_id: r.resource_id.clone(),
             demands: vec![Demand::client(r.priority, wants)],
             claimed_has: has(&f, r.has.as_ref())?,
+            claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
             outstanding: None,
         });
     }
@@ -151,6 +152,7 @@ pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<Capacit
             resource_id: r.resource_id.clone(),
             demands,
             claimed_has: has(&f, r.has.as_ref())?,
+            claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
             outstanding,
         });
     }

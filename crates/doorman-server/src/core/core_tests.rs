@@ -62,6 +62,7 @@ fn ask(resource: &str, wants: f64, has: Option<f64>) -> ResourceAsk {
         resource_id: resource.into(),
         demands: vec![Demand::client(0, Amount::new("w", wants).unwrap())],
         claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
+        claimed_refresh: has.map(|_| 4),
         outstanding: None,
     }
 }
@@ -311,6 +312,7 @@ fn downstream_servers_are_weighted_by_their_bands() {
                 .map(|b| Demand::new(b.0, b.1, b.2).unwrap())
                 .collect(),
             claimed_has: None,
+            claimed_refresh: None,
             outstanding: Some(Amount::new("o", 1.0).unwrap()),
         }],
     };
@@ -394,6 +396,7 @@ mod intermediate {
             resource_id: "r".into(),
             demands: vec![Demand::client(prio, Amount::new("w", wants).unwrap())],
             claimed_has: None,
+            claimed_refresh: None,
             outstanding: None,
         }
     }
@@ -418,7 +421,10 @@ mod intermediate {
         );
         assert!(c.take_upstream_wake());
         assert!(!c.take_upstream_wake());
-        let asks = c.upstream_request(t(1)).unwrap();
+        // The claim comes from a lease refreshed every 4 s: wait until all
+        // requesters can have re-reported (3 × 4 s + 1 s after becoming master).
+        assert!(c.upstream_request(t(1)).is_none());
+        let asks = c.upstream_request(t(13)).unwrap();
         assert_eq!(asks.len(), 1);
         assert_eq!(asks[0].bands, vec![(0, 1, 30.0)]);
         assert_eq!((asks[0].has, asks[0].outstanding), (None, 12.0));
@@ -465,6 +471,34 @@ mod intermediate {
         get(&mut c, t(30), "b", ask("r", 30.0, None));
         assert!(c.take_upstream_wake());
         assert!(c.upstream_request(t(30)).is_some());
+    }
+
+    #[test]
+    fn a_new_master_told_of_old_leases_waits_for_its_requesters_before_asking() {
+        let mut c = leaf(None);
+        // Became master at t=0; a client claims a lease it refreshes every 4 s.
+        get(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
+        assert!(c.take_upstream_wake());
+        assert!(
+            c.upstream_request(t(1)).is_none(),
+            "held: others have not re-reported yet"
+        );
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(13)),
+            "3 × 4 s refresh + 1 s after becoming master"
+        );
+        get(&mut c, t(3), "b", ask("r", 50.0, Some(40.0)));
+        let asks = c.upstream_request(t(13)).unwrap();
+        assert_eq!(
+            asks[0].bands,
+            vec![(0, 2, 80.0)],
+            "the whole inherited demand"
+        );
+        // A fresh start (no claims) asks at once.
+        let mut fresh = leaf(None);
+        get(&mut fresh, t(1), "a", ask("r", 30.0, None));
+        assert!(fresh.upstream_request(t(1)).is_some());
     }
 
     #[test]
@@ -521,15 +555,15 @@ mod intermediate {
         let mut c = leaf(None);
         get(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
         let ids = vec!["r".to_string()];
-        c.upstream_request(t(1)).unwrap();
-        c.upstream_response(t(2), &ids, &[parent_grant(50.0, 30, 8, 10)]);
-        let g = get(&mut c, t(5), "b", ask("r", 30.0, None));
-        assert_eq!(g.decision, Decision::Learning, "10 s from becoming master");
-        let g = get(&mut c, t(10), "b", ask("r", 30.0, None));
+        c.upstream_request(t(13)).unwrap();
+        c.upstream_response(t(13), &ids, &[parent_grant(50.0, 30, 8, 20)]);
+        let g = get(&mut c, t(15), "b", ask("r", 30.0, None));
+        assert_eq!(g.decision, Decision::Learning, "20 s from becoming master");
+        let g = get(&mut c, t(20), "b", ask("r", 30.0, None));
         assert_eq!(g.decision, Decision::Algorithm);
-        c.upstream_request(t(10)).unwrap();
-        c.upstream_response(t(11), &ids, &[parent_grant(50.0, 40, 8, 60)]);
-        let g = get(&mut c, t(12), "b", ask("r", 30.0, None));
+        c.upstream_request(t(21)).unwrap();
+        c.upstream_response(t(21), &ids, &[parent_grant(50.0, 40, 8, 60)]);
+        let g = get(&mut c, t(22), "b", ask("r", 30.0, None));
         assert_eq!(
             g.decision,
             Decision::Algorithm,

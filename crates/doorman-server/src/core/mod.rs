@@ -215,6 +215,7 @@ impl ServerCore {
             now,
             level: self.opts.level,
             min_request_interval: self.opts.min_request_interval,
+            master_since: self.master_since,
         };
         let resource = match self.resources.get_mut(&ask.resource_id) {
             Some(r) => r,

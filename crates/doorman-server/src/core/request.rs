@@ -51,6 +51,10 @@ pub struct ResourceAsk {
     pub demands: Vec<Demand>,
     /// The capacity the requester says it holds (its `has` lease).
     pub claimed_has: Option<Amount>,
+    /// The refresh interval of that lease, seconds: how often the
+    /// requester comes back (used by a new intermediate master to wait
+    /// until all its requesters have re-reported before asking upstream).
+    pub claimed_refresh: Option<i64>,
     /// For downstream servers: what it has handed out itself (extension).
     pub outstanding: Option<Amount>,
 }

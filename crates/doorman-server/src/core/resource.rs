@@ -51,6 +51,8 @@ pub(crate) struct Context {
     pub now: Time,
     pub level: u32,
     pub min_request_interval: Time,
+    /// When this server became master.
+    pub master_since: Time,
 }
 
 fn amount(x: f64) -> Amount {
@@ -221,6 +223,12 @@ impl Resource {
                 id
             }
         };
+        if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
+            let (since, until) = (cx.master_since, self.learning_until);
+            if let Some(u) = self.upstream.as_mut() {
+                u.hold_for_claim(since, refresh, until);
+            }
+        }
         let pending = self
             .upstream
             .as_ref()
@@ -231,6 +239,14 @@ impl Resource {
             let claimed = ask.claimed_has.unwrap_or(Amount::ZERO);
             self.shares.set_has(id, claimed);
             (claimed.get(), Decision::Learning)
+        } else if learning && self.upstream.is_some() {
+            // The parent's new grant may be smaller than what the previous
+            // master handed out: echo claims only within it.
+            let claimed = ask.claimed_has.unwrap_or(Amount::ZERO);
+            (
+                self.shares.decide_learning_within(id, claimed),
+                Decision::Learning,
+            )
         } else if learning {
             let claimed = ask.claimed_has.unwrap_or(Amount::ZERO);
             (self.shares.decide_learning(id, claimed), Decision::Learning)

@@ -30,6 +30,10 @@ pub const PENDING_LEARNING: Time = Time::secs(60);
 /// Never ask the parent about one resource more often than this.
 pub const MIN_UPSTREAM_INTERVAL: Time = Time::secs(1);
 
+/// How many of its requesters' refresh intervals a new master waits before
+/// its first upstream request (see `UpstreamState::hold_for_claim`).
+pub const HOLD_INTERVALS: i64 = 3;
+
 /// Ask again after this when the parent's answer left a resource out.
 pub const UPSTREAM_RETRY: Time = Time::secs(5);
 
@@ -42,6 +46,10 @@ pub(crate) struct UpstreamState {
     pub local: Option<Arc<Template>>,
     pub next_refresh: Time,
     pub last_request: Option<Time>,
+    /// A new master that is told about existing leases waits until then
+    /// (its requesters' refresh interval) before its first upstream
+    /// request, so it never reports less demand than it inherited.
+    pub hold_until: Time,
 }
 
 impl UpstreamState {
@@ -53,7 +61,26 @@ impl UpstreamState {
             local,
             next_refresh: now,
             last_request: None,
+            hold_until: Time::ZERO,
         }
+    }
+
+    /// A requester claims a lease it got from a previous master and comes
+    /// back every `refresh` seconds: hold the first upstream request until
+    /// all such requesters can have re-reported, never past `limit` (the
+    /// end of learning mode). Requesters that failed during the failover are
+    /// in their retry backoff, so one refresh interval is not enough: wait
+    /// three, plus a second. The parent keeps this node's previous lease
+    /// (same node id) meanwhile; lease lengths are far longer than three
+    /// refresh intervals below the root.
+    pub fn hold_for_claim(&mut self, master_since: Time, refresh: i64, limit: Time) {
+        if self.lease.is_some() || self.last_request.is_some() {
+            return; // already asked the parent
+        }
+        let wait = HOLD_INTERVALS * refresh.clamp(1, 3600) + 1;
+        let until = (master_since + Time::secs(wait)).min(limit);
+        self.hold_until = self.hold_until.max(until);
+        self.next_refresh = self.next_refresh.max(self.hold_until);
     }
 
     /// The unexpired upstream lease.
@@ -237,7 +264,7 @@ impl ServerCore {
             let Some(u) = r.upstream.as_mut() else {
                 continue;
             };
-            if !allowed(u) {
+            if !allowed(u) || now < u.hold_until {
                 continue;
             }
             u.last_request = Some(now);
