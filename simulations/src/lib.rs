@@ -5,6 +5,7 @@
 
 pub mod engine;
 pub mod output;
+pub mod raster;
 pub mod scenario;
 pub mod summary;
 
