@@ -87,15 +87,8 @@ impl EtcdElection {
             }
             match self.session(&me, &out, &mut stop).await {
                 End::Stopped => return,
+                // The session has already published the step-down.
                 End::Retry(why) => {
-                    out.send_if_modified(|v| {
-                        let was = v.is_master;
-                        if was {
-                            v.is_master = false;
-                            v.master = None;
-                        }
-                        was
-                    });
                     let delay = backoff.next_delay();
                     tracing::warn!(key = %self.key, retry_in = ?delay, "election session ended: {why}");
                     tokio::select! {

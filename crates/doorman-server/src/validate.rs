@@ -91,11 +91,17 @@ fn has(field: &str, lease: Option<&pb::Lease>) -> Result<Option<Amount>, Status>
         .transpose()
 }
 
+/// Checks the requester's id and the number of resources; returns the set
+/// that catches a resource named twice.
+fn check_request(id_field: &str, id: &str, resources: usize) -> Result<HashSet<String>, Status> {
+    check_id(id_field, id)?;
+    check_count(resources)?;
+    Ok(HashSet::with_capacity(resources))
+}
+
 /// Validates a GetCapacity request.
 pub fn get_capacity(req: &pb::GetCapacityRequest) -> Result<CapacityRequest, Status> {
-    check_id("client_id", &req.client_id)?;
-    check_count(req.resource.len())?;
-    let mut seen = HashSet::with_capacity(req.resource.len());
+    let mut seen = check_request("client_id", &req.client_id, req.resource.len())?;
     let mut resources = Vec::with_capacity(req.resource.len());
     for (i, r) in req.resource.iter().enumerate() {
         let f = format!("resource[{i}]");
@@ -117,9 +123,7 @@ pub fn get_capacity(req: &pb::GetCapacityRequest) -> Result<CapacityRequest, Sta
 
 /// Validates a GetServerCapacity request.
 pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<CapacityRequest, Status> {
-    check_id("server_id", &req.server_id)?;
-    check_count(req.resource.len())?;
-    let mut seen = HashSet::with_capacity(req.resource.len());
+    let mut seen = check_request("server_id", &req.server_id, req.resource.len())?;
     let mut resources = Vec::with_capacity(req.resource.len());
     for (i, r) in req.resource.iter().enumerate() {
         let f = format!("resource[{i}]");
@@ -164,9 +168,7 @@ pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<Capacit
 
 /// Validates a ReleaseCapacity request.
 pub fn release_capacity(req: &pb::ReleaseCapacityRequest) -> Result<(Who, Vec<String>), Status> {
-    check_id("client_id", &req.client_id)?;
-    check_count(req.resource_id.len())?;
-    let mut seen = HashSet::with_capacity(req.resource_id.len());
+    let mut seen = check_request("client_id", &req.client_id, req.resource_id.len())?;
     for (i, r) in req.resource_id.iter().enumerate() {
         check_resource_id(&format!("resource_id[{i}]"), r, &mut seen)?;
     }
