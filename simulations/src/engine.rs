@@ -414,8 +414,7 @@ impl Sim {
                     }
                     None => {
                         let d = cl.backoff.next_delay();
-                        cl.core
-                            .on_failure(&ids, now + Time::from_millis(d.as_millis() as i64));
+                        cl.core.on_failure(&ids, now + Time::from_duration(d));
                     }
                 }
                 self.schedule_client(c);
@@ -464,8 +463,7 @@ impl Sim {
                     }
                     None => {
                         let d = n.backoff.next_delay();
-                        n.core
-                            .upstream_failure(&ids, now + Time::from_millis(d.as_millis() as i64));
+                        n.core.upstream_failure(&ids, now + Time::from_duration(d));
                     }
                 }
                 self.schedule_upstream(node, None);
@@ -619,12 +617,9 @@ fn amount(x: f64) -> Amount {
     Amount::new("value", if x.is_finite() { x.max(0.0) } else { 0.0 }).unwrap_or(Amount::ZERO)
 }
 
+/// A lease after a trip over the wire (expiry in whole seconds).
 fn wire(l: &Lease) -> Lease {
-    Lease {
-        capacity: l.capacity,
-        expiry: Time::from_secs(l.wire_expiry()),
-        refresh_interval: l.refresh_interval,
-    }
+    doorman_proto::lease_from_wire(&doorman_proto::lease_to_wire(l))
 }
 
 fn client_grant(g: &Grant) -> GrantItem {

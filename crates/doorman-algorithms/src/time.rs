@@ -47,6 +47,17 @@ impl Time {
         self.0.div_euclid(1000)
     }
 
+    /// A duration as a `Time` offset (saturating at `i64::MAX` ms).
+    ///
+    /// ```
+    /// use doorman_algorithms::Time;
+    /// assert_eq!(Time::from_duration(std::time::Duration::from_millis(1500)), Time::from_millis(1500));
+    /// assert_eq!(Time::from_duration(std::time::Duration::MAX), Time::from_millis(i64::MAX));
+    /// ```
+    pub fn from_duration(d: std::time::Duration) -> Self {
+        Time(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+
     /// Seconds as a float.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1000.0

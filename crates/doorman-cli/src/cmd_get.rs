@@ -37,20 +37,12 @@ pub struct Args {
     json: bool,
 }
 
-fn uri(addr: &str) -> String {
-    if addr.contains("://") {
-        addr.to_string()
-    } else {
-        format!("http://{addr}")
-    }
-}
-
 async fn ask(
     addr: &str,
     req: &pb::GetCapacityRequest,
     timeout: Duration,
 ) -> anyhow::Result<pb::GetCapacityResponse> {
-    let ep = Endpoint::from_shared(uri(addr))
+    let ep = Endpoint::from_shared(doorman_client::connection::uri(addr))
         .with_context(|| format!("bad server address {addr:?}"))?
         .connect_timeout(timeout)
         .timeout(timeout);

@@ -130,11 +130,7 @@ struct Target {
 }
 
 async fn connect(addr: &str, n: usize, timeout: Duration) -> anyhow::Result<Target> {
-    let uri = if addr.contains("://") {
-        addr.to_string()
-    } else {
-        format!("http://{addr}")
-    };
+    let uri = doorman_client::connection::uri(addr);
     let mut clients = Vec::with_capacity(n);
     for _ in 0..n {
         let ch = Endpoint::from_shared(uri.clone())

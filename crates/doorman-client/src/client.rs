@@ -188,8 +188,7 @@ impl ClientBuilder {
             .map(ClientMetrics::register)
             .transpose()?;
         let clock = self.clock.unwrap_or_else(|| Arc::new(wall_clock));
-        let min_refresh =
-            Time::from_millis(self.min_refresh_interval.as_millis().min(i64::MAX as u128) as i64);
+        let min_refresh = Time::from_duration(self.min_refresh_interval);
         let core = ClientCore::new(
             client_id,
             CoreOptions {
@@ -471,11 +470,7 @@ fn grants(resp: &pb::GetCapacityResponse) -> Vec<GrantItem> {
         .iter()
         .map(|r| GrantItem {
             resource_id: r.resource_id.clone(),
-            lease: Lease {
-                capacity: r.gets.capacity,
-                expiry: Time::from_secs(r.gets.expiry_time),
-                refresh_interval: r.gets.refresh_interval,
-            },
+            lease: doorman_proto::lease_from_wire(&r.gets),
             safe_capacity: r.safe_capacity,
         })
         .collect()
@@ -541,11 +536,7 @@ async fn run(
                         .map(|i| pb::ResourceRequest {
                             resource_id: i.resource_id.clone(),
                             priority: i.priority,
-                            has: i.has.map(|l| pb::Lease {
-                                expiry_time: l.expiry.whole_secs(),
-                                refresh_interval: l.refresh_interval,
-                                capacity: l.capacity,
-                            }),
+                            has: i.has.as_ref().map(doorman_proto::lease_to_wire),
                             wants: i.wants,
                         })
                         .collect(),
@@ -564,9 +555,7 @@ async fn run(
                     Err(e) => {
                         let delay = backoff.next_delay();
                         tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
-                        let retry =
-                            Time::from_millis(delay.as_millis().min(i64::MAX as u128) as i64);
-                        st.core.on_failure(&ids, now + retry);
+                        st.core.on_failure(&ids, now + Time::from_duration(delay));
                     }
                 }
             }

@@ -95,7 +95,8 @@ impl std::fmt::Debug for Connector {
     }
 }
 
-fn uri(addr: &str) -> String {
+/// `addr` as a URI: `host:port` becomes `http://host:port`; a URI is kept.
+pub fn uri(addr: &str) -> String {
     if addr.contains("://") {
         addr.to_string()
     } else {

@@ -29,11 +29,6 @@ pub mod validate;
 
 pub use doorman_algorithms::Time;
 
-/// The current wall-clock time as a [`Time`]. The only place the server
-/// library reads the clock; the core never does.
-pub fn wall_clock() -> Time {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    Time::from_millis(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
-}
+/// The current wall-clock time as a [`Time`]: the only clock the server
+/// library reads (the core never does). Shared with the client library.
+pub use doorman_client::wall_clock;

@@ -171,10 +171,6 @@ pub fn default_server_id(addr: SocketAddr) -> String {
     format!("{}:{}", doorman_client::hostname(), addr.port())
 }
 
-fn to_time(d: Duration) -> Time {
-    Time::from_millis(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// Starts a standalone (always master) server.
 pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     let mut etcd_revision = 0;
@@ -228,7 +224,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         role,
         server_id: server_id.clone(),
         level: 0,
-        min_request_interval: to_time(opts.min_request_interval),
+        min_request_interval: Time::from_duration(opts.min_request_interval),
     };
     let mut core = ServerCore::new(core_opts, config.clone());
     let standalone = matches!(opts.election, Election::Standalone);

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use doorman_algorithms::{Lease, Time};
+use doorman_algorithms::Time;
 use doorman_proto::doorman as pb;
 use tonic::{Request, Response, Status};
 
@@ -96,14 +96,6 @@ impl CapacityService {
     }
 }
 
-fn lease(l: &Lease) -> pb::Lease {
-    pb::Lease {
-        expiry_time: l.wire_expiry(),
-        refresh_interval: l.refresh_interval,
-        capacity: l.capacity,
-    }
-}
-
 fn redirect(n: NotMaster) -> Option<pb::Mastership> {
     Some(pb::Mastership {
         master_address: n.master_address,
@@ -117,7 +109,7 @@ fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityResponse 
                 .iter()
                 .map(|g| pb::ResourceResponse {
                     resource_id: g.resource_id.clone(),
-                    gets: lease(&g.lease),
+                    gets: doorman_proto::lease_to_wire(&g.lease),
                     safe_capacity: Some(g.safe_capacity),
                 })
                 .collect(),
@@ -137,7 +129,7 @@ fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacityRes
                 .iter()
                 .map(|g| pb::ServerCapacityResourceResponse {
                     resource_id: g.resource_id.clone(),
-                    gets: lease(&g.lease),
+                    gets: doorman_proto::lease_to_wire(&g.lease),
                     algorithm: g.algorithm_known.then(|| g.algorithm.to_proto()),
                     safe_capacity: Some(g.safe_capacity),
                 })

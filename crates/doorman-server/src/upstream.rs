@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_algorithms::{Lease, Time};
+use doorman_algorithms::Time;
 use doorman_client::{Backoff, Connector};
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
@@ -26,11 +26,7 @@ fn request(node_id: &str, asks: &[UpstreamAsk]) -> pb::GetServerCapacityRequest 
             .iter()
             .map(|a| pb::ServerCapacityResourceRequest {
                 resource_id: a.resource_id.clone(),
-                has: a.has.map(|l| pb::Lease {
-                    expiry_time: l.wire_expiry(),
-                    refresh_interval: l.refresh_interval,
-                    capacity: l.capacity,
-                }),
+                has: a.has.as_ref().map(doorman_proto::lease_to_wire),
                 wants: a
                     .bands
                     .iter()
@@ -53,11 +49,7 @@ fn grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGrant> {
         .iter()
         .map(|r| UpstreamGrant {
             resource_id: r.resource_id.clone(),
-            lease: Lease {
-                capacity: r.gets.capacity,
-                expiry: Time::from_secs(r.gets.expiry_time),
-                refresh_interval: r.gets.refresh_interval,
-            },
+            lease: doorman_proto::lease_from_wire(&r.gets),
             algorithm: r.algorithm.as_ref().map(AlgorithmConfig::from_proto),
             safe_capacity: r.safe_capacity,
         })
@@ -98,9 +90,9 @@ pub async fn run(
                     Err(e) => {
                         let delay = backoff.next_delay();
                         tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
-                        let retry =
-                            Time::from_millis(delay.as_millis().min(i64::MAX as u128) as i64);
-                        state.core().upstream_failure(&ids, now + retry);
+                        state
+                            .core()
+                            .upstream_failure(&ids, now + Time::from_duration(delay));
                     }
                 }
             }
