@@ -188,6 +188,20 @@ pub struct ConfigError {
     pub problems: Vec<Problem>,
 }
 
+impl ConfigError {
+    /// An error about the source as a whole (cannot read it, not UTF-8).
+    fn whole(source_name: &str, reason: String) -> ConfigError {
+        ConfigError {
+            source_name: source_name.to_string(),
+            problems: vec![Problem {
+                resource: None,
+                field: "file".into(),
+                reason,
+            }],
+        }
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -223,17 +237,27 @@ const KNOWN_PARAMETERS: [&str; 1] = ["decay_factor"];
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::read(path).map(|(c, _)| c)
+    }
+
+    /// Reads and validates a config file; also returns its bytes (to notice
+    /// later changes).
+    pub fn read(path: &Path) -> Result<(Config, Vec<u8>), ConfigError> {
         let name = path.display().to_string();
-        match std::fs::read_to_string(path) {
-            Ok(text) => Config::parse(&text, &name),
-            Err(e) => Err(ConfigError {
-                source_name: name,
-                problems: vec![Problem {
-                    resource: None,
-                    field: "file".into(),
-                    reason: format!("cannot read: {e}"),
-                }],
-            }),
+        let bytes = std::fs::read(path)
+            .map_err(|e| ConfigError::whole(&name, format!("cannot read: {e}")))?;
+        Ok((Config::from_bytes(&bytes, &name)?, bytes))
+    }
+
+    /// Validates a config held as bytes (a file's or an etcd value's); it
+    /// must be UTF-8.
+    pub fn from_bytes(bytes: &[u8], source_name: &str) -> Result<Config, ConfigError> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Config::parse(text, source_name),
+            Err(e) => Err(ConfigError::whole(
+                source_name,
+                format!("not valid UTF-8: {e}"),
+            )),
         }
     }
 

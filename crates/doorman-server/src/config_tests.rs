@@ -164,6 +164,17 @@ fn syntax_errors_are_reported_with_position() {
 }
 
 #[test]
+fn bytes_must_be_utf8() {
+    let e =
+        Config::from_bytes(b"[[resources]]\nidentifier_glob = \"\xff\"\n", "etcd:/k").unwrap_err();
+    assert!(
+        e.to_string().contains("etcd:/k: file: not valid UTF-8"),
+        "{e}"
+    );
+    assert!(Config::from_bytes(GOOD.as_bytes(), "good").is_ok());
+}
+
+#[test]
 fn missing_file_is_an_error() {
     let e = Config::load(Path::new("/nonexistent/doorman.toml")).unwrap_err();
     assert!(e.to_string().contains("cannot read"), "{e}");

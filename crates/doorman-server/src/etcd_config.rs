@@ -13,7 +13,6 @@ use etcd_client::{EventType, WatchOptions};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
-use crate::config::Config;
 use crate::etcd_election::connect;
 use crate::service::ServerState;
 
@@ -50,21 +49,6 @@ pub async fn put(endpoints: &[String], key: &str, value: Vec<u8>) -> Result<i64,
     Ok(resp.header().map(|h| h.revision()).unwrap_or(0))
 }
 
-fn apply(state: &ServerState, key: &str, value: &[u8]) {
-    let text = String::from_utf8_lossy(value);
-    match Config::parse(&text, &source_name(key)) {
-        Ok(cfg) => {
-            tracing::info!(summary = %cfg.summary(), "config from etcd applied");
-            state.core().replace_config(Arc::new(cfg));
-            state.metrics.config_reload(true);
-        }
-        Err(e) => {
-            tracing::error!("config in etcd rejected, keeping the running config: {e}");
-            state.metrics.config_reload(false);
-        }
-    }
-}
-
 /// Watches `key` until `stop` turns true. `last` is the value the running
 /// config came from, read at `revision`.
 pub async fn watch(
@@ -90,7 +74,7 @@ pub async fn watch(
                 // Reconnected: catch up with anything missed.
                 let (value, rev) = fetch(&endpoints, &key).await?;
                 if value != last {
-                    apply(&state, &key, &value);
+                    crate::reload::apply(&state, &value, &source_name(&key));
                     last = value;
                 }
                 revision = rev;
@@ -124,7 +108,7 @@ pub async fn watch(
                     match ev.event_type() {
                         EventType::Put => {
                             if kv.value() != last.as_slice() {
-                                apply(&state, &key, kv.value());
+                                crate::reload::apply(&state, kv.value(), &source_name(&key));
                                 last = kv.value().to_vec();
                             }
                         }

@@ -30,11 +30,17 @@ fn check(state: &ServerState, path: &PathBuf, last: &mut Option<Vec<u8>>, force:
     if !force && last.as_deref() == Some(content.as_slice()) {
         return;
     }
-    *last = Some(content.clone());
-    let text = String::from_utf8_lossy(&content);
-    match Config::parse(&text, &path.display().to_string()) {
+    apply(state, &content, &path.display().to_string());
+    *last = Some(content);
+}
+
+/// Validates config bytes from `source_name` as a whole and applies them
+/// (leases kept), or logs every problem and counts the rejection; the running
+/// config then stays. Used for files and etcd values alike.
+pub(crate) fn apply(state: &ServerState, bytes: &[u8], source_name: &str) {
+    match Config::from_bytes(bytes, source_name) {
         Ok(cfg) => {
-            tracing::info!(summary = %cfg.summary(), "config reloaded");
+            tracing::info!(summary = %cfg.summary(), "config applied");
             state.core().replace_config(Arc::new(cfg));
             state.metrics.config_reload(true);
         }

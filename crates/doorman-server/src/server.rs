@@ -176,19 +176,8 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     let mut etcd_revision = 0;
     let (config, initial_bytes) = match &opts.config {
         ConfigSource::File(path) => {
-            let bytes = std::fs::read(path).map_err(|e| ConfigError {
-                source_name: path.display().to_string(),
-                problems: vec![crate::config::Problem {
-                    resource: None,
-                    field: "file".into(),
-                    reason: format!("cannot read: {e}"),
-                }],
-            })?;
-            let text = String::from_utf8_lossy(&bytes);
-            (
-                Arc::new(Config::parse(&text, &path.display().to_string())?),
-                Some(bytes),
-            )
+            let (cfg, bytes) = Config::read(path)?;
+            (Arc::new(cfg), Some(bytes))
         }
         ConfigSource::Inline(c) => (c.clone(), None),
         ConfigSource::Etcd { endpoints, key } => {
@@ -196,9 +185,8 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
                 .await
                 .map_err(StartError::Etcd)?;
             etcd_revision = rev;
-            let text = String::from_utf8_lossy(&bytes);
             let name = crate::etcd_config::source_name(key);
-            (Arc::new(Config::parse(&text, &name)?), Some(bytes))
+            (Arc::new(Config::from_bytes(&bytes, &name)?), Some(bytes))
         }
     };
     let grpc = bind(opts.listen).await?;
