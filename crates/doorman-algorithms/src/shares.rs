@@ -66,6 +66,8 @@ impl Rule {
 struct Band {
     root: NodeId,
     rule: Rule,
+    /// What the bands above left for this one (set with `rule`).
+    share: f64,
     /// Number of demands in the band.
     demands: usize,
 }
@@ -392,8 +394,7 @@ impl<T> Shares<T> {
         }
         let target = self.target(id);
         let grant = if self.kind.is_share() {
-            let others = (self.has.total() - self.has(id)).max(0.0);
-            target.min((self.capacity - others).max(0.0))
+            target.min(self.free_for(id))
         } else {
             target
         };
@@ -421,10 +422,15 @@ impl<T> Shares<T> {
         if self.slot(id).is_none() {
             return 0.0;
         }
-        let others = (self.has.total() - self.has(id)).max(0.0);
-        let grant = claimed_has.get().min((self.capacity - others).max(0.0));
+        let grant = claimed_has.get().min(self.free_for(id));
         self.has.set(id.index(), grant);
         grant
+    }
+
+    /// The capacity not held by the other requesters.
+    fn free_for(&self, id: RequesterId) -> f64 {
+        let others = (self.has.total() - self.has(id)).max(0.0);
+        (self.capacity - others).max(0.0)
     }
 
     /// Safe capacity: the configured value if any, else capacity / Σ
@@ -458,7 +464,6 @@ impl<T> Shares<T> {
     /// Per-band aggregates, highest priority first: O(bands).
     pub fn bands(&mut self) -> Vec<BandSummary> {
         self.refresh_rules();
-        let mut remaining = self.capacity;
         self.bands
             .iter()
             .map(|(Reverse(p), b)| {
@@ -466,9 +471,8 @@ impl<T> Shares<T> {
                 let allotted = match self.kind {
                     Kind::NoAlgorithm => s.wants,
                     Kind::Static => f64::NAN, // per-client cap: not a band figure
-                    _ => s.wants.min(remaining),
+                    _ => s.wants.min(b.share),
                 };
-                remaining = (remaining - s.wants.min(remaining)).max(0.0);
                 BandSummary {
                     priority: *p,
                     demands: b.demands,
@@ -504,6 +508,7 @@ impl<T> Shares<T> {
             let band = self.bands.entry(Reverse(priority)).or_insert(Band {
                 root: NIL,
                 rule: Rule::All,
+                share: 0.0,
                 demands: 0,
             });
             let node = self.forest.insert(&mut band.root, wants, sub);
@@ -536,6 +541,7 @@ impl<T> Shares<T> {
         let mut remaining = self.capacity;
         for band in self.bands.values_mut() {
             let sums = self.forest.sums(band.root);
+            band.share = remaining;
             band.rule = match self.kind {
                 Kind::FairShare => match self.forest.water_level(band.root, remaining) {
                     None => Rule::All,
