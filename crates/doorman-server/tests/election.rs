@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::{assert_redirects, eventually};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,22 +53,6 @@ fn is_master(s: &IsolatedServer) -> bool {
     s.state.core().is_master()
 }
 
-async fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    start.elapsed()
-}
-
-async fn redirects(standby: &str, master: &str) {
-    common::assert_redirects(standby, Some(master)).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_key_elect_exactly_one_master() {
     let e = etcd();
@@ -87,7 +73,7 @@ async fn two_servers_on_one_key_elect_exactly_one_master() {
         assert!(is_master(m) && !is_master(s), "exactly one master");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    redirects(&s.addr(), &m.addr()).await;
+    assert_redirects(&s.addr(), Some(&m.addr())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,12 +204,12 @@ async fn in_memory_election_hands_over_on_abdication() {
     let b = IsolatedServer::start(opts(Election::InMemory(election.clone()))).unwrap();
     eventually("a master", Duration::from_secs(2), || is_master(&a)).await;
     assert!(!is_master(&b));
-    redirects(&b.addr(), &a.addr()).await;
+    assert_redirects(&b.addr(), Some(&a.addr())).await;
     election.abdicate();
     eventually("b master", Duration::from_secs(2), || {
         is_master(&b) && !is_master(&a)
     })
     .await;
     assert_eq!(election.master(), Some(b.addr()));
-    redirects(&a.addr(), &b.addr()).await;
+    assert_redirects(&a.addr(), Some(&b.addr())).await;
 }

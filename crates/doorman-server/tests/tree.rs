@@ -7,6 +7,8 @@
 //! clients (here ≤ 2 s through two levels) within lease − refresh − 1 s of
 //! whole-second rounding: 6 − 2 − 1 = 3 s (see docs/architecture.md).
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +16,8 @@ use doorman_client::{Client, Fallback, Mode, RateOptions, RateResource};
 use doorman_server::config::Config;
 use doorman_server::isolated::IsolatedServer;
 use doorman_server::server::{ConfigSource, ServerOptions};
+
+use common::eventually;
 
 const ROOT: &str = r#"
 [[resources]]
@@ -72,17 +76,6 @@ fn total(cs: &[(Client, RateResource)]) -> f64 {
     cs.iter().map(|(_, r)| r.capacity()).sum()
 }
 
-async fn eventually(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {secs} s waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn close(v: &[f64], want: &[f64], tol: f64) -> bool {
     v.len() == want.len() && v.iter().zip(want).all(|(a, b)| (a - b).abs() <= tol)
 }
@@ -116,7 +109,7 @@ async fn three_levels_converge_within_capacity() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(peak <= 100.0 + 1e-6, "peak {peak}");
-    eventually("the fair split, 12.5 each", 10, || {
+    eventually("the fair split, 12.5 each", Duration::from_secs(10), || {
         let each: Vec<f64> = cs.iter().map(|(_, r)| r.capacity()).collect();
         close(&each, &[12.5; 8], 0.01)
     })
@@ -139,7 +132,7 @@ async fn under_capacity_everyone_gets_their_wants() {
     let parent = server(Some(&root));
     let leaf = server(Some(&parent));
     let cs = clients(&leaf, 4, 0, 10.0).await;
-    eventually("wants granted", 8, || {
+    eventually("wants granted", Duration::from_secs(8), || {
         cs.iter().all(|(_, r)| r.capacity() == 10.0)
     })
     .await;
@@ -152,7 +145,7 @@ async fn fairness_crosses_levels() {
     let b = server(Some(&root));
     let ca = clients(&a, 1, 0, 100.0).await;
     let cb = clients(&b, 3, 0, 100.0).await;
-    eventually("1/4 and 3/4", 10, || {
+    eventually("1/4 and 3/4", Duration::from_secs(10), || {
         close(&[total(&ca), total(&cb)], &[25.0, 75.0], 0.01)
     })
     .await;
@@ -166,7 +159,7 @@ async fn priorities_cross_levels() {
     let high = clients(&a, 1, 10, 60.0).await;
     let low = clients(&b, 2, 0, 100.0).await;
     // Band 10 takes 60 first; band 0 shares the remaining 40.
-    eventually("60 / 20 / 20", 10, || {
+    eventually("60 / 20 / 20", Duration::from_secs(10), || {
         close(
             &[total(&high), low[0].1.capacity(), low[1].1.capacity()],
             &[60.0, 20.0, 20.0],
@@ -183,19 +176,22 @@ async fn a_dead_leafs_share_goes_back_to_the_others() {
     let b = server(Some(&root));
     let ca = clients(&a, 1, 0, 100.0).await;
     let cb = clients(&b, 1, 0, 100.0).await;
-    eventually("50 / 50", 10, || {
+    eventually("50 / 50", Duration::from_secs(10), || {
         close(&[total(&ca), total(&cb)], &[50.0, 50.0], 0.01)
     })
     .await;
     a.kill();
     // a's client falls back when its lease (≤ 6 s) runs out; the root
     // forgets a's lease when it expires and b's next refreshes take it.
-    eventually("a's client in fallback", 10, || {
+    eventually("a's client in fallback", Duration::from_secs(10), || {
         ca[0].1.mode() == Mode::Pessimistic
     })
     .await;
     assert_eq!(ca[0].1.capacity(), 0.0);
-    eventually("b gets everything", 15, || total(&cb) == 100.0).await;
+    eventually("b gets everything", Duration::from_secs(15), || {
+        total(&cb) == 100.0
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,12 +201,12 @@ async fn an_unreachable_parent_drains_its_leaves_until_it_returns() {
     let parent_addr = parent.addr();
     let leaf = server(Some(&parent));
     let cs = clients(&leaf, 2, 0, 30.0).await;
-    eventually("granted", 8, || total(&cs) == 60.0).await;
+    eventually("granted", Duration::from_secs(8), || total(&cs) == 60.0).await;
     parent.kill();
     let gone = Instant::now();
     // The leaf's own lease from the parent (≤ 6 s) runs out: capacity 0;
     // the clients' leases never outlive it.
-    eventually("leaf drained", 10, || {
+    eventually("leaf drained", Duration::from_secs(10), || {
         leaf.state
             .core()
             .status(doorman_server::wall_clock(), 0)
@@ -219,8 +215,8 @@ async fn an_unreachable_parent_drains_its_leaves_until_it_returns() {
             .all(|r| r.capacity == 0.0)
     })
     .await;
-    eventually("clients at 0", 8, || total(&cs) == 0.0).await;
+    eventually("clients at 0", Duration::from_secs(8), || total(&cs) == 0.0).await;
     assert!(gone.elapsed() <= Duration::from_secs(10));
     let _back = IsolatedServer::start(opts(&parent_addr, Some(&root))).expect("parent restarts");
-    eventually("recovered", 12, || total(&cs) == 60.0).await;
+    eventually("recovered", Duration::from_secs(12), || total(&cs) == 60.0).await;
 }

@@ -197,3 +197,17 @@ pub async fn assert_redirects(standby: &str, master: Option<&str>) {
         .into_inner();
     assert_eq!(r.mastership, want);
 }
+
+/// Polls `f` every 10 ms until it holds; panics naming `what` after `limit`.
+/// Returns how long it took.
+pub async fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> Duration {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    start.elapsed()
+}
