@@ -58,6 +58,17 @@ impl Time {
         Time(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
     }
 
+    /// This offset as a duration; negative offsets are zero.
+    ///
+    /// ```
+    /// use doorman_algorithms::Time;
+    /// assert_eq!((Time::from_secs(5) - Time::from_secs(3)).to_duration(), std::time::Duration::from_secs(2));
+    /// assert_eq!((Time::from_secs(3) - Time::from_secs(5)).to_duration(), std::time::Duration::ZERO);
+    /// ```
+    pub fn to_duration(self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.0.max(0) as u64)
+    }
+
     /// Seconds as a float.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1000.0

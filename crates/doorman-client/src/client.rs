@@ -495,15 +495,11 @@ async fn run(
         let (release, request, client_id) = {
             let now = shared.now();
             let instant = tokio::time::Instant::now();
-            let mut st = shared.lock();
+            let mut guard = shared.lock();
+            let st = &mut *guard;
             let release = std::mem::take(&mut st.to_release);
-            let wants: Vec<(String, f64)> = st
-                .resources
-                .values()
-                .map(|r| (r.id.clone(), r.wants(instant)))
-                .collect();
-            for (id, w) in wants {
-                st.core.set_wants(&id, w, now);
+            for r in st.resources.values() {
+                st.core.set_wants(&r.id, r.wants(instant), now);
             }
             (
                 release,
@@ -578,7 +574,7 @@ async fn run(
             next
         };
         let sleep = next
-            .map(|t| Duration::from_millis((t - now).as_millis().max(0) as u64))
+            .map(|t| (t - now).to_duration())
             .unwrap_or(Duration::from_secs(3600));
         tokio::select! {
             _ = tokio::time::sleep(sleep) => {}

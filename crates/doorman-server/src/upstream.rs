@@ -100,7 +100,7 @@ pub async fn run(
         let now = state.now();
         let next = state.core().next_upstream_wakeup();
         let sleep = next
-            .map(|t| Duration::from_millis((t - now).as_millis().max(0) as u64))
+            .map(|t| (t - now).to_duration())
             .unwrap_or(Duration::from_secs(3600));
         tokio::select! {
             _ = tokio::time::sleep(sleep) => {}
