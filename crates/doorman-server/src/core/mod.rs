@@ -222,7 +222,6 @@ impl ServerCore {
             None if self.opts.role == Role::Intermediate => {
                 let local = self.config.find(&ask.resource_id).cloned();
                 let r = Resource::new_intermediate(&ask.resource_id, local, self.master_since, now);
-                self.upstream_wake = true;
                 self.resources.entry(ask.resource_id.clone()).or_insert(r)
             }
             None => {
@@ -238,8 +237,8 @@ impl ServerCore {
             }
         };
         self.counters.expired_leases += resource.expire(now) as u64;
-        // An intermediate resource that had no requesters is not being
-        // renewed upstream: ask at once, as for a new one.
+        // An intermediate resource without requesters (new, or all gone) is
+        // not being renewed upstream: ask at once.
         if resource.upstream.is_some() && resource.shares.is_empty() {
             self.upstream_wake = true;
         }
@@ -305,13 +304,7 @@ impl ServerCore {
     /// The current lease of a requester, if any (for tests and tools).
     pub fn lease_of(&self, resource_id: &str, who: &Who) -> Option<Lease> {
         let r = self.resources.get(resource_id)?;
-        let id = r.index.get(&r.shares, who)?;
-        let rec = r.shares.get(id)?;
-        Some(Lease {
-            capacity: r.shares.has(id),
-            expiry: rec.expiry,
-            refresh_interval: i64::from(rec.refresh_interval),
-        })
+        r.held_lease(r.index.get(&r.shares, who)?)
     }
 }
 

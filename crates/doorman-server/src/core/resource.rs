@@ -168,6 +168,16 @@ impl Resource {
         true
     }
 
+    /// The lease a requester holds, as last granted.
+    pub fn held_lease(&self, id: RequesterId) -> Option<Lease> {
+        let rec = self.shares.get(id)?;
+        Some(Lease {
+            capacity: self.shares.has(id),
+            expiry: rec.expiry,
+            refresh_interval: i64::from(rec.refresh_interval),
+        })
+    }
+
     /// Steps 2–4 of the design doc for one resource of one request.
     pub fn request(&mut self, cx: &Context, who: &Who, ask: &ResourceAsk) -> Grant {
         let now = cx.now;
@@ -183,14 +193,10 @@ impl Resource {
                 let repeat = cx.min_request_interval > Time::ZERO
                     && now < rec.last_request + cx.min_request_interval
                     && rec.expiry > now;
-                if repeat {
+                if let (true, Some(lease)) = (repeat, self.held_lease(id)) {
                     return Grant {
                         resource_id: ask.resource_id.clone(),
-                        lease: Lease {
-                            capacity: self.shares.has(id),
-                            expiry: rec.expiry,
-                            refresh_interval: i64::from(rec.refresh_interval),
-                        },
+                        lease,
                         safe_capacity: self.shares.safe_capacity(self.template.safe_capacity),
                         algorithm,
                         algorithm_known,
