@@ -551,7 +551,7 @@ async fn run(
                     Err(e) => {
                         let delay = backoff.next_delay();
                         tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
-                        st.core.on_failure(&ids, now + Time::from_duration(delay));
+                        st.core.on_failure(now, &ids, Time::from_duration(delay));
                     }
                 }
             }

@@ -271,11 +271,19 @@ impl ClientCore {
         }
     }
 
-    /// The request for `requested` failed; try again at `retry_at`.
-    pub fn on_failure(&mut self, requested: &[String], retry_at: Time) {
+    /// The request for `requested` failed at `now`; try again after the
+    /// `backoff` delay, but never later than the last lease's refresh
+    /// interval: that is how often this client asks when all is well, so
+    /// retrying at that pace adds no load, and a recovered server sees its
+    /// clients back within one refresh interval instead of a long backoff.
+    pub fn on_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
         for id in requested {
             if let Some(s) = self.resources.get_mut(id) {
-                s.next_refresh = retry_at;
+                let cap = s
+                    .lease
+                    .map(|l| Time::secs(l.refresh_interval.max(1)))
+                    .unwrap_or(backoff);
+                s.next_refresh = now + backoff.min(cap);
                 // Let the retry through the minimum interval.
                 s.last_request = None;
             }

@@ -121,10 +121,25 @@ fn failures_retry_at_the_given_time() {
     let mut c = core(Fallback::Pessimistic);
     c.add("a", 0, 1.0, t(0));
     let req = c.poll_request(t(0)).unwrap();
-    c.on_failure(&ids(&req), t(150));
+    c.on_failure(t(0), &ids(&req), Time::from_millis(150));
     assert_eq!(c.next_wakeup(t(0)), Some(t(150)));
     assert!(c.poll_request(t(100)).is_none());
     assert!(c.poll_request(t(150)).is_some());
+}
+
+#[test]
+fn failure_backoff_is_capped_at_the_refresh_interval() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 1.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_response(t(0), &ids(&req), &[grant("a", 1.0, t(60_000), 4, None)]);
+    let req = c.poll_request(t(4_000)).unwrap();
+    c.on_failure(t(4_000), &ids(&req), Time::secs(30));
+    assert_eq!(c.next_wakeup(t(4_000)), Some(t(8_000)));
+    // Shorter backoffs are kept.
+    let req = c.poll_request(t(8_000)).unwrap();
+    c.on_failure(t(8_000), &ids(&req), Time::from_millis(500));
+    assert_eq!(c.next_wakeup(t(8_000)), Some(t(8_500)));
 }
 
 #[test]
@@ -142,7 +157,7 @@ fn expired_leases_are_not_sent_as_has() {
     c.add("a", 0, 1.0, t(0));
     let req = c.poll_request(t(0)).unwrap();
     c.on_response(t(0), &ids(&req), &[grant("a", 1.0, t(2_000), 60, None)]);
-    c.on_failure(&["a".into()], t(3_000));
+    c.on_failure(t(2_000), &["a".into()], Time::secs(1));
     let req = c.poll_request(t(3_000)).unwrap();
     assert_eq!(req[0].has, None);
 }
