@@ -92,7 +92,7 @@ pub async fn run(
                         tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
                         state
                             .core()
-                            .upstream_failure(&ids, now + Time::from_duration(delay));
+                            .upstream_failure(now, &ids, Time::from_duration(delay));
                     }
                 }
             }

@@ -335,6 +335,47 @@ fn downstream_servers_are_weighted_by_their_bands() {
 }
 
 #[test]
+fn a_new_master_of_a_downstream_node_inherits_its_predecessors_lease() {
+    let mut c = core_with(0);
+    let node = |wants: f64, has: Option<f64>| CapacityRequest {
+        who: Who::Server(Arc::from("region-1")),
+        resources: vec![ResourceAsk {
+            resource_id: "nolearn".into(),
+            demands: vec![Demand::new(0, 5, wants).unwrap()],
+            claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
+            claimed_refresh: has.map(|_| 8),
+            outstanding: None,
+        }],
+    };
+    let g = c.get_capacity(t(1), &node(60.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 60.0);
+    let g = c
+        .get_capacity(t(5), &node(60.0, Some(60.0)))
+        .unwrap()
+        .remove(0);
+    assert_eq!(g.lease.capacity, 60.0);
+    get(&mut c, t(6), "other", ask("nolearn", 100.0, None));
+    // The node's master fails over: the new one has heard from few
+    // requesters yet and claims no lease.
+    let g = c.get_capacity(t(7), &node(10.0, None)).unwrap().remove(0);
+    assert_eq!(
+        g.lease.capacity, 60.0,
+        "the predecessor's 60 are still sub-leased below"
+    );
+    let totals = c.status(t(7), 0).resources[0].has;
+    assert_eq!(totals, 100.0, "Σ has unchanged: 60 + 40");
+    // Once it claims its lease, the algorithm applies as usual.
+    let g = c
+        .get_capacity(t(8), &node(10.0, Some(60.0)))
+        .unwrap()
+        .remove(0);
+    assert_eq!(g.lease.capacity, 10.0);
+    // An expired lease is not inherited.
+    let g = c.get_capacity(t(40), &node(5.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 5.0);
+}
+
+#[test]
 fn status_snapshot_lists_resources_and_leases() {
     let mut c = core_with(0);
     get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
@@ -502,6 +543,76 @@ mod intermediate {
     }
 
     #[test]
+    fn while_learning_a_new_master_asks_for_at_least_the_lease_it_holds() {
+        let mut c = leaf(None);
+        let ids = vec!["r".to_string()];
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        c.upstream_request(t(1)).unwrap();
+        // The parent (inheriting the predecessor's lease) grants 90.
+        c.upstream_response(t(1), &ids, &[parent_grant(90.0, 100, 8, 30)]);
+        let req = CapacityRequest {
+            who: client("b"),
+            resources: vec![band_ask(7, 5.0)],
+        };
+        c.get_capacity(t(2), &req).unwrap();
+        let asks = c.upstream_request(t(9)).unwrap();
+        assert_eq!(
+            asks[0].bands,
+            vec![(7, 1, 60.0), (0, 1, 30.0)],
+            "the 55 not yet re-reported go to the highest band"
+        );
+        c.upstream_response(t(9), &ids, &[parent_grant(90.0, 100, 8, 30)]);
+        // Learning ends at 30 s: the true demand again.
+        let asks = c.upstream_request(t(31)).unwrap();
+        assert_eq!(asks[0].bands, vec![(7, 1, 5.0), (0, 1, 30.0)]);
+    }
+
+    #[test]
+    fn a_demand_move_of_more_than_ten_percent_asks_the_parent_early() {
+        let mut c = leaf(None);
+        let ids = vec!["r".to_string()];
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        c.take_upstream_wake();
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(1), &ids, &[parent_grant(30.0, 60, 16, 0)]);
+        assert_eq!(c.next_upstream_wakeup(), Some(t(17)));
+        // +3 % and not beyond the lease: wait for the refresh.
+        get(&mut c, t(2), "a", ask("r", 31.0, None));
+        assert!(!c.take_upstream_wake());
+        assert_eq!(c.next_upstream_wakeup(), Some(t(17)));
+        // A second requester: 45 wanted, 30 held, +50 % since reported.
+        get(&mut c, t(3), "b", ask("r", 14.0, None));
+        assert!(c.take_upstream_wake());
+        assert_eq!(c.next_upstream_wakeup(), Some(t(3)));
+        let asks = c.upstream_request(t(3)).unwrap();
+        assert_eq!(asks[0].bands, vec![(0, 2, 45.0)]);
+        c.upstream_response(t(3), &ids, &[parent_grant(45.0, 60, 16, 0)]);
+        // Demand falls well below the lease held: hand it back early.
+        get(&mut c, t(4), "b", ask("r", 1.0, None));
+        assert!(c.take_upstream_wake());
+        assert_eq!(c.next_upstream_wakeup(), Some(t(4)));
+    }
+
+    #[test]
+    fn upstream_retries_come_within_the_parents_refresh_interval() {
+        let mut c = leaf(None);
+        let ids = vec!["r".to_string()];
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_failure(t(1), &ids, Time::secs(30));
+        assert_eq!(c.next_upstream_wakeup(), Some(t(31)), "no lease: backoff");
+        c.upstream_request(t(31)).unwrap();
+        c.upstream_response(t(31), &ids, &[parent_grant(50.0, 90, 8, 0)]);
+        c.upstream_request(t(39)).unwrap();
+        c.upstream_failure(t(39), &ids, Time::secs(30));
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(47)),
+            "capped at the 8 s refresh interval"
+        );
+    }
+
+    #[test]
     fn bands_are_aggregated_per_priority() {
         let mut c = leaf(None);
         for (who, prio, w) in [("a", 5, 10.0), ("b", 5, 20.0), ("c", 0, 7.0)] {
@@ -596,7 +707,7 @@ mod intermediate {
         get(&mut c, t(1), "a", ask("r", 30.0, None));
         let ids = vec!["r".to_string()];
         c.upstream_request(t(1)).unwrap();
-        c.upstream_failure(&ids, t(3));
+        c.upstream_failure(t(1), &ids, Time::secs(2));
         assert_eq!(c.next_upstream_wakeup(), Some(t(3)));
         assert!(c.upstream_request(t(2)).is_none());
         assert!(c.upstream_request(t(3)).is_some());

@@ -243,7 +243,15 @@ impl ServerCore {
             self.upstream_wake = true;
         }
         resource.sync_capacity(now);
-        resource.request(&cx, who, ask)
+        let grant = resource.request(&cx, who, ask);
+        if let Some(u) = resource.upstream.as_mut() {
+            let at = now.max(u.hold_until);
+            if u.next_refresh > at && u.demand_moved(now, resource.shares.totals().wants) {
+                u.next_refresh = at;
+                self.upstream_wake = true;
+            }
+        }
+        grant
     }
 
     fn unmatched(&mut self, now: Time, who: &Who, ask: &request::ResourceAsk) -> Grant {

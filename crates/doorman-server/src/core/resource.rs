@@ -21,6 +21,8 @@ pub(crate) struct Record {
     pub expiry: Time,
     pub last_request: Time,
     pub refresh_interval: u32,
+    /// The last request claimed a lease (`has`).
+    pub claimed: bool,
     /// What a downstream server reports having handed out (extension);
     /// NaN when not reported (keeps the record small).
     outstanding: f64,
@@ -210,6 +212,21 @@ impl Resource {
                 "request claims a lease this server has no record of; treating it as new"
             );
         }
+        // A downstream server that used to claim its lease and now claims
+        // none, although it holds an unexpired one here, is a newly elected
+        // master of that node (replicas share the node id). Its
+        // predecessor's sub-leases stay out until that lease expires, so the
+        // new master inherits at least it; the capacity is already counted
+        // here, so Σ has is unchanged.
+        let inherited = match (existing, who, ask.claimed_has) {
+            (Some(id), Who::Server(_), None) => self
+                .shares
+                .get(id)
+                .filter(|rec| rec.claimed && rec.expiry > now)
+                .map(|_| self.shares.has(id))
+                .filter(|&h| h > 0.0),
+            _ => None,
+        };
         let id = match existing {
             Some(id) => {
                 self.shares.set_demands(id, &ask.demands);
@@ -221,6 +238,7 @@ impl Resource {
                     expiry: now,
                     last_request: now,
                     refresh_interval: 0,
+                    claimed: false,
                     outstanding: f64::NAN,
                 };
                 let id = self.shares.insert(&ask.demands, rec);
@@ -259,6 +277,14 @@ impl Resource {
         } else {
             (self.shares.decide(id), Decision::Algorithm)
         };
+        let capacity = match inherited {
+            Some(h) if h > capacity => {
+                self.shares
+                    .set_has(id, Amount::new("has", h).unwrap_or(Amount::ZERO));
+                h
+            }
+            _ => capacity,
+        };
         // Intermediate servers scale their own lease's refresh interval once.
         let level = if self.upstream.is_some() { 1 } else { cx.level };
         let lease = algorithm
@@ -269,6 +295,7 @@ impl Resource {
             rec.expiry = lease.expiry;
             rec.last_request = now;
             rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
+            rec.claimed = ask.claimed_has.is_some();
             rec.outstanding = ask.outstanding.map_or(f64::NAN, Amount::get);
             if old != lease.expiry {
                 self.expiries.remove(&(old, id));

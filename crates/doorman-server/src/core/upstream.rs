@@ -34,6 +34,11 @@ pub const MIN_UPSTREAM_INTERVAL: Time = Time::secs(1);
 /// its first upstream request (see `UpstreamState::hold_for_claim`).
 pub const HOLD_INTERVALS: i64 = 3;
 
+/// Ask the parent before the refresh interval is up when the demand to ask
+/// for moved by more than this fraction since the last request (the client
+/// library's rule for its own wants).
+pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
+
 /// Ask again after this when the parent's answer left a resource out.
 pub const UPSTREAM_RETRY: Time = Time::secs(5);
 
@@ -50,6 +55,8 @@ pub(crate) struct UpstreamState {
     /// (its requesters' refresh interval) before its first upstream
     /// request, so it never reports less demand than it inherited.
     pub hold_until: Time,
+    /// Σ wants sent in the last request.
+    pub reported_wants: f64,
 }
 
 impl UpstreamState {
@@ -62,6 +69,7 @@ impl UpstreamState {
             next_refresh: now,
             last_request: None,
             hold_until: Time::ZERO,
+            reported_wants: 0.0,
         }
     }
 
@@ -81,6 +89,20 @@ impl UpstreamState {
         let until = (master_since + Time::secs(wait)).min(limit);
         self.hold_until = self.hold_until.max(until);
         self.next_refresh = self.next_refresh.max(self.hold_until);
+    }
+
+    /// The requesters' Σ wants is now `wants`: true if it moved by more
+    /// than [`EARLY_REFRESH_CHANGE`] since the last request in a direction
+    /// the lease held does not already cover (more wanted than held, or
+    /// less wanted than held), so the parent should hear of it now. A
+    /// recovering subtree then gets its capacity back within a second or two
+    /// instead of one parent refresh interval, and a shrinking one frees
+    /// capacity for others sooner.
+    pub fn demand_moved(&self, now: Time, wants: f64) -> bool {
+        let held = self.valid_lease(now).map_or(0.0, |l| l.capacity);
+        let r = self.reported_wants;
+        (wants > held && wants > r * (1.0 + EARLY_REFRESH_CHANGE))
+            || (wants < held && wants < r * (1.0 - EARLY_REFRESH_CHANGE))
     }
 
     /// The unexpired upstream lease.
@@ -204,6 +226,22 @@ fn aggregate_bands(bands: &[doorman_algorithms::BandSummary]) -> Vec<(i64, i64, 
     out
 }
 
+/// A new master in learning mode has not heard from every requester yet
+/// (some are still backing off after the failover), so the wants it knows
+/// understate its node's demand. Until learning ends it asks for at least
+/// the lease it holds, so the parent does not hand its predecessor's share
+/// (still sub-leased below) to other nodes. The difference goes to the
+/// highest band present: the unheard requesters' bands are unknown, and
+/// this keeps the most.
+fn keep_while_learning(bands: &mut [(i64, i64, f64)], held: f64) {
+    let known: f64 = bands.iter().map(|b| b.2).sum();
+    if let Some(top) = bands.iter_mut().max_by_key(|b| b.0) {
+        if held > known {
+            top.2 = (top.2 + (held - known)).min(crate::validate::MAX_AMOUNT);
+        }
+    }
+}
+
 impl ServerCore {
     /// True for a server with a parent.
     pub fn is_intermediate(&self) -> bool {
@@ -230,6 +268,7 @@ impl ServerCore {
                     .map(|t| t + MIN_UPSTREAM_INTERVAL)
                     .unwrap_or(u.next_refresh)
                     .max(u.next_refresh)
+                    .max(u.hold_until)
             })
             .min()
     }
@@ -249,7 +288,7 @@ impl ServerCore {
             !r.shares.is_empty()
                 && r.upstream
                     .as_ref()
-                    .is_some_and(|u| now >= u.next_refresh && allowed(u))
+                    .is_some_and(|u| now >= u.next_refresh.max(u.hold_until) && allowed(u))
         });
         if !due {
             return None;
@@ -259,8 +298,9 @@ impl ServerCore {
             if r.shares.is_empty() {
                 continue;
             }
-            let bands = aggregate_bands(&r.shares.bands());
+            let mut bands = aggregate_bands(&r.shares.bands());
             let outstanding = r.shares.totals().has.min(crate::validate::MAX_AMOUNT);
+            let learning = r.in_learning(now);
             let Some(u) = r.upstream.as_mut() else {
                 continue;
             };
@@ -268,18 +308,23 @@ impl ServerCore {
                 continue;
             }
             u.last_request = Some(now);
+            let has = u.valid_lease(now).map(|l| Lease {
+                capacity: l.capacity.min(crate::validate::MAX_AMOUNT),
+                ..l
+            });
+            if let (true, Some(l)) = (learning, &has) {
+                keep_while_learning(&mut bands, l.capacity);
+            }
+            u.reported_wants = bands.iter().map(|b| b.2).sum();
             asks.push(UpstreamAsk {
                 resource_id: id.clone(),
-                has: u.valid_lease(now).map(|l| Lease {
-                    capacity: l.capacity.min(crate::validate::MAX_AMOUNT),
-                    ..l
-                }),
+                has,
                 bands,
                 outstanding,
             });
         }
         asks.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
-        Some(asks)
+        (!asks.is_empty()).then_some(asks)
     }
 
     /// Applies the parent's answer to a request for `requested`.
@@ -323,11 +368,18 @@ impl ServerCore {
         }
     }
 
-    /// The request for `requested` failed; try again at `retry_at`.
-    pub fn upstream_failure(&mut self, requested: &[String], retry_at: Time) {
+    /// The request for `requested` failed at `now`; try again after the
+    /// `backoff` delay, but never later than the parent's refresh interval
+    /// (the usual pace, so no extra load; a recovered parent hears from its
+    /// children within one interval).
+    pub fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
         for id in requested {
             if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
-                u.next_refresh = retry_at;
+                let cap = u
+                    .lease
+                    .map(|l| Time::secs(l.refresh_interval.max(1)))
+                    .unwrap_or(backoff);
+                u.next_refresh = now + backoff.min(cap);
                 u.last_request = None;
             }
         }
