@@ -89,13 +89,22 @@ impl Ord for Entry {
     }
 }
 
-/// One node of the tree (its master's core).
+/// One node of the tree: a job of `tasks` replicas, one of which is master.
+/// Only the master's core exists: standby replicas hold no lease state, so
+/// a new master starts from nothing. Each task has its own server id
+/// (`<node>/t<task>`); towards the parent all of them use the node's id, as
+/// `doorman server --node-id` (default: the election key) does.
 pub struct Node {
     pub name: String,
     pub depth: usize,
     pub parent: Option<usize>,
     core: ServerCore,
+    /// The node id: what its parent sees, whichever task is master.
     id: Arc<str>,
+    role: Role,
+    config: Arc<Config>,
+    tasks: usize,
+    master_task: usize,
     up: bool,
     unreachable_until: Time,
     wake_gen: u64,
@@ -117,6 +126,8 @@ pub struct Sample {
     pub t: f64,
     /// Per depth (0 = root): capacity, Σ wants of requesters, Σ has handed out.
     pub levels: Vec<(f64, f64, f64)>,
+    /// Per node (in `Sim::nodes` order): capacity, Σ wants, Σ has.
+    pub nodes: Vec<(f64, f64, f64)>,
     pub client_wants: f64,
     pub client_has: f64,
     /// Clients' has and wants (for fairness), only when asked.
@@ -166,6 +177,7 @@ impl Sim {
         let start = Time::from_secs(1_700_000_000);
         let mut rng = Rng::new(seed);
         let mut nodes: Vec<Node> = Vec::new();
+        let tasks = scenario.tasks.max(1);
         let mk = |name: String, depth: usize, parent: Option<usize>, rng: &mut Rng| {
             let role = if parent.is_none() {
                 Role::Root
@@ -177,15 +189,8 @@ impl Sim {
             } else {
                 Arc::new(Config::empty())
             };
-            let mut core = ServerCore::new(
-                CoreOptions {
-                    role,
-                    server_id: name.clone(),
-                    level: 0,
-                    min_request_interval: Time::ZERO,
-                },
-                config,
-            );
+            let task_id = format!("{name}/t0");
+            let mut core = ServerCore::new(core_options(role, &task_id), config.clone());
             core.become_master(start);
             Node {
                 id: Arc::from(name.as_str()),
@@ -193,6 +198,10 @@ impl Sim {
                 depth,
                 parent,
                 core,
+                role,
+                config,
+                tasks,
+                master_task: 0,
                 up: true,
                 unreachable_until: Time::ZERO,
                 wake_gen: 0,
@@ -414,7 +423,7 @@ impl Sim {
                     }
                     None => {
                         let d = cl.backoff.next_delay();
-                        cl.core.on_failure(&ids, now + Time::from_duration(d));
+                        cl.core.on_failure(now, &ids, Time::from_duration(d));
                     }
                 }
                 self.schedule_client(c);
@@ -463,7 +472,7 @@ impl Sim {
                     }
                     None => {
                         let d = n.backoff.next_delay();
-                        n.core.upstream_failure(&ids, now + Time::from_duration(d));
+                        n.core.upstream_failure(now, &ids, Time::from_duration(d));
                     }
                 }
                 self.schedule_upstream(node, None);
@@ -519,10 +528,15 @@ impl Sim {
                 self.push(now + Time::secs(m.every as i64), Ev::Mishap);
             }
             Ev::Reelect(node) => {
+                // Another task of the job wins (with one task, the lost one
+                // restarts): a new server id, fresh state, learning mode.
                 let n = &mut self.nodes[node];
                 n.up = true;
+                n.master_task = (n.master_task + 1) % n.tasks;
+                let task_id = format!("{}/t{}", n.name, n.master_task);
+                n.core = ServerCore::new(core_options(n.role, &task_id), n.config.clone());
                 n.core.become_master(now);
-                let name = n.name.clone();
+                let name = format!("{} ({task_id})", n.name);
                 self.mark(format!("{name}: new master elected"));
                 self.schedule_upstream(node, Some(now));
             }
@@ -579,14 +593,18 @@ impl Sim {
         let now = self.now;
         let depth = self.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
         let mut levels = vec![(0.0, 0.0, 0.0); depth + 1];
+        let mut per_node = Vec::with_capacity(self.nodes.len());
         for n in &mut self.nodes {
             let st = n.core.status(now, 0);
-            if let Some(r) = st.resources.first() {
-                let l = &mut levels[n.depth];
-                l.0 += r.capacity;
-                l.1 += r.wants;
-                l.2 += r.has;
-            }
+            let row = st
+                .resources
+                .first()
+                .map_or((0.0, 0.0, 0.0), |r| (r.capacity, r.wants, r.has));
+            let l = &mut levels[n.depth];
+            l.0 += row.0;
+            l.1 += row.1;
+            l.2 += row.2;
+            per_node.push(row);
         }
         let res = &self.scenario.resource;
         let mut wants = 0.0;
@@ -606,10 +624,20 @@ impl Sim {
         self.samples.push(Sample {
             t: self.elapsed(),
             levels,
+            nodes: per_node,
             client_wants: wants,
             client_has: has,
             per_client: per,
         });
+    }
+}
+
+fn core_options(role: Role, id: &str) -> CoreOptions {
+    CoreOptions {
+        role,
+        server_id: id.to_string(),
+        level: 0,
+        min_request_interval: Time::ZERO,
     }
 }
 

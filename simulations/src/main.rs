@@ -70,7 +70,15 @@ fn main() -> anyhow::Result<()> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|e| e == "toml"))
                 .collect();
-            files.sort();
+            // The design doc's order (one … eight), then any others by name.
+            const ORDER: [&str; 8] = [
+                "one", "two", "three", "four", "five", "six", "seven", "eight",
+            ];
+            files.sort_by_key(|p| {
+                let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+                let rank = ORDER.iter().position(|n| *n == stem).unwrap_or(ORDER.len());
+                (rank, stem.to_string())
+            });
             let mut md = String::from("| scenario | clients | simulated | mean utilisation | shortfalls | max over | mean over | longest re-convergence | Jain | wall clock |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
             for f in files {
                 let name = f
@@ -80,7 +88,7 @@ fn main() -> anyhow::Result<()> {
                     .to_string();
                 let s = run_one(&f, seed, &out.join(&name))?;
                 md.push_str(&format!(
-                    "| {} | {} | {} s | {} | {} | {:.2} % | {} | {} | {} | {:.1} s |\n",
+                    "| {} | {} | {} s | {} | {} | {:.2} % | {} | {} | {} | {:.2} s |\n",
                     s.scenario,
                     s.clients,
                     s.simulated_s,

@@ -1,5 +1,5 @@
-//! Writing a run's results: `timeseries.csv`, `plot.svg`, `plot.png`,
-//! `summary.json`.
+//! Writing a run's results: `timeseries.csv`, `nodes.csv`, `events.csv`, `plot.svg`,
+//! `plot.png`, `summary.json`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -22,6 +22,28 @@ pub fn csv(sim: &Sim) -> String {
             let _ = write!(out, ",{c:.3},{w:.3},{h:.3}");
         }
         let _ = writeln!(out, ",{:.3},{:.3}", s.client_wants, s.client_has);
+    }
+    out
+}
+
+/// `nodes.csv`: per second and node (master's view): capacity, Σ wants of
+/// its requesters, Σ has handed out. Empty while the node has no master.
+pub fn nodes_csv(sim: &Sim) -> String {
+    let mut out = String::from("t,node,capacity,wants,has\n");
+    for s in &sim.samples {
+        for (n, (c, w, h)) in sim.nodes.iter().zip(&s.nodes) {
+            let _ = writeln!(out, "{},{},{c:.3},{w:.3},{h:.3}", s.t, n.name);
+        }
+    }
+    out
+}
+
+/// `events.csv`: every mishap and scheduled event, with its time in
+/// simulated seconds.
+pub fn events_csv(sim: &Sim) -> String {
+    let mut out = String::from("t,event\n");
+    for m in &sim.marks {
+        let _ = writeln!(out, "{},\"{}\"", m.t, m.what.replace('"', "\"\""));
     }
     out
 }
@@ -227,6 +249,8 @@ fn esc(s: &str) -> String {
 pub fn write_all(sim: &Sim, summary: &Summary, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("timeseries.csv"), csv(sim))?;
+    std::fs::write(dir.join("events.csv"), events_csv(sim))?;
+    std::fs::write(dir.join("nodes.csv"), nodes_csv(sim))?;
     std::fs::write(dir.join("plot.svg"), svg(sim))?;
     std::fs::write(dir.join("plot.png"), png(sim))?;
     std::fs::write(
