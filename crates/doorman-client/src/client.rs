@@ -153,7 +153,8 @@ impl ClientBuilder {
     }
 
     /// Backoff after errors: first delay and cap (default 100 ms → 30 s),
-    /// with jitter.
+    /// with jitter. A resource that has held a lease is retried no later
+    /// than that lease's refresh interval, whatever the backoff says.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.backoff = (initial, max);
         self
