@@ -364,15 +364,47 @@ fn a_new_master_of_a_downstream_node_inherits_its_predecessors_lease() {
     );
     let totals = c.status(t(7), 0).resources[0].has;
     assert_eq!(totals, 100.0, "Σ has unchanged: 60 + 40");
+    // Its answer was lost; it asks again, still without a claim.
+    let g = c.get_capacity(t(7), &node(10.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 60.0, "still inherited");
     // Once it claims its lease, the algorithm applies as usual.
     let g = c
         .get_capacity(t(8), &node(10.0, Some(60.0)))
         .unwrap()
         .remove(0);
     assert_eq!(g.lease.capacity, 10.0);
-    // An expired lease is not inherited.
+    // An expired lease is forgotten, so nothing is inherited.
     let g = c.get_capacity(t(40), &node(5.0, None)).unwrap().remove(0);
     assert_eq!(g.lease.capacity, 5.0);
+}
+
+#[test]
+fn an_inherited_lease_never_exceeds_what_the_others_leave_free() {
+    let mut c = core_with(0);
+    let node = |wants: f64, has: Option<f64>| CapacityRequest {
+        who: Who::Server(Arc::from("region-1")),
+        resources: vec![ResourceAsk {
+            resource_id: "nolearn".into(),
+            demands: vec![Demand::new(0, 5, wants).unwrap()],
+            claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
+            claimed_refresh: has.map(|_| 8),
+            outstanding: None,
+        }],
+    };
+    c.get_capacity(t(1), &node(60.0, None)).unwrap();
+    c.get_capacity(t(2), &node(60.0, Some(60.0))).unwrap();
+    get(&mut c, t(3), "other", ask("nolearn", 40.0, None));
+    // The capacity shrinks from 100 to 70 while 60 + 40 are out.
+    let smaller = CFG.replacen(
+        "capacity = 100\nsafe_capacity = 3",
+        "capacity = 70\nsafe_capacity = 3",
+        1,
+    );
+    assert_ne!(smaller, CFG);
+    c.replace_config(Arc::new(Config::parse(&smaller, "test.toml").unwrap()));
+    let g = c.get_capacity(t(4), &node(10.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 30.0, "70 − the other's 40, not 60");
+    assert!(c.status(t(4), 0).resources[0].has <= 70.0);
 }
 
 #[test]
@@ -555,6 +587,11 @@ mod intermediate {
             resources: vec![band_ask(7, 5.0)],
         };
         c.get_capacity(t(2), &req).unwrap();
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(9)),
+            "35 known of 90 held is no reason to ask early while learning"
+        );
         let asks = c.upstream_request(t(9)).unwrap();
         assert_eq!(
             asks[0].bands,

@@ -244,9 +244,11 @@ impl ServerCore {
         }
         resource.sync_capacity(now);
         let grant = resource.request(&cx, who, ask);
+        let learning = resource.in_learning(now);
         if let Some(u) = resource.upstream.as_mut() {
             let at = now.max(u.hold_until);
-            if u.next_refresh > at && u.demand_moved(now, resource.shares.totals().wants) {
+            let wants = resource.shares.totals().wants;
+            if u.next_refresh > at && u.demand_moved(now, wants, learning) {
                 u.next_refresh = at;
                 self.upstream_wake = true;
             }

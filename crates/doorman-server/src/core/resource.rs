@@ -216,8 +216,10 @@ impl Resource {
         // none, although it holds an unexpired one here, is a newly elected
         // master of that node (replicas share the node id). Its
         // predecessor's sub-leases stay out until that lease expires, so the
-        // new master inherits at least it; the capacity is already counted
-        // here, so Σ has is unchanged.
+        // new master inherits at least it, within what the others leave
+        // free (the capacity may have shrunk since). It keeps inheriting if
+        // its first answer was lost and it asks again without a claim; from
+        // its next request on it claims the lease, and the algorithm rules.
         let inherited = match (existing, who, ask.claimed_has) {
             (Some(id), Who::Server(_), None) => self
                 .shares
@@ -279,9 +281,9 @@ impl Resource {
         };
         let capacity = match inherited {
             Some(h) if h > capacity => {
-                self.shares
-                    .set_has(id, Amount::new("has", h).unwrap_or(Amount::ZERO));
-                h
+                let kept = Amount::new("has", h).unwrap_or(Amount::ZERO);
+                // min(h, free) ≥ the decision, which was capped by free too.
+                self.shares.decide_learning_within(id, kept).max(capacity)
             }
             _ => capacity,
         };
@@ -295,7 +297,7 @@ impl Resource {
             rec.expiry = lease.expiry;
             rec.last_request = now;
             rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
-            rec.claimed = ask.claimed_has.is_some();
+            rec.claimed = ask.claimed_has.is_some() || inherited.is_some();
             rec.outstanding = ask.outstanding.map_or(f64::NAN, Amount::get);
             if old != lease.expiry {
                 self.expiries.remove(&(old, id));

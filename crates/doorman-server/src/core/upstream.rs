@@ -98,8 +98,12 @@ impl UpstreamState {
     /// recovering subtree then gets its capacity back within a second or two
     /// instead of one parent refresh interval, and a shrinking one frees
     /// capacity for others sooner.
-    pub fn demand_moved(&self, now: Time, wants: f64) -> bool {
+    /// While learning, the demand reported is at least the lease held
+    /// (see `keep_while_learning`), and so is the one compared here.
+    pub fn demand_moved(&self, now: Time, wants: f64, learning: bool) -> bool {
         let held = self.valid_lease(now).map_or(0.0, |l| l.capacity);
+        let wants = wants.min(crate::validate::MAX_AMOUNT);
+        let wants = if learning { wants.max(held) } else { wants };
         let r = self.reported_wants;
         (wants > held && wants > r * (1.0 + EARLY_REFRESH_CHANGE))
             || (wants < held && wants < r * (1.0 - EARLY_REFRESH_CHANGE))
