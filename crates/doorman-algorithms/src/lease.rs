@@ -21,6 +21,20 @@ impl Lease {
     pub fn wire_expiry(&self) -> i64 {
         self.expiry.whole_secs()
     }
+
+    /// How long until the holder should refresh (at least a second).
+    pub fn refresh_period(&self) -> Time {
+        Time::secs(self.refresh_interval.max(1))
+    }
+
+    /// The delay before retrying a failed refresh: `backoff`, but never
+    /// longer than the `last` lease's refresh period. That is how often the
+    /// holder asks when all is well, so retrying at that pace adds no load,
+    /// and a recovered server hears from everyone within one interval (the
+    /// design doc: "retry in another refresh_interval seconds").
+    pub fn retry_delay(last: Option<&Lease>, backoff: Time) -> Time {
+        last.map_or(backoff, |l| backoff.min(l.refresh_period()))
+    }
 }
 
 /// The lease terms of a resource's algorithm.

@@ -267,23 +267,17 @@ impl ClientCore {
             if let Some(safe) = g.safe_capacity.filter(|x| x.is_finite() && *x >= 0.0) {
                 s.safe = Some(safe);
             }
-            s.next_refresh = now + Time::secs(g.lease.refresh_interval.max(1));
+            s.next_refresh = now + g.lease.refresh_period();
         }
     }
 
     /// The request for `requested` failed at `now`; try again after the
     /// `backoff` delay, but never later than the last lease's refresh
-    /// interval: that is how often this client asks when all is well, so
-    /// retrying at that pace adds no load, and a recovered server sees its
-    /// clients back within one refresh interval instead of a long backoff.
+    /// interval ([`Lease::retry_delay`]).
     pub fn on_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
         for id in requested {
             if let Some(s) = self.resources.get_mut(id) {
-                let cap = s
-                    .lease
-                    .map(|l| Time::secs(l.refresh_interval.max(1)))
-                    .unwrap_or(backoff);
-                s.next_refresh = now + backoff.min(cap);
+                s.next_refresh = now + Lease::retry_delay(s.lease.as_ref(), backoff);
                 // Let the retry through the minimum interval.
                 s.last_request = None;
             }

@@ -361,7 +361,7 @@ impl ServerCore {
             if let Some(s) = g.safe_capacity.filter(|s| s.is_finite() && *s >= 0.0) {
                 u.parent_safe = Some(s);
             }
-            u.next_refresh = now + Time::secs(g.lease.refresh_interval.max(1));
+            u.next_refresh = now + g.lease.refresh_period();
             // While still learning, the learning end follows the algorithm
             // now known; once learning has ended it never starts again.
             let learning_end = master_since + u.learning_duration();
@@ -374,16 +374,11 @@ impl ServerCore {
 
     /// The request for `requested` failed at `now`; try again after the
     /// `backoff` delay, but never later than the parent's refresh interval
-    /// (the usual pace, so no extra load; a recovered parent hears from its
-    /// children within one interval).
+    /// ([`Lease::retry_delay`]).
     pub fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
         for id in requested {
             if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
-                let cap = u
-                    .lease
-                    .map(|l| Time::secs(l.refresh_interval.max(1)))
-                    .unwrap_or(backoff);
-                u.next_refresh = now + backoff.min(cap);
+                u.next_refresh = now + Lease::retry_delay(u.lease.as_ref(), backoff);
                 u.last_request = None;
             }
         }
