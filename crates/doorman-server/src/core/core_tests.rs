@@ -334,30 +334,31 @@ fn downstream_servers_are_weighted_by_their_bands() {
     assert_eq!(c.lease_count(), 3);
 }
 
+/// GetServerCapacity from the node "region-1" (5 clients) for "nolearn".
+fn region(wants: f64, has: Option<f64>) -> CapacityRequest {
+    CapacityRequest {
+        who: Who::Server(Arc::from("region-1")),
+        resources: vec![ResourceAsk {
+            demands: vec![Demand::new(0, 5, wants).unwrap()],
+            ..ask("nolearn", wants, has)
+        }],
+    }
+}
+
 #[test]
 fn a_new_master_of_a_downstream_node_inherits_its_predecessors_lease() {
     let mut c = core_with(0);
-    let node = |wants: f64, has: Option<f64>| CapacityRequest {
-        who: Who::Server(Arc::from("region-1")),
-        resources: vec![ResourceAsk {
-            resource_id: "nolearn".into(),
-            demands: vec![Demand::new(0, 5, wants).unwrap()],
-            claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
-            claimed_refresh: has.map(|_| 8),
-            outstanding: None,
-        }],
-    };
-    let g = c.get_capacity(t(1), &node(60.0, None)).unwrap().remove(0);
+    let g = c.get_capacity(t(1), &region(60.0, None)).unwrap().remove(0);
     assert_eq!(g.lease.capacity, 60.0);
     let g = c
-        .get_capacity(t(5), &node(60.0, Some(60.0)))
+        .get_capacity(t(5), &region(60.0, Some(60.0)))
         .unwrap()
         .remove(0);
     assert_eq!(g.lease.capacity, 60.0);
     get(&mut c, t(6), "other", ask("nolearn", 100.0, None));
     // The node's master fails over: the new one has heard from few
     // requesters yet and claims no lease.
-    let g = c.get_capacity(t(7), &node(10.0, None)).unwrap().remove(0);
+    let g = c.get_capacity(t(7), &region(10.0, None)).unwrap().remove(0);
     assert_eq!(
         g.lease.capacity, 60.0,
         "the predecessor's 60 are still sub-leased below"
@@ -365,34 +366,24 @@ fn a_new_master_of_a_downstream_node_inherits_its_predecessors_lease() {
     let totals = c.status(t(7), 0).resources[0].has;
     assert_eq!(totals, 100.0, "Σ has unchanged: 60 + 40");
     // Its answer was lost; it asks again, still without a claim.
-    let g = c.get_capacity(t(7), &node(10.0, None)).unwrap().remove(0);
+    let g = c.get_capacity(t(7), &region(10.0, None)).unwrap().remove(0);
     assert_eq!(g.lease.capacity, 60.0, "still inherited");
     // Once it claims its lease, the algorithm applies as usual.
     let g = c
-        .get_capacity(t(8), &node(10.0, Some(60.0)))
+        .get_capacity(t(8), &region(10.0, Some(60.0)))
         .unwrap()
         .remove(0);
     assert_eq!(g.lease.capacity, 10.0);
     // An expired lease is forgotten, so nothing is inherited.
-    let g = c.get_capacity(t(40), &node(5.0, None)).unwrap().remove(0);
+    let g = c.get_capacity(t(40), &region(5.0, None)).unwrap().remove(0);
     assert_eq!(g.lease.capacity, 5.0);
 }
 
 #[test]
 fn an_inherited_lease_never_exceeds_what_the_others_leave_free() {
     let mut c = core_with(0);
-    let node = |wants: f64, has: Option<f64>| CapacityRequest {
-        who: Who::Server(Arc::from("region-1")),
-        resources: vec![ResourceAsk {
-            resource_id: "nolearn".into(),
-            demands: vec![Demand::new(0, 5, wants).unwrap()],
-            claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
-            claimed_refresh: has.map(|_| 8),
-            outstanding: None,
-        }],
-    };
-    c.get_capacity(t(1), &node(60.0, None)).unwrap();
-    c.get_capacity(t(2), &node(60.0, Some(60.0))).unwrap();
+    c.get_capacity(t(1), &region(60.0, None)).unwrap();
+    c.get_capacity(t(2), &region(60.0, Some(60.0))).unwrap();
     get(&mut c, t(3), "other", ask("nolearn", 40.0, None));
     // The capacity shrinks from 100 to 70 while 60 + 40 are out.
     let smaller = CFG.replacen(
@@ -402,7 +393,7 @@ fn an_inherited_lease_never_exceeds_what_the_others_leave_free() {
     );
     assert_ne!(smaller, CFG);
     c.replace_config(Arc::new(Config::parse(&smaller, "test.toml").unwrap()));
-    let g = c.get_capacity(t(4), &node(10.0, None)).unwrap().remove(0);
+    let g = c.get_capacity(t(4), &region(10.0, None)).unwrap().remove(0);
     assert_eq!(g.lease.capacity, 30.0, "70 − the other's 40, not 60");
     assert!(c.status(t(4), 0).resources[0].has <= 70.0);
 }
