@@ -189,9 +189,7 @@ impl Sim {
             } else {
                 Arc::new(Config::empty())
             };
-            let task_id = format!("{name}/t0");
-            let mut core = ServerCore::new(core_options(role, &task_id), config.clone());
-            core.become_master(start);
+            let (core, _) = master_core(role, &name, 0, &config, start);
             Node {
                 id: Arc::from(name.as_str()),
                 name,
@@ -533,9 +531,8 @@ impl Sim {
                 let n = &mut self.nodes[node];
                 n.up = true;
                 n.master_task = (n.master_task + 1) % n.tasks;
-                let task_id = format!("{}/t{}", n.name, n.master_task);
-                n.core = ServerCore::new(core_options(n.role, &task_id), n.config.clone());
-                n.core.become_master(now);
+                let (core, task_id) = master_core(n.role, &n.name, n.master_task, &n.config, now);
+                n.core = core;
                 let name = format!("{} ({task_id})", n.name);
                 self.mark(format!("{name}: new master elected"));
                 self.schedule_upstream(node, Some(now));
@@ -632,13 +629,25 @@ impl Sim {
     }
 }
 
-fn core_options(role: Role, id: &str) -> CoreOptions {
-    CoreOptions {
+/// Task `task` of `node` just elected master: a fresh core in learning
+/// mode, and its server id `<node>/t<task>`.
+fn master_core(
+    role: Role,
+    node: &str,
+    task: usize,
+    config: &Arc<Config>,
+    now: Time,
+) -> (ServerCore, String) {
+    let server_id = format!("{node}/t{task}");
+    let options = CoreOptions {
         role,
-        server_id: id.to_string(),
+        server_id: server_id.clone(),
         level: 0,
         min_request_interval: Time::ZERO,
-    }
+    };
+    let mut core = ServerCore::new(options, config.clone());
+    core.become_master(now);
+    (core, server_id)
 }
 
 fn amount(x: f64) -> Amount {
