@@ -1,7 +1,7 @@
 //! doorman-sim: a deterministic discrete-event simulation of whole Doorman
 //! trees under a virtual clock, running the real server core
-//! (`doorman_server::core`), algorithms and client core
-//! (`doorman_client::ClientCore`). See `docs/simulation.md`.
+//! (`doorman_core::server`), algorithms and client core
+//! (`doorman_core::client`). See `docs/simulation.md`.
 
 pub mod engine;
 pub mod output;

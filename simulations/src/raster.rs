@@ -15,6 +15,7 @@ pub struct Canvas {
 }
 
 impl Canvas {
+    /// A white canvas of `w` × `h` pixels.
     pub fn new(w: usize, h: usize) -> Self {
         Canvas {
             w,

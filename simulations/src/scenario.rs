@@ -135,7 +135,7 @@ impl Scenario {
         if s.rpc_delay_ms[0] > s.rpc_delay_ms[1] {
             anyhow::bail!("rpc_delay_ms must be [min, max] with min <= max");
         }
-        doorman_server::config::Config::parse(&s.config, &format!("{} config", s.name))?;
+        doorman_core::config::Config::parse(&s.config, &format!("{} config", s.name))?;
         Ok(s)
     }
 }

@@ -9,15 +9,22 @@ use crate::engine::Sim;
 /// What `summary.json` holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// The scenario's name.
     pub scenario: String,
+    /// The seed.
     pub seed: u64,
+    /// Simulated seconds.
     pub simulated_s: u64,
+    /// End clients.
     pub clients: usize,
+    /// Server nodes.
     pub nodes: usize,
+    /// Events processed.
     pub events: u64,
     /// Mean Σ client has / capacity over the samples after `settle` where
     /// Σ wants ≥ capacity.
     pub mean_utilisation: Option<f64>,
+    /// Samples the utilisation was averaged over.
     pub utilisation_samples: usize,
     /// Times Σ client has went above capacity.
     pub shortfall_events: usize,
@@ -31,6 +38,7 @@ pub struct Summary {
     /// Mean Jain's index of has / fair-share target over clients, where
     /// demand exceeds capacity (sampled every 10 s).
     pub jain_fairness: Option<f64>,
+    /// Wall-clock seconds the run took (not deterministic).
     pub wall_clock_s: f64,
     /// Peak resident memory of the simulator process, KiB (Linux).
     pub peak_rss_kib: Option<u64>,

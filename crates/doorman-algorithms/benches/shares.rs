@@ -6,6 +6,9 @@
 //! * `update+decide`: a wants change followed by a decision, which must
 //!   recompute the band rule: the worst case of a request.
 
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use doorman_algorithms::{Amount, Demand, Kind, RequesterId, Shares};
 use std::time::Duration;

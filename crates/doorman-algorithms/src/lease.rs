@@ -22,6 +22,21 @@ impl Lease {
         self.expiry.whole_secs()
     }
 
+    /// The lease as its holder receives it over the wire: the expiry
+    /// rounded down to whole seconds ([`Lease::wire_expiry`]).
+    ///
+    /// ```
+    /// use doorman_algorithms::{Lease, Time};
+    /// let l = Lease { capacity: 2.0, expiry: Time::from_millis(61_999), refresh_interval: 5 };
+    /// assert_eq!(l.as_received().expiry, Time::from_secs(61));
+    /// ```
+    pub fn as_received(&self) -> Lease {
+        Lease {
+            expiry: Time::from_secs(self.wire_expiry()),
+            ..*self
+        }
+    }
+
     /// How long until the holder should refresh (at least a second).
     pub fn refresh_period(&self) -> Time {
         Time::secs(self.refresh_interval.max(1))

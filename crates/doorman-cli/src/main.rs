@@ -1,11 +1,10 @@
-//! The `doorman` command: run a server, ask one for capacity, check a
-//! config. Errors are reported with `anyhow`; exit status 1 on failure.
+//! The `doorman` command: run a server or a demo tree, ask a server for
+//! capacity, load-test one, check, push and read configs. Each subcommand
+//! lives in `cmd/`. Errors are reported with `anyhow`; exit status 1 on
+//! failure, 2 on a usage error.
 
-mod cmd_config;
-mod cmd_demo;
-mod cmd_get;
-mod cmd_server;
-mod loadtest;
+mod args;
+mod cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -20,18 +19,18 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a lease server.
-    Server(cmd_server::Args),
+    Server(cmd::server::Args),
     /// Run a whole tree (root, 2 parents, 4 leaves, 20 clients) in one
     /// process and print what happens.
-    Demo(cmd_demo::Args),
+    Demo(cmd::demo::Args),
     /// Ask a server for capacity once and print the lease.
-    Get(cmd_get::Args),
+    Get(cmd::get::Args),
     /// Load-test any server that speaks doorman.Capacity.
-    Loadtest(loadtest::Options),
+    Loadtest(cmd::loadtest::Options),
     /// Check configuration files, or push / get them in etcd.
     Config {
         #[command(subcommand)]
-        command: cmd_config::Command,
+        command: cmd::config::Command,
     },
 }
 
@@ -59,21 +58,21 @@ fn main() -> std::process::ExitCode {
     };
     let result = rt.block_on(async move {
         match cli.command {
-            Command::Server(a) => cmd_server::run(a).await,
-            Command::Get(a) => cmd_get::run(a).await,
-            Command::Demo(a) => cmd_demo::run(a).await,
+            Command::Server(a) => cmd::server::run(a).await,
+            Command::Get(a) => cmd::get::run(a).await,
+            Command::Demo(a) => cmd::demo::run(a).await,
             Command::Loadtest(o) => {
                 let json = o.json;
-                loadtest::run(o).await.map(|r| {
+                cmd::loadtest::run(o).await.map(|r| {
                     if json {
                         println!("{}", serde_json::to_string(&r).unwrap_or_default());
                     } else {
-                        loadtest::print(&r);
+                        cmd::loadtest::print(&r);
                     }
                     std::process::ExitCode::SUCCESS
                 })
             }
-            Command::Config { command } => cmd_config::run(command).await,
+            Command::Config { command } => cmd::config::run(command).await,
         }
     });
     match result {

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use doorman_server::config::Config;
+use doorman_core::config::Config;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_doorman");
@@ -122,7 +122,7 @@ fn get_follows_a_redirect_once_and_prints_the_lease() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("capacity          40"), "{stdout}");
 
-    // Bad input gets the server's INVALID_ARGUMENT and exit 1.
+    // A bad number is a usage error (exit 2) naming the flag, before any RPC.
     let out = Command::new(BIN)
         .args([
             "get",
@@ -134,10 +134,29 @@ fn get_follows_a_redirect_once_and_prints_the_lease() {
         ])
         .output()
         .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--wants") && stderr.contains("must be a number from 0 to"),
+        "{stderr}"
+    );
+
+    // Input only the server refuses gets its INVALID_ARGUMENT and exit 1.
+    let out = Command::new(BIN)
+        .args([
+            "get",
+            "--server",
+            &master.grpc_addr.to_string(),
+            "--resource",
+            "",
+            "--wants=3",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("InvalidArgument") && stderr.contains("resource[0].wants"),
+        stderr.contains("InvalidArgument") && stderr.contains("resource[0].resource_id"),
         "{stderr}"
     );
 
@@ -256,5 +275,101 @@ fn demo_runs_a_tree_and_prints_a_table_and_summary() {
         "root: 2 lease(s)",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in\n{stdout}");
+    }
+}
+
+#[test]
+fn bad_numeric_flags_are_usage_errors_naming_the_flag() {
+    let cases: &[&[&str]] = &[
+        &[
+            "server",
+            "--config",
+            "x.toml",
+            "--config-poll-interval",
+            "1e-10",
+        ],
+        &[
+            "server",
+            "--config",
+            "x.toml",
+            "--config-poll-interval",
+            "NaN",
+        ],
+        &["server", "--config", "x.toml", "--min-request-interval=-1"],
+        &[
+            "server",
+            "--config",
+            "x.toml",
+            "--min-request-interval",
+            "1e300",
+        ],
+        &["server", "--config", "x.toml", "--election-ttl", "0"],
+        &[
+            "get",
+            "--server",
+            "127.0.0.1:1",
+            "--resource",
+            "r",
+            "--wants",
+            "1",
+            "--timeout",
+            "0",
+        ],
+        &[
+            "get",
+            "--server",
+            "127.0.0.1:1",
+            "--resource",
+            "r",
+            "--wants",
+            "inf",
+        ],
+        &[
+            "loadtest",
+            "--server",
+            "127.0.0.1:1",
+            "--resources",
+            "10001",
+        ],
+        &["loadtest", "--server", "127.0.0.1:1", "--duration=-5"],
+        &["loadtest", "--server", "127.0.0.1:1", "--concurrency", "0"],
+        &["demo", "--duration", "0"],
+    ];
+    for args in cases {
+        let out = Command::new(BIN).args(*args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let last = args.last().unwrap();
+        let (flag, value) = match last.split_once('=') {
+            Some((f, v)) => (*f, v),
+            None => (*args.iter().rev().nth(1).unwrap(), *last),
+        };
+        assert!(
+            stderr.contains(&format!("invalid value '{value}' for '{flag}")),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn help_lists_exactly_the_subcommands() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let listed: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        listed,
+        ["server", "demo", "get", "loadtest", "config", "help"],
+        "{help}"
+    );
+    for cmd in ["server", "demo", "get", "loadtest", "config"] {
+        let out = Command::new(BIN).args([cmd, "--help"]).output().unwrap();
+        assert!(out.status.success(), "{cmd} --help");
     }
 }

@@ -4,8 +4,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use doorman_server::etcd_process::EtcdProcess;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_testkit::EtcdProcess;
 
 const BIN: &str = env!("CARGO_BIN_EXE_doorman");
 const KEY: &str = "/doorman/config";
@@ -90,7 +90,7 @@ async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
     assert_eq!(String::from_utf8_lossy(&got.stdout), config(42.0));
 
     // An invalid value written straight into etcd is rejected by the servers.
-    doorman_server::etcd_config::put(&e.endpoints(), KEY, b"capacity = \"lots\"".to_vec())
+    doorman_server::config_source::etcd::put(&e.endpoints(), KEY, b"capacity = \"lots\"".to_vec())
         .await
         .unwrap();
     let t = Instant::now();

@@ -3,6 +3,9 @@
 //! contending. No server: an optimistic client applies its wants at once.
 //! Results and the command are in BENCHMARKS.md.
 
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};

@@ -14,13 +14,16 @@ use doorman_proto::doorman as pb;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
-use crate::backoff::Backoff;
 use crate::connection::Connector;
-use crate::core::{ClientCore, CoreOptions, Fallback, GrantItem};
 use crate::gauge::{GaugeOptions, GaugeResource};
 use crate::metrics::ClientMetrics;
 use crate::rate::{RateOptions, RateResource};
 use crate::resource::{Handle, Kind, Shared, Wants};
+use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem};
+use doorman_core::limits::{
+    id_length_problem, MAX_ID_BYTES, MAX_RESOURCES_PER_REQUEST, MAX_RESOURCE_ID_BYTES,
+};
+use doorman_core::Backoff;
 
 /// Where the client gets the time (wall clock by default).
 pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
@@ -39,11 +42,11 @@ pub enum ClientError {
     /// `servers` was empty.
     #[error("no server addresses given")]
     NoServers,
-    /// The client id is empty or longer than 256 bytes.
-    #[error("client id must be 1 to 256 bytes, got {0} bytes")]
+    /// The client id is empty or longer than [`MAX_ID_BYTES`].
+    #[error("client id must be 1 to {MAX_ID_BYTES} bytes, got {0} bytes")]
     BadClientId(usize),
-    /// The resource id is empty or longer than 1024 bytes.
-    #[error("resource id must be 1 to 1024 bytes, got {0} bytes")]
+    /// The resource id is empty or longer than [`MAX_RESOURCE_ID_BYTES`].
+    #[error("resource id must be 1 to {MAX_RESOURCE_ID_BYTES} bytes, got {0} bytes")]
     BadResourceId(usize),
     /// Wants must be finite and ≥ 0.
     #[error("resource {id:?}: wants must be a finite number >= 0, got {wants}")]
@@ -180,7 +183,7 @@ impl ClientBuilder {
             return Err(ClientError::NoServers);
         }
         let client_id = self.client_id.unwrap_or_else(default_client_id);
-        if client_id.is_empty() || client_id.len() > 256 {
+        if id_length_problem(client_id.len(), MAX_ID_BYTES).is_some() {
             return Err(ClientError::BadClientId(client_id.len()));
         }
         let metrics = self
@@ -332,7 +335,7 @@ impl std::fmt::Debug for Client {
 }
 
 fn check_id(id: &str) -> Result<(), ClientError> {
-    if id.is_empty() || id.len() > 1024 {
+    if id_length_problem(id.len(), MAX_RESOURCE_ID_BYTES).is_some() {
         return Err(ClientError::BadResourceId(id.len()));
     }
     Ok(())
@@ -402,7 +405,7 @@ impl Client {
         let initial = st
             .core
             .capacity(id, now)
-            .unwrap_or((0.0, crate::core::Mode::Pessimistic));
+            .unwrap_or((0.0, doorman_core::client::Mode::Pessimistic));
         let hist = shared.metrics.as_ref().map(|m| m.wait_histogram(id));
         let r = Arc::new(Shared::new(
             id.to_string(),
@@ -476,9 +479,6 @@ fn grants(resp: &pb::GetCapacityResponse) -> Vec<GrantItem> {
         })
         .collect()
 }
-
-/// The protocol's limit of resources in one request.
-const MAX_RESOURCES_PER_REQUEST: usize = 10_000;
 
 /// How often Auto wants are sampled while idle.
 const AUTO_SAMPLE: Time = Time::from_millis(1000);

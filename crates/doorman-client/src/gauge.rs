@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::core::Mode;
 use crate::resource::{Handle, Limiter, Shared, Wants};
+use doorman_core::client::Mode;
 
 /// Options of a gauge resource.
 #[derive(Debug, Clone, Copy, PartialEq)]

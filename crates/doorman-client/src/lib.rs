@@ -18,15 +18,14 @@
 //! ```
 //!
 //! * Bottom half: [`Client`] (one background task: bulk refresh, discovery,
-//!   redirects, backoff, fallback) driving the sans-IO [`ClientCore`].
+//!   redirects, backoff, fallback) driving the sans-IO [`ClientCore`]
+//!   (from `doorman-core`).
 //! * Top half: [`RateResource`] (token bucket) and [`GaugeResource`]
 //!   (permits in flight), shared per resource id and reference counted.
 //! * [`tower`] layers, [`ClientMetrics`], and the reusable [`Connector`].
 
-mod backoff;
 mod client;
 pub mod connection;
-mod core;
 mod gauge;
 mod metrics;
 mod rate;
@@ -34,12 +33,12 @@ mod resource;
 pub mod tower;
 mod wants;
 
-pub use backoff::Backoff;
 pub use client::{
     default_client_id, hostname, wall_clock, Client, ClientBuilder, ClientError, Clock,
 };
 pub use connection::{CallError, Connector};
-pub use core::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
+pub use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
+pub use doorman_core::Backoff;
 pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};
 pub use metrics::ClientMetrics;
 pub use rate::{RateOptions, RateResource};

@@ -6,7 +6,7 @@ use prometheus::{
     GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
 
-use crate::core::Mode;
+use doorman_core::client::Mode;
 
 /// The client's metrics.
 #[derive(Debug, Clone)]

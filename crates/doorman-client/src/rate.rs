@@ -4,8 +4,8 @@
 
 use tokio::time::Instant;
 
-use crate::core::Mode;
 use crate::resource::{Handle, Limiter, Wants};
+use doorman_core::client::Mode;
 
 /// Options of a rate resource.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -12,8 +12,8 @@ use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 
 use crate::client::ClientShared;
-use crate::core::Mode;
 use crate::wants::Window;
+use doorman_core::client::Mode;
 
 /// What a resource asks the server for.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, GaugeOptions, Mode, RateOptions, Wants};
-use doorman_server::config::Config;
-use doorman_server::isolated::IsolatedServer;
+use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::{eventually, IsolatedServer};
 
 const CONFIG: &str = r#"
 [[resources]]
@@ -31,7 +31,7 @@ impl TestServer {
 
     fn start_with(
         addr: &str,
-        setup: impl FnOnce(&doorman_server::service::ServerState) + Send + 'static,
+        setup: impl FnOnce(&doorman_server::state::ServerState) + Send + 'static,
     ) -> TestServer {
         let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
         let mut o = ServerOptions::new(addr.parse().unwrap(), ConfigSource::Inline(cfg));
@@ -57,14 +57,6 @@ impl TestServer {
     }
 }
 
-async fn eventually(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 async fn client(servers: &[String], fallback: Fallback) -> Client {
     Client::builder()
         .servers(servers.iter().cloned())
@@ -86,7 +78,7 @@ async fn bulk_refresh_at_the_lease_refresh_interval() {
                 .unwrap()
         })
         .collect();
-    eventually("three leases", 5, || {
+    eventually("three leases", Duration::from_secs(5), || {
         rs.iter().all(|r| r.mode() == Mode::Lease)
     })
     .await;
@@ -112,9 +104,12 @@ async fn wants_changes_are_sent_early() {
     let s = TestServer::start("127.0.0.1:0");
     let c = client(&[s.addr()], Fallback::Pessimistic).await;
     let r = c.rate_resource("r", RateOptions::wants(10.0)).unwrap();
-    eventually("lease", 5, || r.capacity() == 10.0).await;
+    eventually("lease", Duration::from_secs(5), || r.capacity() == 10.0).await;
     r.set_wants(Wants::Fixed(60.0));
-    eventually("new wants granted", 3, || r.capacity() == 60.0).await;
+    eventually("new wants granted", Duration::from_secs(3), || {
+        r.capacity() == 60.0
+    })
+    .await;
     c.close().await;
 }
 
@@ -131,7 +126,10 @@ async fn follows_redirects_and_skips_dead_addresses() {
     )
     .await;
     let r = c.rate_resource("r", RateOptions::wants(5.0)).unwrap();
-    eventually("lease via redirect", 10, || r.mode() == Mode::Lease).await;
+    eventually("lease via redirect", Duration::from_secs(10), || {
+        r.mode() == Mode::Lease
+    })
+    .await;
     assert_eq!(master.lease_count(), 1);
     assert_eq!(standby.lease_count(), 0);
     c.close().await;
@@ -143,15 +141,20 @@ async fn server_down_falls_back_and_recovers_when_it_returns() {
     let addr = s.addr();
     let c = client(std::slice::from_ref(&addr), Fallback::Pessimistic).await;
     let r = c.rate_resource("r", RateOptions::wants(20.0)).unwrap();
-    eventually("lease", 5, || r.mode() == Mode::Lease).await;
+    eventually("lease", Duration::from_secs(5), || r.mode() == Mode::Lease).await;
     s.kill();
-    eventually("fallback after the 3 s lease runs out", 6, || {
-        r.mode() == Mode::Pessimistic
-    })
+    eventually(
+        "fallback after the 3 s lease runs out",
+        Duration::from_secs(6),
+        || r.mode() == Mode::Pessimistic,
+    )
     .await;
     assert_eq!(r.capacity(), 0.0);
     let s2 = TestServer::start(&addr);
-    eventually("lease again", 5, || r.mode() == Mode::Lease).await;
+    eventually("lease again", Duration::from_secs(5), || {
+        r.mode() == Mode::Lease
+    })
+    .await;
     assert_eq!(r.capacity(), 20.0);
     assert_eq!(s2.lease_count(), 1);
     c.close().await;
@@ -166,12 +169,12 @@ async fn every_fallback_mode_on_lease_expiry() {
     let rp = pess.rate_resource("r", RateOptions::wants(30.0)).unwrap();
     let ro = opt.gauge_resource("g", GaugeOptions::wants(40.0)).unwrap();
     let rs = safe.rate_resource("r", RateOptions::wants(30.0)).unwrap();
-    eventually("leases", 5, || {
+    eventually("leases", Duration::from_secs(5), || {
         [rp.mode(), ro.mode(), rs.mode()] == [Mode::Lease; 3]
     })
     .await;
     s.kill();
-    eventually("fallbacks", 6, || {
+    eventually("fallbacks", Duration::from_secs(6), || {
         rp.mode() != Mode::Lease && ro.mode() != Mode::Lease && rs.mode() != Mode::Lease
     })
     .await;
@@ -196,7 +199,7 @@ async fn close_never_hangs_with_the_server_gone() {
     let s = TestServer::start("127.0.0.1:0");
     let c = client(&[s.addr()], Fallback::Pessimistic).await;
     let r = c.rate_resource("r", RateOptions::wants(20.0)).unwrap();
-    eventually("lease", 5, || r.mode() == Mode::Lease).await;
+    eventually("lease", Duration::from_secs(5), || r.mode() == Mode::Lease).await;
     s.kill();
     let t = Instant::now();
     c.close().await;
@@ -218,7 +221,7 @@ async fn close_releases_every_resource() {
     let c = client(&[s.addr()], Fallback::Pessimistic).await;
     let a = c.rate_resource("a", RateOptions::wants(1.0)).unwrap();
     let b = c.gauge_resource("b", GaugeOptions::wants(1.0)).unwrap();
-    eventually("leases", 5, || {
+    eventually("leases", Duration::from_secs(5), || {
         a.mode() == Mode::Lease && b.mode() == Mode::Lease
     })
     .await;
@@ -235,7 +238,7 @@ async fn handles_are_reference_counted() {
     let a = c.rate_resource("shared", RateOptions::wants(10.0)).unwrap();
     let b = c.rate_resource("shared", RateOptions::wants(99.0)).unwrap();
     let a2 = a.clone();
-    eventually("lease", 5, || a.mode() == Mode::Lease).await;
+    eventually("lease", Duration::from_secs(5), || a.mode() == Mode::Lease).await;
     assert_eq!(
         b.capacity(),
         10.0,
@@ -251,7 +254,7 @@ async fn handles_are_reference_counted() {
     assert_eq!(s.lease_count(), 1, "a2 still holds it");
     assert_eq!(s.requests("ReleaseCapacity"), 0);
     drop(a2);
-    eventually("released", 5, || s.lease_count() == 0).await;
+    eventually("released", Duration::from_secs(5), || s.lease_count() == 0).await;
     assert_eq!(s.requests("ReleaseCapacity"), 1);
     c.close().await;
 }
@@ -261,7 +264,7 @@ async fn rate_limits_to_the_granted_capacity() {
     let s = TestServer::start("127.0.0.1:0");
     let c = client(&[s.addr()], Fallback::Pessimistic).await;
     let r = c.rate_resource("r", RateOptions::wants(80.0)).unwrap();
-    eventually("lease", 5, || r.capacity() == 80.0).await;
+    eventually("lease", Duration::from_secs(5), || r.capacity() == 80.0).await;
     let start = Instant::now();
     let mut n = 0u32;
     while start.elapsed() < Duration::from_secs(2) {
@@ -287,7 +290,7 @@ async fn client_metrics_are_registered() {
         .await
         .unwrap();
     let r = c.rate_resource("m", RateOptions::wants(12.0)).unwrap();
-    eventually("lease", 5, || r.mode() == Mode::Lease).await;
+    eventually("lease", Duration::from_secs(5), || r.mode() == Mode::Lease).await;
     r.wait().await;
     let text = prometheus::TextEncoder::new()
         .encode_to_string(&registry.gather())

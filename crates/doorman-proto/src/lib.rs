@@ -4,25 +4,15 @@
 
 #![allow(clippy::doc_lazy_continuation, clippy::large_enum_variant)]
 
-/// Generated messages and the `Capacity` service (client and server).
+/// Generated messages and the `Capacity` service (client and server); their
+/// documentation is the comments of `proto/doorman.proto`.
+#[allow(missing_docs)]
 pub mod doorman {
     tonic::include_proto!("doorman");
 }
 
 pub use doorman::capacity_client::CapacityClient;
 pub use doorman::capacity_server::{Capacity, CapacityServer};
-
-/// The full gRPC path of each method, as the original Doorman uses them.
-pub mod paths {
-    /// `/doorman.Capacity/Discovery`
-    pub const DISCOVERY: &str = "/doorman.Capacity/Discovery";
-    /// `/doorman.Capacity/GetCapacity`
-    pub const GET_CAPACITY: &str = "/doorman.Capacity/GetCapacity";
-    /// `/doorman.Capacity/GetServerCapacity`
-    pub const GET_SERVER_CAPACITY: &str = "/doorman.Capacity/GetServerCapacity";
-    /// `/doorman.Capacity/ReleaseCapacity`
-    pub const RELEASE_CAPACITY: &str = "/doorman.Capacity/ReleaseCapacity";
-}
 
 /// A lease as sent on the wire: expiry in whole seconds, rounded down, so
 /// the holder believes it ends no later than the server does.

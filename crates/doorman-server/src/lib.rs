@@ -1,33 +1,29 @@
-//! The Doorman lease server as a library.
+//! The Doorman lease server: the shell around `doorman-core`, one module
+//! per boundary. The core decides; these modules do the I/O.
 //!
-//! * [`core`]: the sans-IO state machine (time passed in).
-//! * [`config`]: TOML resource templates, validation, lookup.
-//! * [`validate`]: protobuf requests → validated core requests.
-//! * [`service`]: the tonic `Capacity` service over the core.
+//! * [`grpc`]: the tonic `doorman.Capacity` service, request validation and
+//!   the wire conversions.
 //! * [`http`]: `/metrics`, `/debug/status`, `/api/v1/status`, `/healthz`.
-//! * [`reload`]: config file watching (change on disk, SIGHUP).
-//! * [`election`]: standalone, etcd and in-memory master election.
-//! * [`etcd_config`]: config stored in (and watched from) an etcd key.
-//! * [`upstream`]: an intermediate server asking its parent for capacity.
+//! * [`election`]: the [`election::Election`] trait, standalone and etcd.
+//! * [`config_source`]: the config from a file or an etcd key, watched.
+//! * [`upstream`]: an intermediate server's link to its parent.
+//! * [`state`]: what the boundaries share (the core behind its lock,
+//!   metrics, clock).
 //! * [`server`]: wiring it all into a running server.
-//! * [`isolated`]: a server on its own runtime, killable like a process.
+//!
+//! Dependencies point one way: these shells → `doorman-core` →
+//! `doorman-algorithms`.
 
-pub mod config;
-pub mod core;
+pub mod config_source;
 pub mod election;
-pub mod etcd_config;
-pub mod etcd_election;
-pub mod etcd_process;
+mod etcd;
+pub mod grpc;
 pub mod http;
-pub mod isolated;
-pub mod metrics;
-pub mod reload;
 pub mod server;
-pub mod service;
+pub mod state;
 pub mod upstream;
-pub mod validate;
 
-pub use doorman_algorithms::Time;
+pub use doorman_core::Time;
 
 /// The current wall-clock time as a [`Time`]: the only clock the server
 /// library reads (the core never does). Shared with the client library.

@@ -1,39 +1,28 @@
-//! Starts a complete server: binds the gRPC and HTTP listeners, creates the
-//! core, becomes master (standalone), and runs the cleanup and config-reload
-//! tasks until shut down. Used by `doorman server`, the demo and tests.
+//! Wiring only: binds the gRPC and HTTP listeners, reads the config,
+//! creates the core and the shared state, and starts one task per
+//! boundary (gRPC, HTTP, cleanup, config source, election, upstream) until
+//! shut down. Used by `doorman server`, the demo and tests.
+//!
+//! Must not: contain behaviour of its own; each task's logic lives in its
+//! boundary's module.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_algorithms::Time;
+use doorman_core::server::{CoreOptions, Role, ServerCore};
+use doorman_core::Time;
 use doorman_proto::CapacityServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::config::{Config, ConfigError};
-use crate::core::{CoreOptions, Role, ServerCore};
-use crate::election::{Election, MasterView};
-use crate::metrics::Metrics;
-use crate::service::{CapacityService, Clock, ServerState};
-
-/// Where the config comes from.
-#[derive(Debug, Clone)]
-pub enum ConfigSource {
-    /// A TOML file, reloaded on change and SIGHUP.
-    File(PathBuf),
-    /// A config given directly (tests, demo); never reloaded.
-    Inline(Arc<Config>),
-    /// An etcd key, watched; `doorman config push` writes it.
-    Etcd {
-        /// etcd endpoints.
-        endpoints: Vec<String>,
-        /// The key, e.g. `/doorman/config`.
-        key: String,
-    },
-}
+pub use crate::config_source::ConfigSource;
+use crate::config_source::LoadError;
+use crate::election::{Election, MasterView, Standalone};
+use crate::grpc::CapacityService;
+use crate::http::metrics::Metrics;
+use crate::state::{Clock, ServerState};
 
 /// How to run a server.
 #[derive(Clone)]
@@ -61,7 +50,7 @@ pub struct ServerOptions {
     /// Deadline of each RPC to the parent.
     pub parent_timeout: Duration,
     /// How this server takes part in its node's master election.
-    pub election: Election,
+    pub election: Arc<dyn Election>,
     /// The clock (wall clock by default; tests may inject one).
     pub clock: Clock,
 }
@@ -92,7 +81,7 @@ impl ServerOptions {
             parent: Vec::new(),
             node_id: None,
             parent_timeout: Duration::from_secs(5),
-            election: Election::Standalone,
+            election: Arc::new(Standalone),
             clock: Arc::new(crate::wall_clock),
         }
     }
@@ -101,12 +90,9 @@ impl ServerOptions {
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The config is invalid.
+    /// The config could not be read or is invalid.
     #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The config could not be read from etcd.
-    #[error("{0}")]
-    Etcd(String),
+    Config(#[from] LoadError),
     /// A listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -171,24 +157,11 @@ pub fn default_server_id(addr: SocketAddr) -> String {
     format!("{}:{}", doorman_client::hostname(), addr.port())
 }
 
-/// Starts a standalone (always master) server.
+/// Starts a server: reads the config, binds the listeners, and starts every
+/// task. A standalone server is master before the first request.
 pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
-    let mut etcd_revision = 0;
-    let (config, initial_bytes) = match &opts.config {
-        ConfigSource::File(path) => {
-            let (cfg, bytes) = Config::read(path)?;
-            (Arc::new(cfg), Some(bytes))
-        }
-        ConfigSource::Inline(c) => (c.clone(), None),
-        ConfigSource::Etcd { endpoints, key } => {
-            let (bytes, rev) = crate::etcd_config::fetch(endpoints, key)
-                .await
-                .map_err(StartError::Etcd)?;
-            etcd_revision = rev;
-            let name = crate::etcd_config::source_name(key);
-            (Arc::new(Config::from_bytes(&bytes, &name)?), Some(bytes))
-        }
-    };
+    let loaded = opts.config.load().await?;
+    let config = loaded.config.clone();
     let grpc = bind(opts.listen).await?;
     let grpc_addr = grpc.local_addr().map_err(|source| StartError::Bind {
         addr: opts.listen,
@@ -203,6 +176,43 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .server_id
         .clone()
         .unwrap_or_else(|| default_server_id(grpc_addr));
+    let state = build_state(&opts, &server_id, config.clone());
+    let (stop, stop_rx) = watch::channel(false);
+    let mut tasks = vec![spawn_grpc(state.clone(), grpc, stop_rx.clone())];
+    tasks.extend(http.map(|l| spawn_http(state.clone(), l, stop_rx.clone())));
+    tasks.push(spawn_cleanup(
+        state.clone(),
+        opts.cleanup_interval,
+        stop_rx.clone(),
+    ));
+    let reload = opts.reload_interval;
+    tasks.extend(
+        opts.config
+            .spawn_watch(loaded, state.clone(), reload, stop_rx.clone()),
+    );
+    if !opts.election.is_standalone() {
+        tasks.extend(spawn_election(&opts, &state, &server_id, &stop_rx));
+    }
+    if !opts.parent.is_empty() {
+        tasks.push(spawn_upstream(&opts, &state, &server_id, stop_rx.clone()));
+    }
+    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, election = ?opts.election, config = %config.summary(), "doorman server started");
+    Ok(RunningServer {
+        grpc_addr,
+        http_addr,
+        state,
+        stop,
+        tasks,
+    })
+}
+
+/// The core and the state shared by every task; a standalone server is
+/// master from now on.
+fn build_state(
+    opts: &ServerOptions,
+    server_id: &str,
+    config: Arc<doorman_core::config::Config>,
+) -> Arc<ServerState> {
     let role = if opts.parent.is_empty() {
         Role::Root
     } else {
@@ -210,28 +220,29 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     };
     let core_opts = CoreOptions {
         role,
-        server_id: server_id.clone(),
-        level: 0,
+        server_id: server_id.to_string(),
         min_request_interval: Time::from_duration(opts.min_request_interval),
     };
-    let mut core = ServerCore::new(core_opts, config.clone());
-    let standalone = matches!(opts.election, Election::Standalone);
-    if standalone {
+    let mut core = ServerCore::new(core_opts, config);
+    if opts.election.is_standalone() {
         core.become_master((opts.clock)());
     }
     let metrics = Metrics::new();
     metrics.config_reload(true);
-    let state = Arc::new(ServerState::new(core, metrics, opts.clock.clone()));
-    let (stop, stop_rx) = watch::channel(false);
-    let mut tasks = Vec::new();
+    Arc::new(ServerState::new(core, metrics, opts.clock.clone()))
+}
 
-    let svc = CapacityServer::new(CapacityService::new(state.clone()));
-    let mut grpc_stop = stop_rx.clone();
-    tasks.push(tokio::spawn(async move {
+fn spawn_grpc(
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let svc = CapacityServer::new(CapacityService::new(state));
+    tokio::spawn(async move {
         // Small request/response pairs: without TCP_NODELAY, Nagle and
         // delayed ACKs add ~40 ms to every response that spans two writes.
         let incoming = tokio_stream::StreamExt::map(
-            tokio_stream::wrappers::TcpListenerStream::new(grpc),
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
             |conn| {
                 conn.inspect(|s| {
                     let _ = s.set_nodelay(true);
@@ -241,109 +252,90 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         let r = tonic::transport::Server::builder()
             .add_service(svc)
             .serve_with_incoming_shutdown(incoming, async move {
-                let _ = grpc_stop.wait_for(|s| *s).await;
+                let _ = stop.wait_for(|s| *s).await;
             })
             .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "gRPC server failed");
         }
-    }));
+    })
+}
 
-    if let Some(listener) = http {
-        let app = crate::http::router(state.clone());
-        let mut http_stop = stop_rx.clone();
-        tasks.push(tokio::spawn(async move {
-            let r = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = http_stop.wait_for(|s| *s).await;
-                })
-                .await;
-            if let Err(e) = r {
-                tracing::error!(error = %e, "HTTP server failed");
-            }
-        }));
-    }
+fn spawn_http(
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let app = crate::http::router(state);
+    tokio::spawn(async move {
+        let r = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "HTTP server failed");
+        }
+    })
+}
 
-    let cleanup_state = state.clone();
-    let mut cleanup_stop = stop_rx.clone();
-    let every = opts.cleanup_interval;
-    tasks.push(tokio::spawn(async move {
+/// Forgets expired leases and empty resources every `every`.
+fn spawn_cleanup(
+    state: Arc<ServerState>,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    let now = cleanup_state.now();
-                    cleanup_state.core().cleanup(now);
+                    let now = state.now();
+                    state.core().cleanup(now);
                 }
-                _ = cleanup_stop.changed() => return,
+                _ = stop.changed() => return,
             }
         }
-    }));
+    })
+}
 
-    match (&opts.config, initial_bytes) {
-        (ConfigSource::File(path), Some(bytes)) => {
-            tasks.push(tokio::spawn(crate::reload::watch_file(
-                state.clone(),
-                path.clone(),
-                bytes,
-                opts.reload_interval,
-                stop_rx.clone(),
-            )));
-        }
-        (ConfigSource::Etcd { endpoints, key }, Some(bytes)) => {
-            tasks.push(tokio::spawn(crate::etcd_config::watch(
-                state.clone(),
-                endpoints.clone(),
-                key.clone(),
-                bytes,
-                etcd_revision,
-                stop_rx.clone(),
-            )));
-        }
-        _ => {}
-    }
-
-    if !standalone {
-        let (views_tx, views_rx) = watch::channel(MasterView::default());
-        tasks.push(tokio::spawn(opts.election.clone().run(
-            server_id.clone(),
-            views_tx,
-            stop_rx.clone(),
-        )));
-        tasks.push(tokio::spawn(crate::election::follow(
+/// The election and the task that applies its views to the core.
+fn spawn_election(
+    opts: &ServerOptions,
+    state: &Arc<ServerState>,
+    server_id: &str,
+    stop: &watch::Receiver<bool>,
+) -> [JoinHandle<()>; 2] {
+    let (views_tx, views_rx) = watch::channel(MasterView::default());
+    let election = opts
+        .election
+        .run(server_id.to_string(), views_tx, stop.clone());
+    [
+        tokio::spawn(election),
+        tokio::spawn(crate::election::follow(
             state.clone(),
             views_rx,
-            stop_rx.clone(),
-        )));
-    }
+            stop.clone(),
+        )),
+    ]
+}
 
-    if role == Role::Intermediate {
-        // Replicas of one node share their identity towards the parent, so
-        // a new master continues its predecessor's lease there.
-        let node_id = opts
-            .node_id
-            .clone()
-            .unwrap_or_else(|| match &opts.election {
-                Election::Etcd(e) => e.key.clone(),
-                _ => server_id.clone(),
-            });
-        let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout);
-        tasks.push(tokio::spawn(crate::upstream::run(
-            state.clone(),
-            conn,
-            node_id,
-            stop_rx.clone(),
-        )));
-    }
-
-    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, election = ?opts.election, config = %config.summary(), "doorman server started");
-    Ok(RunningServer {
-        grpc_addr,
-        http_addr,
-        state,
-        stop,
-        tasks,
-    })
+/// An intermediate server's link to its parent.
+fn spawn_upstream(
+    opts: &ServerOptions,
+    state: &Arc<ServerState>,
+    server_id: &str,
+    stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    // Replicas of one node share their identity towards the parent, so
+    // a new master continues its predecessor's lease there.
+    let node_id = opts
+        .node_id
+        .clone()
+        .or_else(|| opts.election.node_id())
+        .unwrap_or_else(|| server_id.to_string());
+    let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout);
+    tokio::spawn(crate::upstream::run(state.clone(), conn, node_id, stop))
 }
 
 #[cfg(test)]

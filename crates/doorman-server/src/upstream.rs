@@ -10,51 +10,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_algorithms::Time;
-use doorman_client::{Backoff, Connector};
-use doorman_proto::doorman as pb;
+use doorman_client::Connector;
+use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
+use doorman_core::server::UpstreamAsk;
+use doorman_core::{Backoff, Time};
 use tokio::sync::watch;
 
-use crate::config::AlgorithmConfig;
-use crate::core::{UpstreamAsk, UpstreamGrant};
-use crate::service::ServerState;
-
-fn request(node_id: &str, asks: &[UpstreamAsk]) -> pb::GetServerCapacityRequest {
-    pb::GetServerCapacityRequest {
-        server_id: node_id.to_string(),
-        resource: asks
-            .iter()
-            .map(|a| pb::ServerCapacityResourceRequest {
-                resource_id: a.resource_id.clone(),
-                has: a.has.as_ref().map(doorman_proto::lease_to_wire),
-                wants: a
-                    .bands
-                    .iter()
-                    .map(
-                        |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
-                            priority,
-                            num_clients,
-                            wants,
-                        },
-                    )
-                    .collect(),
-                outstanding: Some(a.outstanding),
-            })
-            .collect(),
-    }
-}
-
-fn grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGrant> {
-    resp.response
-        .iter()
-        .map(|r| UpstreamGrant {
-            resource_id: r.resource_id.clone(),
-            lease: doorman_proto::lease_from_wire(&r.gets),
-            algorithm: r.algorithm.as_ref().map(AlgorithmConfig::from_proto),
-            safe_capacity: r.safe_capacity,
-        })
-        .collect()
-}
+use crate::grpc::convert::{upstream_grants, upstream_request};
+use crate::state::ServerState;
 
 /// Runs until `stop` turns true.
 pub async fn run(
@@ -74,26 +37,11 @@ pub async fn run(
             state.core().upstream_request(now)
         };
         if let Some(asks) = asks.filter(|a| !a.is_empty()) {
-            // The protocol allows 10 000 resources per request.
-            for chunk in asks.chunks(crate::validate::MAX_RESOURCES_PER_REQUEST) {
-                let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
-                let r = tokio::select! {
-                    r = conn.get_server_capacity(request(&node_id, chunk)) => r,
+            for chunk in asks.chunks(MAX_RESOURCES_PER_REQUEST) {
+                let ask = ask_parent(&state, &mut conn, &node_id, chunk, &mut backoff);
+                tokio::select! {
+                    _ = ask => {}
                     _ = stop.changed() => return,
-                };
-                let now = state.now();
-                match r {
-                    Ok(resp) => {
-                        backoff.reset();
-                        state.core().upstream_response(now, &ids, &grants(&resp));
-                    }
-                    Err(e) => {
-                        let delay = backoff.next_delay();
-                        tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
-                        state
-                            .core()
-                            .upstream_failure(now, &ids, Time::from_duration(delay));
-                    }
                 }
             }
         }
@@ -107,6 +55,37 @@ pub async fn run(
             _ = state.upstream_wake.notified() => {}
             // A dropped sender (the server was dropped) also means stop.
             r = stop.changed() => if r.is_err() { return },
+        }
+    }
+}
+
+/// One GetServerCapacity for `chunk`; the answer or the failure goes to the
+/// core.
+async fn ask_parent(
+    state: &ServerState,
+    conn: &mut Connector,
+    node_id: &str,
+    chunk: &[UpstreamAsk],
+    backoff: &mut Backoff,
+) {
+    let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
+    let r = conn
+        .get_server_capacity(upstream_request(node_id, chunk))
+        .await;
+    let now = state.now();
+    match r {
+        Ok(resp) => {
+            backoff.reset();
+            state
+                .core()
+                .upstream_response(now, &ids, &upstream_grants(&resp));
+        }
+        Err(e) => {
+            let delay = backoff.next_delay();
+            tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
+            state
+                .core()
+                .upstream_failure(now, &ids, Time::from_duration(delay));
         }
     }
 }

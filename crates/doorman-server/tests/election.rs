@@ -3,20 +3,22 @@
 
 mod common;
 
-use common::{assert_redirects, eventually};
+use common::assert_redirects;
+use doorman_testkit::eventually;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions};
+use doorman_core::config::Config;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
-use doorman_server::config::Config;
-use doorman_server::election::{Election, InMemoryElection};
-use doorman_server::etcd_election::EtcdElection;
-use doorman_server::etcd_process::EtcdProcess;
-use doorman_server::isolated::IsolatedServer;
+use doorman_server::election::etcd::EtcdElection;
+use doorman_server::election::Election;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_testkit::EtcdProcess;
+use doorman_testkit::InMemoryElection;
+use doorman_testkit::IsolatedServer;
 
 const CONFIG: &str = r#"
 [[resources]]
@@ -33,7 +35,7 @@ fn etcd() -> EtcdProcess {
     EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn opts(election: Election) -> ServerOptions {
+fn opts(election: Arc<dyn Election>) -> ServerOptions {
     let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
@@ -41,8 +43,8 @@ fn opts(election: Election) -> ServerOptions {
     o
 }
 
-fn etcd_election(e: &EtcdProcess, ttl: u64) -> Election {
-    Election::Etcd(EtcdElection {
+fn etcd_election(e: &EtcdProcess, ttl: u64) -> Arc<dyn Election> {
+    Arc::new(EtcdElection {
         endpoints: e.endpoints(),
         key: "/doorman/test".into(),
         ttl: Duration::from_secs(ttl),
@@ -200,8 +202,8 @@ async fn etcd_gone_longer_than_the_ttl_makes_the_master_step_down() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_memory_election_hands_over_on_abdication() {
     let election = InMemoryElection::new();
-    let a = IsolatedServer::start(opts(Election::InMemory(election.clone()))).unwrap();
-    let b = IsolatedServer::start(opts(Election::InMemory(election.clone()))).unwrap();
+    let a = IsolatedServer::start(opts(Arc::new(election.clone()))).unwrap();
+    let b = IsolatedServer::start(opts(Arc::new(election.clone()))).unwrap();
     eventually("a master", Duration::from_secs(2), || is_master(&a)).await;
     assert!(!is_master(&b));
     assert_redirects(&b.addr(), Some(&a.addr())).await;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use doorman_server::server::{start, ConfigSource};
+use doorman_testkit::eventually_async;
 
 fn config(capacity: f64) -> String {
     format!(
@@ -17,21 +18,6 @@ fn config(capacity: f64) -> String {
 async fn status(http: std::net::SocketAddr) -> serde_json::Value {
     let (_, body) = http_get(http, "/api/v1/status").await;
     serde_json::from_str(&body).expect("status is JSON")
-}
-
-/// Polls `check` every 20 ms for up to 5 s.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..250 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for: {what}");
 }
 
 #[tokio::test]
@@ -48,7 +34,7 @@ async fn file_changes_apply_and_bad_configs_are_kept_out() {
     assert_eq!(cap(&mut c, "a", "fair", 80.0, None).await, 80.0);
 
     std::fs::write(&path, config(40.0)).unwrap();
-    eventually("capacity 40 applied", || async {
+    eventually_async("capacity 40 applied", Duration::from_secs(5), || async {
         status(http).await["resources"][0]["capacity"] == 40.0
     })
     .await;
@@ -65,7 +51,7 @@ async fn file_changes_apply_and_bad_configs_are_kept_out() {
         "[[resources]]\nidentifier_glob = \"fair\"\ncapacity = -5\n",
     )
     .unwrap();
-    eventually("bad config counted", || async {
+    eventually_async("bad config counted", Duration::from_secs(5), || async {
         let (_, body) = http_get(http, "/metrics").await;
         metric(
             &body,

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions, RateResource};
-use doorman_server::config::Config;
-use doorman_server::isolated::IsolatedServer;
+use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::IsolatedServer;
 
-use common::eventually;
+use doorman_testkit::eventually;
 
 const ROOT: &str = r#"
 [[resources]]

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use doorman_server::config::Config;
+use doorman_core::config::Config;
 use doorman_server::server::{start, ConfigSource, RunningServer, ServerOptions};
 
 pub async fn server(config: &str) -> (String, Option<RunningServer>) {

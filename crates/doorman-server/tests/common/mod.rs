@@ -3,39 +3,22 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use doorman_core::config::Config;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
-use doorman_server::config::Config;
 use doorman_server::server::{start, ConfigSource, RunningServer, ServerOptions};
-use doorman_server::Time;
 use tonic::transport::Channel;
 
-/// A clock tests move by hand.
-#[derive(Clone)]
-pub struct ManualClock(pub Arc<AtomicI64>);
-
-impl ManualClock {
-    pub fn new() -> Self {
-        ManualClock(Arc::new(AtomicI64::new(1_700_000_000_000)))
-    }
-    pub fn advance(&self, secs: f64) {
-        self.0.fetch_add((secs * 1000.0) as i64, Ordering::SeqCst);
-    }
-    pub fn now_secs(&self) -> i64 {
-        self.0.load(Ordering::SeqCst) / 1000
-    }
-}
+pub use doorman_testkit::ManualClock;
 
 pub fn opts(config: ConfigSource, clock: &ManualClock) -> ServerOptions {
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), config);
     o.http = Some("127.0.0.1:0".parse().unwrap());
     o.min_request_interval = Duration::ZERO;
-    let c = clock.0.clone();
-    o.clock = Arc::new(move || Time::from_millis(c.load(Ordering::SeqCst)));
+    o.clock = clock.clock();
     o
 }
 
@@ -196,18 +179,4 @@ pub async fn assert_redirects(standby: &str, master: Option<&str>) {
         .unwrap()
         .into_inner();
     assert_eq!(r.mastership, want);
-}
-
-/// Polls `f` every 10 ms until it holds; panics naming `what` after `limit`.
-/// Returns how long it took.
-pub async fn eventually(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> Duration {
-    let start = std::time::Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    start.elapsed()
 }

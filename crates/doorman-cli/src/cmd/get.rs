@@ -1,0 +1,142 @@
+//! `doorman get`: one GetCapacity against a server, following a mastership
+//! redirect once, printing the lease.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use doorman_proto::doorman as pb;
+use doorman_proto::CapacityClient;
+use tonic::transport::Endpoint;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Server address (host:port).
+    #[arg(long)]
+    server: String,
+    /// Resource id.
+    #[arg(long)]
+    resource: String,
+    /// Capacity wanted.
+    #[arg(long, value_parser = crate::args::amount)]
+    wants: f64,
+    /// Client id (default: <hostname>:<pid>).
+    #[arg(long)]
+    client_id: Option<String>,
+    /// Priority band (higher = more important).
+    #[arg(long, default_value_t = 0)]
+    priority: i64,
+    /// Capacity currently held (sent as `has`).
+    #[arg(long, value_parser = crate::args::amount)]
+    has: Option<f64>,
+    /// Deadline for each RPC, in seconds (0.001 to 3600).
+    #[arg(long, default_value = "5", value_parser = crate::args::seconds(0.001, 3600.0))]
+    timeout: Duration,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+async fn ask(
+    addr: &str,
+    req: &pb::GetCapacityRequest,
+    timeout: Duration,
+) -> anyhow::Result<pb::GetCapacityResponse> {
+    let ep = Endpoint::from_shared(doorman_client::connection::uri(addr))
+        .with_context(|| format!("bad server address {addr:?}"))?
+        .connect_timeout(timeout)
+        .timeout(timeout);
+    let channel = ep
+        .connect()
+        .await
+        .with_context(|| format!("cannot connect to {addr}"))?;
+    let resp = CapacityClient::new(channel)
+        .get_capacity(req.clone())
+        .await
+        .map_err(|s| anyhow::anyhow!("{addr} answered {:?}: {}", s.code(), s.message()))?;
+    Ok(resp.into_inner())
+}
+
+fn request(a: &Args) -> pb::GetCapacityRequest {
+    pb::GetCapacityRequest {
+        client_id: a
+            .client_id
+            .clone()
+            .unwrap_or_else(|| format!("{}:{}", doorman_client::hostname(), std::process::id())),
+        resource: vec![pb::ResourceRequest {
+            resource_id: a.resource.clone(),
+            priority: a.priority,
+            has: a.has.map(|c| pb::Lease {
+                expiry_time: 0,
+                refresh_interval: 0,
+                capacity: c,
+            }),
+            wants: a.wants,
+        }],
+    }
+}
+
+/// Asks `server`, following one mastership redirect. Returns who answered.
+async fn ask_master(
+    server: &str,
+    req: &pb::GetCapacityRequest,
+    timeout: Duration,
+) -> anyhow::Result<(String, pb::GetCapacityResponse)> {
+    let mut resp = ask(server, req, timeout).await?;
+    let Some(m) = resp.mastership.take() else {
+        return Ok((server.to_string(), resp));
+    };
+    let Some(master) = m.master_address else {
+        bail!("{server} is not the master and does not know who is; retry later");
+    };
+    eprintln!("{server} is not the master; asking {master}");
+    let resp = ask(&master, req, timeout).await?;
+    if resp.mastership.is_some() {
+        bail!("{master} redirected again; giving up after one redirect");
+    }
+    Ok((master, resp))
+}
+
+fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, json: bool) {
+    if json {
+        let v = serde_json::json!({
+            "server": server,
+            "client_id": client_id,
+            "resource_id": r.resource_id,
+            "capacity": r.gets.capacity,
+            "expiry_time": r.gets.expiry_time,
+            "refresh_interval": r.gets.refresh_interval,
+            "safe_capacity": r.safe_capacity,
+        });
+        println!("{v}");
+        return;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    println!("resource          {}", r.resource_id);
+    println!("capacity          {}", r.gets.capacity);
+    println!(
+        "expiry_time       {} (in {} s)",
+        r.gets.expiry_time,
+        r.gets.expiry_time - now
+    );
+    println!("refresh_interval  {} s", r.gets.refresh_interval);
+    match r.safe_capacity {
+        Some(s) => println!("safe_capacity     {s}"),
+        None => println!("safe_capacity     (not sent)"),
+    }
+    println!("server            {server}");
+}
+
+/// Runs `doorman get`.
+pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let req = request(&a);
+    let (server, resp) = ask_master(&a.server, &req, a.timeout).await?;
+    let Some(r) = resp.response.iter().find(|r| r.resource_id == a.resource) else {
+        bail!("{server} returned no lease for {:?}", a.resource);
+    };
+    print(&server, &req.client_id, r, a.json);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,447 @@
+//! `doorman loadtest`: drives any server that speaks `doorman.Capacity`
+//! (ours or an original Doorman) with N clients × R resources, as fast as K
+//! in-flight requests allow over C HTTP/2 connections, and reports RPC/s,
+//! latency percentiles (HDR histogram), errors by status and the capacity
+//! the clients were granted.
+//!
+//! It uses nothing but the wire protocol. Each client sends the `has` from
+//! its previous answer, as a real client does. Mastership redirects are
+//! followed only to the host that was given (another port on it), so the
+//! load never goes anywhere but the address given. It stops by itself after
+//! warmup + duration.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use doorman_core::limits::{MAX_AMOUNT, MAX_RESOURCES_PER_REQUEST};
+use doorman_proto::doorman as pb;
+use doorman_proto::CapacityClient;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::args::{count, count_in_range, in_range};
+
+/// What to run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    /// Server address (host:port).
+    #[arg(long)]
+    pub server: String,
+    /// Number of distinct client ids (1 to 10 000 000).
+    #[arg(long, default_value_t = 1000, value_parser = count(MAX_CLIENTS))]
+    pub clients: usize,
+    /// Resources per client (ids loadtest-0 … loadtest-R-1), all in each
+    /// request (1 to the protocol's limit per request).
+    #[arg(long, default_value_t = 1, value_parser = count(MAX_RESOURCES_PER_REQUEST))]
+    pub resources: usize,
+    /// What each client wants of each resource.
+    #[arg(long, default_value_t = 10.0, value_parser = crate::args::amount)]
+    pub wants: f64,
+    /// Requests in flight at once (1 to 100 000).
+    #[arg(long, default_value_t = 64, value_parser = count(MAX_CONCURRENCY))]
+    pub concurrency: usize,
+    /// Seconds to measure (0 to 86400).
+    #[arg(long, default_value_t = 10.0, value_parser = crate::args::number(0.0, MAX_SECONDS))]
+    pub duration: f64,
+    /// Seconds to run before measuring (0 to 86400).
+    #[arg(long, default_value_t = 2.0, value_parser = crate::args::number(0.0, MAX_SECONDS))]
+    pub warmup: f64,
+    /// HTTP/2 connections to spread the requests over (1 to 1024).
+    #[arg(long, default_value_t = 4, value_parser = count(MAX_CONNECTIONS))]
+    pub connections: usize,
+    /// The resource's capacity, to compare what clients were granted with.
+    #[arg(long, value_parser = crate::args::amount)]
+    pub capacity: Option<f64>,
+    /// Deadline of each RPC, in seconds (0.1 to 3600).
+    #[arg(long, default_value_t = 5.0, value_parser = crate::args::number(0.1, 3600.0))]
+    pub timeout: f64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Latency percentiles, microseconds.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Latency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub server: String,
+    pub clients: usize,
+    pub resources: usize,
+    pub concurrency: usize,
+    pub connections: usize,
+    /// Seconds measured (after warmup).
+    pub duration_s: f64,
+    /// Successful RPCs while measuring.
+    pub rpcs: u64,
+    pub rpcs_per_s: f64,
+    pub latency_us: Latency,
+    /// Failed RPCs while measuring, by gRPC code.
+    pub errors: BTreeMap<String, u64>,
+    /// Mastership redirects followed.
+    pub redirects: u64,
+    /// Σ of the last unexpired grants, per resource.
+    pub granted: BTreeMap<String, f64>,
+    /// The capacity given with --capacity.
+    pub capacity: Option<f64>,
+    /// Wall time of the whole run, warmup included.
+    pub wall_s: f64,
+}
+
+/// Percentiles of a histogram of microseconds.
+pub fn latency(h: &Histogram<u64>) -> Latency {
+    Latency {
+        p50: h.value_at_quantile(0.50),
+        p90: h.value_at_quantile(0.90),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+        mean: h.mean(),
+    }
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 µs … 60 s, 3 significant digits.
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("static histogram bounds are valid")
+}
+
+fn host_of(addr: &str) -> anyhow::Result<Vec<IpAddr>> {
+    let hostport = addr.rsplit("://").next().unwrap_or(addr);
+    let addrs: Vec<SocketAddr> = hostport
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve {addr:?}"))?
+        .collect();
+    Ok(addrs.iter().map(|a| a.ip()).collect())
+}
+
+struct Target {
+    addr: String,
+    clients: Vec<CapacityClient<Channel>>,
+}
+
+async fn connect(addr: &str, n: usize, timeout: Duration) -> anyhow::Result<Target> {
+    let uri = doorman_client::connection::uri(addr);
+    let mut clients = Vec::with_capacity(n);
+    for _ in 0..n {
+        let ch = Endpoint::from_shared(uri.clone())
+            .with_context(|| format!("bad address {addr:?}"))?
+            .connect_timeout(timeout)
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .with_context(|| format!("cannot connect to {addr}"))?;
+        clients.push(CapacityClient::new(ch));
+    }
+    Ok(Target {
+        addr: addr.to_string(),
+        clients,
+    })
+}
+
+struct Shared {
+    opts: Options,
+    ids: Vec<String>,
+    resources: Vec<String>,
+    leases: Vec<Mutex<Vec<Option<pb::Lease>>>>,
+    next: AtomicUsize,
+    target: RwLock<Arc<Target>>,
+    redirect_lock: tokio::sync::Mutex<()>,
+    redirects: AtomicU64,
+    allowed_hosts: Vec<IpAddr>,
+    measure_from: Instant,
+    end: Instant,
+}
+
+struct WorkerResult {
+    hist: Histogram<u64>,
+    rpcs: u64,
+    errors: BTreeMap<String, u64>,
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl Shared {
+    fn request(&self, c: usize) -> pb::GetCapacityRequest {
+        let now = now_secs();
+        let leases = self.leases[c].lock().unwrap_or_else(|e| e.into_inner());
+        pb::GetCapacityRequest {
+            client_id: self.ids[c].clone(),
+            resource: self
+                .resources
+                .iter()
+                .zip(leases.iter())
+                .map(|(id, has)| pb::ResourceRequest {
+                    resource_id: id.clone(),
+                    priority: 0,
+                    has: has.filter(|l| l.expiry_time > now),
+                    wants: self.opts.wants,
+                })
+                .collect(),
+        }
+    }
+
+    fn record(&self, c: usize, resp: &pb::GetCapacityResponse) {
+        let mut leases = self.leases[c].lock().unwrap_or_else(|e| e.into_inner());
+        for r in &resp.response {
+            if let Some(i) = self.resources.iter().position(|id| *id == r.resource_id) {
+                leases[i] = Some(r.gets);
+            }
+        }
+    }
+
+    /// Switches to the master named in a redirect, if it is on an allowed host.
+    async fn follow(&self, from: &str, to: Option<String>) -> anyhow::Result<()> {
+        let Some(to) = to.filter(|t| !t.is_empty()) else {
+            bail!("{from} is not the master and does not know who is");
+        };
+        let _guard = self.redirect_lock.lock().await;
+        if self.target.read().unwrap_or_else(|e| e.into_inner()).addr != from {
+            return Ok(()); // another worker already followed it
+        }
+        let hosts = host_of(&to)?;
+        if !hosts.iter().any(|h| self.allowed_hosts.contains(h)) {
+            bail!("{from} redirects to {to}, which is not on the host given with --server; not following");
+        }
+        let n = self.redirects.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > 10 {
+            bail!("more than 10 mastership redirects; giving up (last: {from} → {to})");
+        }
+        let t = connect(
+            &to,
+            self.opts.connections,
+            Duration::from_secs_f64(self.opts.timeout),
+        )
+        .await?;
+        *self.target.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(t);
+        Ok(())
+    }
+}
+
+async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
+    let mut res = WorkerResult {
+        hist: histogram(),
+        rpcs: 0,
+        errors: BTreeMap::new(),
+    };
+    let timeout = Duration::from_secs_f64(shared.opts.timeout);
+    let n = shared.ids.len();
+    loop {
+        let start = Instant::now();
+        if start >= shared.end {
+            return Ok(res);
+        }
+        let c = shared.next.fetch_add(1, Ordering::Relaxed) % n;
+        let req = shared.request(c);
+        let target = shared
+            .target
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut client = target.clients[w % target.clients.len()].clone();
+        let r = tokio::time::timeout(timeout, client.get_capacity(req)).await;
+        let took = start.elapsed();
+        let measuring = start >= shared.measure_from;
+        match r {
+            Ok(Ok(resp)) => {
+                let resp = resp.into_inner();
+                if let Some(m) = resp.mastership {
+                    shared.follow(&target.addr, m.master_address).await?;
+                    continue;
+                }
+                shared.record(c, &resp);
+                if measuring {
+                    res.rpcs += 1;
+                    let _ = res.hist.record((took.as_micros() as u64).max(1));
+                }
+            }
+            Ok(Err(status)) => {
+                if measuring {
+                    *res.errors
+                        .entry(format!("{:?}", status.code()))
+                        .or_default() += 1;
+                }
+            }
+            Err(_) => {
+                if measuring {
+                    *res.errors.entry("DeadlineExceeded".into()).or_default() += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Limits of the flags (the library checks them again for callers that
+/// build [`Options`] themselves).
+const MAX_CLIENTS: usize = 10_000_000;
+const MAX_CONCURRENCY: usize = 100_000;
+const MAX_CONNECTIONS: usize = 1024;
+const MAX_SECONDS: f64 = 86_400.0;
+
+/// The checks the flags' parsers make, for options built in code.
+fn validate(opts: &Options) -> anyhow::Result<()> {
+    for (name, v, max) in [
+        ("--clients", opts.clients, MAX_CLIENTS),
+        ("--resources", opts.resources, MAX_RESOURCES_PER_REQUEST),
+        ("--concurrency", opts.concurrency, MAX_CONCURRENCY),
+        ("--connections", opts.connections, MAX_CONNECTIONS),
+    ] {
+        count_in_range(v, max).map_err(|e| anyhow::anyhow!("{name} {e}"))?;
+    }
+    for (name, v, min, max) in [
+        ("--duration", opts.duration, 0.0, MAX_SECONDS),
+        ("--warmup", opts.warmup, 0.0, MAX_SECONDS),
+        ("--timeout", opts.timeout, 0.1, 3600.0),
+        ("--wants", opts.wants, 0.0, MAX_AMOUNT),
+    ] {
+        in_range(v, min, max).map_err(|e| anyhow::anyhow!("{name} {e}"))?;
+    }
+    Ok(())
+}
+
+/// The run's shared state, connected to the target.
+async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
+    let allowed_hosts = host_of(&opts.server)?;
+    let timeout = Duration::from_secs_f64(opts.timeout);
+    let target = connect(&opts.server, opts.connections, timeout).await?;
+    let measure_from = Instant::now() + Duration::from_secs_f64(opts.warmup);
+    let end = measure_from + Duration::from_secs_f64(opts.duration);
+    let run_id = std::process::id();
+    Ok(Arc::new(Shared {
+        ids: (0..opts.clients)
+            .map(|i| format!("loadtest-{run_id}-{i}"))
+            .collect(),
+        resources: (0..opts.resources)
+            .map(|i| format!("loadtest-{i}"))
+            .collect(),
+        leases: (0..opts.clients)
+            .map(|_| Mutex::new(vec![None; opts.resources]))
+            .collect(),
+        next: AtomicUsize::new(0),
+        target: RwLock::new(Arc::new(target)),
+        redirect_lock: tokio::sync::Mutex::new(()),
+        redirects: AtomicU64::new(0),
+        allowed_hosts,
+        measure_from,
+        end,
+        opts: opts.clone(),
+    }))
+}
+
+/// Σ of the unexpired leases the clients hold, per resource.
+fn granted(shared: &Shared) -> BTreeMap<String, f64> {
+    let now = now_secs();
+    let mut granted = BTreeMap::new();
+    for (i, id) in shared.resources.iter().enumerate() {
+        let sum: f64 = shared
+            .leases
+            .iter()
+            .filter_map(|l| l.lock().unwrap_or_else(|e| e.into_inner())[i])
+            .filter(|l| l.expiry_time > now)
+            .map(|l| l.capacity)
+            .sum();
+        granted.insert(id.clone(), sum);
+    }
+    granted
+}
+
+/// Runs a load test.
+pub async fn run(opts: Options) -> anyhow::Result<Report> {
+    validate(&opts)?;
+    let began = Instant::now();
+    let shared = prepare(&opts).await?;
+    let workers: Vec<_> = (0..opts.concurrency)
+        .map(|w| tokio::spawn(worker(shared.clone(), w)))
+        .collect();
+    let mut hist = histogram();
+    let mut rpcs = 0;
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    for w in workers {
+        let r = w.await.context("a load worker panicked")??;
+        hist.add(&r.hist).ok();
+        rpcs += r.rpcs;
+        for (k, v) in r.errors {
+            *errors.entry(k).or_default() += v;
+        }
+    }
+    let measured = Instant::now()
+        .saturating_duration_since(shared.measure_from)
+        .as_secs_f64()
+        .max(1e-9);
+    let server = shared
+        .target
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .addr
+        .clone();
+    Ok(Report {
+        server,
+        clients: opts.clients,
+        resources: opts.resources,
+        concurrency: opts.concurrency,
+        connections: opts.connections,
+        duration_s: measured,
+        rpcs,
+        rpcs_per_s: rpcs as f64 / measured,
+        latency_us: latency(&hist),
+        errors,
+        redirects: shared.redirects.load(Ordering::Relaxed),
+        granted: granted(&shared),
+        capacity: opts.capacity,
+        wall_s: began.elapsed().as_secs_f64(),
+    })
+}
+
+/// Prints a report as a small table.
+pub fn print(r: &Report) {
+    println!(
+        "doorman loadtest: {} · {} clients × {} resource(s) · concurrency {} over {} connection(s)",
+        r.server, r.clients, r.resources, r.concurrency, r.connections
+    );
+    println!(
+        "rpcs        {} in {:.1} s = {:.0} GetCapacity/s",
+        r.rpcs, r.duration_s, r.rpcs_per_s
+    );
+    let l = r.latency_us;
+    println!(
+        "latency µs  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (mean {:.0})",
+        l.p50, l.p90, l.p99, l.p999, l.max, l.mean
+    );
+    if r.errors.is_empty() {
+        println!("errors      none");
+    } else {
+        let e: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        println!("errors      {}", e.join(", "));
+    }
+    println!("redirects   {}", r.redirects);
+    for (id, g) in &r.granted {
+        match r.capacity {
+            Some(c) if c > 0.0 => println!(
+                "granted     {id}: Σ {g:.1} of capacity {c} ({:.1} %)",
+                g / c * 100.0
+            ),
+            _ => println!("granted     {id}: Σ {g:.1}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

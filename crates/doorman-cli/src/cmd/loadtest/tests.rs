@@ -1,0 +1,152 @@
+//! The load generator against in-process servers, with short durations.
+
+use super::*;
+use doorman_core::config::Config;
+use doorman_server::server::{start, ConfigSource, ServerOptions};
+
+const CONFIG: &str = "[[resources]]\nidentifier_glob = \"loadtest-*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\nlearning_mode_duration = 0\n";
+
+fn opts(server: String, duration: f64) -> Options {
+    Options {
+        server,
+        clients: 20,
+        resources: 2,
+        wants: 10.0,
+        concurrency: 4,
+        duration,
+        warmup: 0.2,
+        connections: 2,
+        capacity: Some(100.0),
+        timeout: 2.0,
+        json: false,
+    }
+}
+
+async fn server() -> doorman_server::server::RunningServer {
+    let cfg = std::sync::Arc::new(Config::parse(CONFIG, "t").unwrap());
+    let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    o.min_request_interval = Duration::ZERO;
+    start(o).await.unwrap()
+}
+
+#[test]
+fn percentiles_of_a_known_distribution() {
+    let mut h = histogram();
+    for v in 1..=1000u64 {
+        h.record(v).unwrap();
+    }
+    let l = latency(&h);
+    assert!((l.p50 as i64 - 500).abs() <= 1, "{l:?}");
+    assert!((l.p90 as i64 - 900).abs() <= 1, "{l:?}");
+    assert!((l.p99 as i64 - 990).abs() <= 1, "{l:?}");
+    assert!((l.p999 as i64 - 999).abs() <= 1, "{l:?}");
+    assert_eq!(l.max, 1000);
+    assert!((l.mean - 500.5).abs() < 0.5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn measures_a_server_and_stops_on_time() {
+    let s = server().await;
+    let t = Instant::now();
+    let r = run(opts(s.grpc_addr.to_string(), 1.0)).await.unwrap();
+    let wall = t.elapsed();
+    assert!(
+        wall < Duration::from_secs_f64(1.2 + 2.0 + 0.5),
+        "ran {wall:?}"
+    );
+    assert!(
+        r.duration_s >= 1.0 && r.duration_s < 2.0,
+        "{}",
+        r.duration_s
+    );
+    assert!(r.rpcs > 0 && r.errors.is_empty(), "{r:?}");
+    let l = r.latency_us;
+    assert!(
+        l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max,
+        "{l:?}"
+    );
+    assert!((r.rpcs_per_s - r.rpcs as f64 / r.duration_s).abs() < 1e-6);
+    // 20 clients × 10 ≤ 100 each resource would exceed it: 200 wanted, 100 there.
+    assert_eq!(r.granted.len(), 2);
+    for g in r.granted.values() {
+        assert!(*g <= 100.0 + 1e-9 && *g >= 95.0, "granted {g}");
+    }
+    // The server saw exactly the client ids and resources asked for.
+    assert_eq!(s.state.core().lease_count(), 40);
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_a_redirect_on_the_same_host() {
+    let master = server().await;
+    let standby = server().await;
+    standby
+        .state
+        .core()
+        .step_down(Some(master.grpc_addr.to_string()));
+    let r = run(opts(standby.grpc_addr.to_string(), 0.5)).await.unwrap();
+    assert_eq!(r.redirects, 1);
+    assert_eq!(r.server, master.grpc_addr.to_string());
+    assert!(r.rpcs > 0 && r.errors.is_empty(), "{r:?}");
+    assert_eq!(standby.state.core().lease_count(), 0);
+    assert_eq!(master.state.core().lease_count(), 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_to_follow_a_redirect_to_another_host() {
+    let standby = server().await;
+    standby
+        .state
+        .core()
+        .step_down(Some("192.0.2.1:6000".into()));
+    let e = run(opts(standby.grpc_addr.to_string(), 0.5))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("not on the host given"), "{e}");
+}
+
+#[tokio::test]
+async fn bad_flags_are_refused_before_anything_is_sent() {
+    let mut o = opts("127.0.0.1:1".into(), 0.3);
+    o.wants = f64::NAN;
+    assert!(run(o.clone())
+        .await
+        .unwrap_err()
+        .to_string()
+        .contains("--wants"));
+    o.wants = 1.0;
+    o.resources = 10_001;
+    assert!(run(o.clone())
+        .await
+        .unwrap_err()
+        .to_string()
+        .contains("--resources"));
+    o.resources = 1;
+    o.concurrency = 0;
+    assert!(run(o).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_counted_by_code() {
+    let cfg = std::sync::Arc::new(Config::parse(CONFIG, "t").unwrap());
+    let mut so = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    so.min_request_interval = Duration::ZERO;
+    let s = doorman_testkit::IsolatedServer::start(so).unwrap();
+    let mut o = opts(s.addr(), 1.0);
+    o.warmup = 0.0;
+    o.timeout = 0.3;
+    let load = tokio::spawn(run(o));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.kill();
+    let r = load.await.unwrap().unwrap();
+    assert!(r.rpcs > 0, "requests succeeded before the kill");
+    let failed: u64 = r.errors.values().sum();
+    assert!(failed > 0, "requests after the kill fail: {r:?}");
+    assert!(
+        r.errors.keys().all(
+            |k| ["Unavailable", "Unknown", "DeadlineExceeded", "Cancelled"].contains(&k.as_str())
+        ),
+        "{:?}",
+        r.errors
+    );
+}

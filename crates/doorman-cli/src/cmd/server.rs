@@ -1,0 +1,138 @@
+//! `doorman server`: run a standalone (always master) lease server until
+//! SIGINT or SIGTERM, then shut down gracefully.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use doorman_server::election::etcd::EtcdElection;
+use doorman_server::election::{Election, Standalone};
+use doorman_server::server::{start, ConfigSource, ServerOptions};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Resource configuration: a TOML file (reloaded when it changes and on
+    /// SIGHUP) or `etcd:KEY` (watched; needs --etcd). Required for a root;
+    /// optional with --parent, where it can only narrow what the parent
+    /// sends (capacity, lease length, refresh).
+    #[arg(long)]
+    config: Option<String>,
+    /// etcd endpoints (comma-separated), for --election-key and etcd: configs.
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// Campaign for mastership of this node on this etcd election key, e.g.
+    /// /doorman/root (needs --etcd). Without it the server is always master.
+    #[arg(long)]
+    election_key: Option<String>,
+    /// Seconds a master keeps mastership without reaching etcd (1 to 3600).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    election_ttl: u64,
+    /// Parent node addresses (comma-separated): run as an intermediate
+    /// server that leases its capacity from the parent's master.
+    #[arg(long, value_delimiter = ',')]
+    parent: Vec<String>,
+    /// Id used towards the parent (default: the server id). Give every
+    /// replica of a node the same node id.
+    #[arg(long)]
+    node_id: Option<String>,
+    /// gRPC listen address.
+    #[arg(long, default_value = "127.0.0.1:6000")]
+    listen: SocketAddr,
+    /// HTTP address for /metrics, /debug/status, /api/v1/status, /healthz.
+    #[arg(long)]
+    http: Option<SocketAddr>,
+    /// Id returned by Discovery (default: the listen address).
+    #[arg(long)]
+    server_id: Option<String>,
+    /// Seconds within which a repeat request for the same resource gets the
+    /// lease it holds without a new decision (0 disables; at most 3600).
+    #[arg(long, default_value = "1", value_parser = crate::args::seconds(0.0, 3600.0))]
+    min_request_interval: Duration,
+    /// Seconds between checks of the config file for changes (0.01 to
+    /// 3600; SIGHUP always reloads at once).
+    #[arg(long, default_value = "1", value_parser = crate::args::seconds(0.01, 3600.0))]
+    config_poll_interval: Duration,
+}
+
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = match (&args.config, args.parent.is_empty()) {
+        (Some(c), _) => match c.strip_prefix("etcd:") {
+            Some(key) => {
+                if args.etcd.is_empty() {
+                    anyhow::bail!("--config {c} needs --etcd ENDPOINTS");
+                }
+                ConfigSource::Etcd {
+                    endpoints: args.etcd.clone(),
+                    key: key.to_string(),
+                }
+            }
+            None => ConfigSource::File(PathBuf::from(c)),
+        },
+        (None, false) => ConfigSource::Inline(Arc::new(doorman_core::config::Config::empty())),
+        (None, true) => anyhow::bail!(
+            "--config is required for a root server (or give --parent ADDR to run below one)"
+        ),
+    };
+    let election: Arc<dyn Election> = match (&args.election_key, args.etcd.is_empty()) {
+        (None, _) => Arc::new(Standalone),
+        (Some(_), true) => anyhow::bail!("--election-key needs --etcd ENDPOINTS"),
+        (Some(key), false) => Arc::new(EtcdElection {
+            endpoints: args.etcd.clone(),
+            key: key.clone(),
+            ttl: Duration::from_secs(args.election_ttl),
+        }),
+    };
+    let config_name = args.config.clone().unwrap_or_else(|| "(none)".into());
+    let mut opts = ServerOptions::new(args.listen, config);
+    opts.parent = args.parent.clone();
+    opts.election = election;
+    opts.node_id = args.node_id.clone();
+    opts.http = args.http;
+    opts.server_id = args.server_id;
+    opts.min_request_interval = args.min_request_interval;
+    opts.reload_interval = args.config_poll_interval;
+    let mut server = start(opts)
+        .await
+        .with_context(|| format!("cannot start the server with config {config_name}"))?;
+    eprintln!(
+        "doorman server listening on {} (gRPC){}",
+        server.grpc_addr,
+        server
+            .http_addr
+            .map(|a| format!(", http://{a}/debug/status"))
+            .unwrap_or_default()
+    );
+    tokio::select! {
+        _ = terminated() => {
+            tracing::info!("shutting down (resigning mastership if held)");
+            server.shutdown().await;
+        }
+        _ = server.wait() => anyhow::bail!("the gRPC server stopped unexpectedly"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

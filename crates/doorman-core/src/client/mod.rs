@@ -1,0 +1,301 @@
+//! The client's bottom half as a sans-IO state machine: which resources it
+//! holds, their leases, when to refresh, what to put in the next bulk
+//! GetCapacity, and what capacity applies now (a lease, or the fallback when
+//! the lease has run out). Time is an argument, so the async `doorman_client::Client`
+//! and the simulation drive the same logic.
+//!
+//! Must not: do I/O, read a clock, or know about handles and token buckets.
+
+use std::collections::BTreeMap;
+
+use doorman_algorithms::{Lease, Time};
+
+use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
+
+/// What a resource falls back to when its lease expires without renewal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fallback {
+    /// Capacity 0: stop using the resource. Safest; right for batch jobs.
+    Pessimistic,
+    /// Capacity = wants: keep going as if everything was granted. Right for
+    /// user-facing work on resources protected by other means.
+    Optimistic,
+    /// The last safe capacity the server sent, else `default`.
+    Safe {
+        /// Used when the server never sent a safe capacity.
+        default: f64,
+    },
+}
+
+/// Which capacity applies to a resource right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// A valid lease from the server.
+    Lease,
+    /// No valid lease; pessimistic fallback (0).
+    Pessimistic,
+    /// No valid lease; optimistic fallback (wants).
+    Optimistic,
+    /// No valid lease; safe fallback.
+    Safe,
+}
+
+impl Mode {
+    /// Lower-case name (for metrics and logs).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Lease => "lease",
+            Mode::Pessimistic => "pessimistic",
+            Mode::Optimistic => "optimistic",
+            Mode::Safe => "safe",
+        }
+    }
+
+    /// All modes.
+    pub const ALL: [Mode; 4] = [Mode::Lease, Mode::Pessimistic, Mode::Optimistic, Mode::Safe];
+}
+
+/// Settings of a [`ClientCore`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoreOptions {
+    /// Never more than one request per resource per this interval.
+    pub min_refresh_interval: Time,
+    /// Fallback when a lease runs out.
+    pub fallback: Fallback,
+    /// When the server's answer left a resource out, ask again after this.
+    pub retry_interval: Time,
+}
+
+impl Default for CoreOptions {
+    fn default() -> Self {
+        CoreOptions {
+            min_refresh_interval: Time::secs(1),
+            fallback: Fallback::Pessimistic,
+            retry_interval: Time::secs(5),
+        }
+    }
+}
+
+/// One resource of a bulk request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestItem {
+    /// The resource.
+    pub resource_id: String,
+    /// Its priority band.
+    pub priority: i64,
+    /// The unexpired lease held, if any.
+    pub has: Option<Lease>,
+    /// What is wanted.
+    pub wants: f64,
+}
+
+/// One resource of a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantItem {
+    /// The resource.
+    pub resource_id: String,
+    /// The lease (expiry as sent on the wire, whole seconds).
+    pub lease: Lease,
+    /// Safe capacity, if the server sent one.
+    pub safe_capacity: Option<f64>,
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    priority: i64,
+    wants: f64,
+    sent_wants: Option<f64>,
+    lease: Option<Lease>,
+    safe: Option<f64>,
+    schedule: RefreshSchedule,
+}
+
+/// The bottom half's state.
+#[derive(Debug, Clone)]
+pub struct ClientCore {
+    client_id: String,
+    opts: CoreOptions,
+    resources: BTreeMap<String, State>,
+}
+
+impl ClientCore {
+    /// An empty client.
+    pub fn new(client_id: impl Into<String>, opts: CoreOptions) -> Self {
+        ClientCore {
+            client_id: client_id.into(),
+            opts,
+            resources: BTreeMap::new(),
+        }
+    }
+
+    /// The client id sent with every request.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The options.
+    pub fn options(&self) -> &CoreOptions {
+        &self.opts
+    }
+
+    /// Starts tracking a resource; it is asked for at the next poll.
+    /// Adding a tracked resource only updates its priority and wants.
+    pub fn add(&mut self, resource_id: &str, priority: i64, wants: f64, now: Time) {
+        if let Some(s) = self.resources.get_mut(resource_id) {
+            s.priority = priority;
+            self.set_wants(resource_id, wants, now);
+            return;
+        }
+        self.resources.insert(
+            resource_id.to_string(),
+            State {
+                priority,
+                wants: sanitize(wants),
+                sent_wants: None,
+                lease: None,
+                safe: None,
+                schedule: RefreshSchedule::new(now),
+            },
+        );
+    }
+
+    /// Stops tracking a resource. Returns whether it was tracked.
+    pub fn remove(&mut self, resource_id: &str) -> bool {
+        self.resources.remove(resource_id).is_some()
+    }
+
+    /// Resources tracked.
+    pub fn resource_ids(&self) -> impl Iterator<Item = &str> {
+        self.resources.keys().map(String::as_str)
+    }
+
+    /// Updates wants; a change of more than [`EARLY_REFRESH_CHANGE`] (in
+    /// either direction) from what was last sent makes the resource due as
+    /// soon as the minimum interval allows.
+    pub fn set_wants(&mut self, resource_id: &str, wants: f64, now: Time) {
+        let Some(s) = self.resources.get_mut(resource_id) else {
+            return;
+        };
+        s.wants = sanitize(wants);
+        let changed = match s.sent_wants {
+            None => true,
+            Some(sent) => {
+                (s.wants - sent).abs() > EARLY_REFRESH_CHANGE * sent.max(f64::MIN_POSITIVE)
+            }
+        };
+        if changed {
+            s.schedule.expedite(now);
+        }
+    }
+
+    /// When the client should next wake up: the earliest refresh due or
+    /// lease expiry (to switch to fallback on time). `None` when idle.
+    pub fn next_wakeup(&self, now: Time) -> Option<Time> {
+        let min = self.opts.min_refresh_interval;
+        self.resources
+            .values()
+            .flat_map(|s| {
+                let refresh = s.schedule.next_wakeup(min);
+                let expiry = s.lease.map(|l| l.expiry).filter(|e| *e > now);
+                [Some(refresh), expiry]
+            })
+            .flatten()
+            .min()
+    }
+
+    /// If any resource is due, returns one bulk request with every resource
+    /// the minimum interval allows (so all refresh together, at the smallest
+    /// refresh interval), and records them as requested at `now`.
+    pub fn poll_request(&mut self, now: Time) -> Option<Vec<RequestItem>> {
+        let min = self.opts.min_refresh_interval;
+        if !self.resources.values().any(|s| s.schedule.due(now, min)) {
+            return None;
+        }
+        let mut items = Vec::new();
+        for (id, s) in self.resources.iter_mut() {
+            if !s.schedule.allowed(now, min) {
+                continue;
+            }
+            items.push(RequestItem {
+                resource_id: id.clone(),
+                priority: s.priority,
+                has: s.lease.filter(|l| l.expiry > now),
+                wants: s.wants,
+            });
+            s.schedule.sent(now);
+            s.sent_wants = Some(s.wants);
+        }
+        Some(items)
+    }
+
+    /// Applies a response to the request for `requested`. Resources the
+    /// server left out keep their lease and are asked for again after the
+    /// retry interval.
+    pub fn on_response(&mut self, now: Time, requested: &[String], grants: &[GrantItem]) {
+        for id in requested {
+            if let Some(s) = self.resources.get_mut(id) {
+                s.schedule.answered(now, self.opts.retry_interval);
+            }
+        }
+        for g in grants {
+            let Some(s) = self.resources.get_mut(&g.resource_id) else {
+                continue;
+            };
+            let capacity = sanitize(g.lease.capacity);
+            s.lease = Some(Lease {
+                capacity,
+                ..g.lease
+            });
+            if let Some(safe) = g.safe_capacity.filter(|x| x.is_finite() && *x >= 0.0) {
+                s.safe = Some(safe);
+            }
+            s.schedule.granted(now, &g.lease);
+        }
+    }
+
+    /// The request for `requested` failed at `now`; try again after the
+    /// `backoff` delay, but never later than the last lease's refresh
+    /// interval ([`Lease::retry_delay`]).
+    pub fn on_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
+        for id in requested {
+            if let Some(s) = self.resources.get_mut(id) {
+                s.schedule.failed(now, s.lease.as_ref(), backoff);
+            }
+        }
+    }
+
+    /// The capacity that applies now and why: the lease while it is valid,
+    /// else the fallback.
+    pub fn capacity(&self, resource_id: &str, now: Time) -> Option<(f64, Mode)> {
+        let s = self.resources.get(resource_id)?;
+        if let Some(l) = s.lease.filter(|l| l.expiry > now) {
+            return Some((l.capacity, Mode::Lease));
+        }
+        Some(match self.opts.fallback {
+            Fallback::Pessimistic => (0.0, Mode::Pessimistic),
+            Fallback::Optimistic => (s.wants, Mode::Optimistic),
+            Fallback::Safe { default } => (s.safe.unwrap_or(default), Mode::Safe),
+        })
+    }
+
+    /// The lease held (valid or not).
+    pub fn lease(&self, resource_id: &str) -> Option<Lease> {
+        self.resources.get(resource_id).and_then(|s| s.lease)
+    }
+
+    /// The wants recorded.
+    pub fn wants(&self, resource_id: &str) -> Option<f64> {
+        self.resources.get(resource_id).map(|s| s.wants)
+    }
+}
+
+fn sanitize(x: f64) -> f64 {
+    if x.is_finite() && x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests;

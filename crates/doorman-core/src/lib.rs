@@ -1,0 +1,32 @@
+//! Everything in Doorman that decides, with no I/O: no sockets, no clock,
+//! no runtime. Every entry point takes `now` ([`Time`]) as an argument, so
+//! the servers, the client library and the simulator run the same code
+//! under real or virtual time.
+//!
+//! * [`server`]: the lease server's state machine (leases, learning mode,
+//!   band aggregation, the upstream lease state of intermediate servers).
+//! * [`client`]: the client library's bottom half (leases, refresh, retry,
+//!   fallback).
+//! * [`schedule`]: the one refresh schedule both of them follow.
+//! * [`backoff`]: exponential backoff with jitter (deterministic per seed).
+//! * [`config`]: the resource configuration model, its parser and
+//!   validation, and template lookup.
+//! * [`limits`]: the protocol's documented limits.
+//!
+//! The shells convert wire messages into the core's own request and answer
+//! types (`doorman-server`'s `grpc/`, `doorman-client`'s task, the
+//! simulator), so this crate does not depend on the generated protobufs.
+//!
+//! Must not: read a clock, sleep, spawn, touch a socket or a file other
+//! than through [`config::Config::read`], or panic on anything a request or a
+//! config can contain.
+
+pub mod backoff;
+pub mod client;
+pub mod config;
+pub mod limits;
+pub mod schedule;
+pub mod server;
+
+pub use backoff::Backoff;
+pub use doorman_algorithms::{Lease, Time};

@@ -1,0 +1,42 @@
+//! The protocol's documented limits, defined once. Request validation
+//! (`doorman-server`'s gRPC layer), the config parser, the upstream
+//! aggregation, the client library and the load generator all quote these
+//! constants; `docs/architecture.md` lists them.
+//!
+//! Must not: hold state or depend on anything.
+
+/// Longest accepted client or server id, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Longest accepted resource id, in bytes.
+pub const MAX_RESOURCE_ID_BYTES: usize = 1024;
+
+/// Most resources in one request (GetCapacity, GetServerCapacity,
+/// ReleaseCapacity). Larger bulk requests are split by the senders.
+pub const MAX_RESOURCES_PER_REQUEST: usize = 10_000;
+
+/// Most priority bands for one resource in one GetServerCapacity.
+pub const MAX_BANDS: usize = 1_000;
+
+/// Largest accepted amount (wants, has, capacity): far beyond any real
+/// rate, small enough that sums of many amounts stay exact enough.
+pub const MAX_AMOUNT: f64 = 1e15;
+
+/// The reason an id of `len` bytes is refused, or `None` when its length is
+/// acceptable (1 to `max` bytes).
+///
+/// ```
+/// use doorman_core::limits::{id_length_problem, MAX_ID_BYTES};
+/// assert_eq!(id_length_problem(5, MAX_ID_BYTES), None);
+/// assert_eq!(id_length_problem(0, MAX_ID_BYTES).unwrap(), "must not be empty");
+/// assert_eq!(id_length_problem(257, MAX_ID_BYTES).unwrap(), "must be at most 256 bytes, got 257");
+/// ```
+pub fn id_length_problem(len: usize, max: usize) -> Option<String> {
+    if len == 0 {
+        Some("must not be empty".to_string())
+    } else if len > max {
+        Some(format!("must be at most {max} bytes, got {len}"))
+    } else {
+        None
+    }
+}

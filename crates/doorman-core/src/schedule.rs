@@ -1,0 +1,176 @@
+//! When to ask for one resource's lease again: the one refresh schedule
+//! followed by the client core (towards its server) and by an intermediate
+//! server's upstream state (towards its parent).
+//!
+//! Rules, for both:
+//! * a new resource is due at once;
+//! * after a grant, at the lease's refresh interval (at least 1 s);
+//! * a resource the answer left out is asked for again after a retry delay;
+//! * after a failure, after the backoff, but never later than the last
+//!   lease's refresh interval ([`Lease::retry_delay`]);
+//! * never more than one request per minimum interval, except a retry after
+//!   a failure;
+//! * a demand that moved by more than [`EARLY_REFRESH_CHANGE`] makes the
+//!   resource due at once ([`RefreshSchedule::expedite`]); what counts as
+//!   "moved" is the caller's rule;
+//! * nothing is sent before a hold ends ([`RefreshSchedule::hold`]; only a
+//!   newly elected intermediate master holds).
+//!
+//! Must not: read a clock or know what is asked for.
+
+use doorman_algorithms::{Lease, Time};
+
+/// A demand that moved by more than this fraction since it was last sent
+/// makes the resource due before its refresh interval is up.
+pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
+
+/// The refresh schedule of one resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefreshSchedule {
+    next_refresh: Time,
+    last_request: Option<Time>,
+    hold_until: Time,
+}
+
+impl RefreshSchedule {
+    /// A schedule that is due at `now`.
+    pub fn new(now: Time) -> Self {
+        RefreshSchedule {
+            next_refresh: now,
+            last_request: None,
+            hold_until: Time::ZERO,
+        }
+    }
+
+    /// When the last request was sent (none since the last failure).
+    pub fn last_request(&self) -> Option<Time> {
+        self.last_request
+    }
+
+    /// The hold set by [`RefreshSchedule::hold`] (`Time::ZERO`: none).
+    pub fn hold_until(&self) -> Time {
+        self.hold_until
+    }
+
+    /// True when the minimum interval and the hold let a request through.
+    pub fn allowed(&self, now: Time, min_interval: Time) -> bool {
+        now >= self.hold_until
+            && self
+                .last_request
+                .map(|t| now >= t + min_interval)
+                .unwrap_or(true)
+    }
+
+    /// True when a request is due now and allowed.
+    pub fn due(&self, now: Time, min_interval: Time) -> bool {
+        now >= self.next_refresh && self.allowed(now, min_interval)
+    }
+
+    /// When a request will be due and allowed.
+    pub fn next_wakeup(&self, min_interval: Time) -> Time {
+        self.last_request
+            .map(|t| t + min_interval)
+            .unwrap_or(self.next_refresh)
+            .max(self.next_refresh)
+            .max(self.hold_until)
+    }
+
+    /// A request was sent at `now`.
+    pub fn sent(&mut self, now: Time) {
+        self.last_request = Some(now);
+    }
+
+    /// An answer arrived at `now`: ask again after `retry` unless
+    /// [`RefreshSchedule::granted`] follows (a resource the answer left out
+    /// keeps this).
+    pub fn answered(&mut self, now: Time, retry: Time) {
+        self.next_refresh = now + retry;
+    }
+
+    /// The answer granted `lease`: ask again at its refresh interval.
+    pub fn granted(&mut self, now: Time, lease: &Lease) {
+        self.next_refresh = now + lease.refresh_period();
+    }
+
+    /// The request failed at `now`: retry after `backoff`, never later than
+    /// the `last` lease's refresh interval, and let the retry through the
+    /// minimum interval.
+    pub fn failed(&mut self, now: Time, last: Option<&Lease>, backoff: Time) {
+        self.next_refresh = now + Lease::retry_delay(last, backoff);
+        self.last_request = None;
+    }
+
+    /// The demand moved: due at once (when the hold and the minimum
+    /// interval allow). Returns true when that is earlier than planned.
+    pub fn expedite(&mut self, now: Time) -> bool {
+        let at = now.max(self.hold_until);
+        if self.next_refresh > at {
+            self.next_refresh = at;
+            return true;
+        }
+        false
+    }
+
+    /// Sends nothing before `until` (a hold only ever grows).
+    pub fn hold(&mut self, until: Time) {
+        self.hold_until = self.hold_until.max(until);
+        self.next_refresh = self.next_refresh.max(self.hold_until);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: Time = Time::secs(1);
+
+    fn t(s: i64) -> Time {
+        Time::from_secs(1_000 + s)
+    }
+
+    fn lease(refresh: i64) -> Lease {
+        Lease {
+            capacity: 1.0,
+            expiry: t(60),
+            refresh_interval: refresh,
+        }
+    }
+
+    #[test]
+    fn new_is_due_then_waits_for_the_refresh_interval() {
+        let mut s = RefreshSchedule::new(t(0));
+        assert!(s.due(t(0), MIN));
+        s.sent(t(0));
+        assert!(!s.due(t(0), MIN));
+        s.answered(t(0), Time::secs(5));
+        s.granted(t(0), &lease(8));
+        assert_eq!(s.next_wakeup(MIN), t(8));
+        assert!(!s.due(t(7), MIN) && s.due(t(8), MIN));
+    }
+
+    #[test]
+    fn failures_retry_within_the_refresh_interval_and_bypass_the_minimum() {
+        let mut s = RefreshSchedule::new(t(0));
+        s.sent(t(0));
+        s.failed(t(0), Some(&lease(4)), Time::secs(30));
+        assert_eq!(s.next_wakeup(MIN), t(4));
+        s.failed(t(0), None, Time::from_millis(100));
+        assert!(s.due(t(0) + Time::from_millis(100), MIN));
+    }
+
+    #[test]
+    fn expedite_respects_the_minimum_interval_and_the_hold() {
+        let mut s = RefreshSchedule::new(t(0));
+        s.sent(t(0));
+        s.granted(t(0), &lease(10));
+        assert!(s.expedite(t(0)));
+        assert!(!s.due(t(0), MIN), "the minimum interval still applies");
+        assert_eq!(s.next_wakeup(MIN), t(1));
+        assert!(!s.expedite(t(0)), "already due");
+        s.hold(t(5));
+        assert_eq!(s.next_wakeup(MIN), t(5));
+        assert!(!s.due(t(4), MIN) && s.due(t(5), MIN));
+        s.hold(t(2));
+        assert_eq!(s.hold_until(), t(5), "a hold never shrinks");
+    }
+}

@@ -1,0 +1,313 @@
+//! The lease server's core: a synchronous state machine that never reads a
+//! clock, sleeps or touches a socket. Every entry point takes `now`.
+//!
+//! It owns the per-resource state, mastership (from the core's point of
+//! view: am I master, since when, who is), learning mode, cleanup and the
+//! current config. The gRPC service, the election task and the config
+//! watcher are thin adapters that call it with the real time; tests and the
+//! simulation call it with virtual time.
+//!
+//! Must not: do I/O, read the clock, or panic on anything a request or a
+//! config can contain.
+
+mod index;
+mod request;
+mod resource;
+mod status;
+mod upstream;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use doorman_algorithms::{Lease, Time};
+
+pub use request::{CapacityRequest, Decision, Grant, NotMaster, ResourceAsk, Who};
+use resource::{Context, Resource};
+pub use status::{BandStatus, LeaseStatus, ResourceStatus, Status, TemplateStatus, UpstreamStatus};
+pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
+
+use crate::config::{AlgorithmConfig, Config};
+
+/// Where a server's capacity comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    /// The root: capacity from the config.
+    #[default]
+    Root,
+    /// Below the root: capacity leased from a parent.
+    Intermediate,
+}
+
+/// Settings of a core.
+#[derive(Debug, Clone)]
+pub struct CoreOptions {
+    /// Root or intermediate.
+    pub role: Role,
+    /// This server's id: what Discovery returns as the master address.
+    pub server_id: String,
+    /// A repeat request from the same requester for the same resource
+    /// inside this interval gets the lease it holds without a new decision
+    /// (`Time::ZERO` disables).
+    pub min_request_interval: Time,
+}
+
+impl Default for CoreOptions {
+    fn default() -> Self {
+        CoreOptions {
+            role: Role::Root,
+            server_id: "doorman".into(),
+            min_request_interval: Time::secs(1),
+        }
+    }
+}
+
+/// Counters the core keeps (exported as metrics by the adapters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Resource requests no template matched.
+    pub unmatched_requests: u64,
+    /// Leases removed because they expired.
+    pub expired_leases: u64,
+}
+
+/// The lease server core.
+#[derive(Debug)]
+pub struct ServerCore {
+    opts: CoreOptions,
+    config: Arc<Config>,
+    resources: HashMap<String, Resource>,
+    is_master: bool,
+    master_address: Option<String>,
+    master_since: Time,
+    counters: Counters,
+    upstream_wake: bool,
+}
+
+impl ServerCore {
+    /// A core that is not (yet) master. Call [`ServerCore::become_master`]
+    /// when the election is won (at once for a standalone server).
+    pub fn new(opts: CoreOptions, config: Arc<Config>) -> Self {
+        ServerCore {
+            opts,
+            config,
+            resources: HashMap::new(),
+            is_master: false,
+            master_address: None,
+            master_since: Time::ZERO,
+            counters: Counters::default(),
+            upstream_wake: false,
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &CoreOptions {
+        &self.opts
+    }
+
+    /// The running config.
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// True when this server is the master.
+    pub fn is_master(&self) -> bool {
+        self.is_master
+    }
+
+    /// The master's address as far as this server knows (its own id when
+    /// it is the master).
+    pub fn master_address(&self) -> Option<&str> {
+        if self.is_master {
+            Some(&self.opts.server_id)
+        } else {
+            self.master_address.as_deref()
+        }
+    }
+
+    /// This server won the election at `now`: fresh empty state, learning
+    /// mode starts for every resource.
+    pub fn become_master(&mut self, now: Time) {
+        self.resources.clear();
+        self.is_master = true;
+        self.master_address = None;
+        self.master_since = now;
+    }
+
+    /// This server is not (or no longer) the master: drop all lease state
+    /// and redirect to `master` (unknown if `None`).
+    pub fn step_down(&mut self, master: Option<String>) {
+        self.resources.clear();
+        self.is_master = false;
+        self.master_address = master;
+    }
+
+    /// The master changed while this server is not master.
+    pub fn set_master_address(&mut self, master: Option<String>) {
+        if !self.is_master {
+            self.master_address = master;
+        }
+    }
+
+    fn not_master(&self) -> NotMaster {
+        NotMaster {
+            master_address: self.master_address.clone(),
+        }
+    }
+
+    /// Replaces the config (already validated). Leases and learning end
+    /// times survive; resources re-bind to their new templates; a resource
+    /// no template matches any more is dropped (it is served as unmatched).
+    pub fn replace_config(&mut self, config: Arc<Config>) {
+        if self.is_intermediate() {
+            // Resources come from the parent; the local config only narrows.
+            // The capacity is re-derived at each request.
+            for (id, r) in self.resources.iter_mut() {
+                if let Some(u) = r.upstream.as_mut() {
+                    u.local = config.find(id).cloned();
+                }
+                r.rebind_upstream(id);
+            }
+            self.config = config;
+            return;
+        }
+        self.resources.retain(|id, r| match config.find(id) {
+            Some(t) => {
+                let capacity = t.capacity;
+                r.rebind(t.clone());
+                r.set_capacity(capacity);
+                true
+            }
+            None => false,
+        });
+        self.config = config;
+    }
+
+    /// GetCapacity / GetServerCapacity: for each resource, clean up, record
+    /// the request, decide (learning mode or algorithm) and answer.
+    pub fn get_capacity(
+        &mut self,
+        now: Time,
+        req: &CapacityRequest,
+    ) -> Result<Vec<Grant>, NotMaster> {
+        if !self.is_master {
+            return Err(self.not_master());
+        }
+        let mut out = Vec::with_capacity(req.resources.len());
+        for ask in &req.resources {
+            out.push(self.one(now, &req.who, ask));
+        }
+        Ok(out)
+    }
+
+    fn one(&mut self, now: Time, who: &Who, ask: &request::ResourceAsk) -> Grant {
+        let cx = Context {
+            now,
+            min_request_interval: self.opts.min_request_interval,
+            master_since: self.master_since,
+        };
+        let resource = match self.resources.get_mut(&ask.resource_id) {
+            Some(r) => r,
+            None if self.opts.role == Role::Intermediate => {
+                let local = self.config.find(&ask.resource_id).cloned();
+                let r = Resource::new_intermediate(&ask.resource_id, local, self.master_since, now);
+                self.resources.entry(ask.resource_id.clone()).or_insert(r)
+            }
+            None => {
+                let Some(template) = self.config.find(&ask.resource_id).cloned() else {
+                    return self.unmatched(now, who, ask);
+                };
+                let learning_until =
+                    self.master_since + Time::secs(template.algorithm.learning_mode_duration);
+                let capacity = template.capacity;
+                self.resources
+                    .entry(ask.resource_id.clone())
+                    .or_insert_with(|| Resource::new(template, capacity, learning_until))
+            }
+        };
+        self.counters.expired_leases += resource.expire(now) as u64;
+        // An intermediate resource without requesters (new, or all gone) is
+        // not being renewed upstream: ask at once.
+        if resource.upstream.is_some() && resource.shares.is_empty() {
+            self.upstream_wake = true;
+        }
+        resource.sync_capacity(now);
+        let grant = resource.request(&cx, who, ask);
+        let learning = resource.in_learning(now);
+        if let Some(u) = resource.upstream.as_mut() {
+            let wants = resource.shares.totals().wants;
+            if u.demand_moved(now, wants, learning) && u.schedule.expedite(now) {
+                self.upstream_wake = true;
+            }
+        }
+        grant
+    }
+
+    fn unmatched(&mut self, now: Time, who: &Who, ask: &request::ResourceAsk) -> Grant {
+        self.counters.unmatched_requests += 1;
+        tracing::warn!(
+            resource = %ask.resource_id, %who,
+            "no template matches this resource; granting what was asked for"
+        );
+        let algorithm = AlgorithmConfig::unmatched();
+        let wants: f64 = ask.demands.iter().map(|d| d.wants()).sum();
+        Grant {
+            resource_id: ask.resource_id.clone(),
+            lease: algorithm.terms().lease(now, 0, None, wants),
+            safe_capacity: wants,
+            algorithm,
+            algorithm_known: true,
+            decision: Decision::Unmatched,
+        }
+    }
+
+    /// ReleaseCapacity: forget the requester's leases on these resources.
+    /// Returns how many leases were forgotten.
+    pub fn release(&mut self, who: &Who, resource_ids: &[String]) -> Result<usize, NotMaster> {
+        if !self.is_master {
+            return Err(self.not_master());
+        }
+        let mut n = 0;
+        for id in resource_ids {
+            if let Some(r) = self.resources.get_mut(id) {
+                n += usize::from(r.release(who));
+            }
+        }
+        Ok(n)
+    }
+
+    /// Periodic cleanup: forget expired leases everywhere and drop resources
+    /// with no leases left and no learning mode, so memory follows live
+    /// leases. O(resources + expired).
+    pub fn cleanup(&mut self, now: Time) {
+        let mut expired = 0;
+        self.resources.retain(|_, r| {
+            expired += r.expire(now);
+            !r.shares.is_empty() || r.in_learning(now)
+        });
+        self.counters.expired_leases += expired as u64;
+    }
+
+    /// Number of resources with state.
+    pub fn resource_count(&self) -> usize {
+        self.resources.len()
+    }
+
+    /// Number of live leases over all resources.
+    pub fn lease_count(&self) -> usize {
+        self.resources.values().map(|r| r.shares.len()).sum()
+    }
+
+    /// The current lease of a requester, if any (for tests and tools).
+    pub fn lease_of(&self, resource_id: &str, who: &Who) -> Option<Lease> {
+        let r = self.resources.get(resource_id)?;
+        r.held_lease(r.index.get(&r.shares, who)?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,244 @@
+//! A serialisable snapshot of the core for the status page, the JSON API
+//! and metrics. Taking it is O(resources + leases shown).
+
+use serde::Serialize;
+
+use doorman_algorithms::Time;
+
+use super::ServerCore;
+
+/// The whole server.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// This server's id.
+    pub server_id: String,
+    /// Is it the master?
+    pub is_master: bool,
+    /// The master's address, if known.
+    pub master_address: Option<String>,
+    /// When it became master (seconds since epoch), if it is.
+    pub master_since: Option<f64>,
+    /// When the snapshot was taken (seconds since epoch).
+    pub now: f64,
+    /// "root" or "intermediate".
+    pub role: &'static str,
+    /// Where the config came from.
+    pub config_source: String,
+    /// The config's one-line summary.
+    pub config_summary: String,
+    /// The templates in file order.
+    pub templates: Vec<TemplateStatus>,
+    /// Resources with state.
+    pub resources: Vec<ResourceStatus>,
+    /// Requests for resources no template matched.
+    pub unmatched_requests: u64,
+    /// Live leases over all resources.
+    pub leases: usize,
+}
+
+/// One template.
+#[derive(Debug, Clone, Serialize)]
+pub struct TemplateStatus {
+    /// Its glob.
+    pub identifier_glob: String,
+    /// Its capacity.
+    pub capacity: f64,
+    /// Configured safe capacity.
+    pub safe_capacity: Option<f64>,
+    /// Algorithm kind.
+    pub kind: String,
+    /// Lease length, s.
+    pub lease_length: i64,
+    /// Refresh interval at the root, s.
+    pub refresh_interval: i64,
+    /// Learning mode duration, s.
+    pub learning_mode_duration: i64,
+    /// Description.
+    pub description: Option<String>,
+}
+
+/// One resource.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceStatus {
+    /// Its id.
+    pub id: String,
+    /// The template it matched.
+    pub template: String,
+    /// Algorithm kind.
+    pub kind: String,
+    /// Capacity being shared.
+    pub capacity: f64,
+    /// Safe capacity sent to clients.
+    pub safe_capacity: f64,
+    /// In learning mode?
+    pub learning: bool,
+    /// Seconds of learning mode left.
+    pub learning_remaining: f64,
+    /// Number of requesters with a lease.
+    pub requesters: usize,
+    /// Σ subclients.
+    pub subclients: f64,
+    /// Σ wants.
+    pub wants: f64,
+    /// Σ has (capacity handed out).
+    pub has: f64,
+    /// Per band, highest first.
+    pub bands: Vec<BandStatus>,
+    /// Per requester (at most the number asked for).
+    pub leases: Vec<LeaseStatus>,
+    /// True when `leases` was cut short.
+    pub leases_truncated: bool,
+    /// Intermediate servers: the lease from the parent.
+    pub upstream: Option<UpstreamStatus>,
+}
+
+/// An intermediate server's lease on a resource from its parent.
+#[derive(Debug, Clone, Serialize)]
+pub struct UpstreamStatus {
+    /// Capacity granted by the parent (before local narrowing).
+    pub capacity: f64,
+    /// Seconds until it expires (negative: expired; absent: none yet).
+    pub expires_in: Option<f64>,
+    /// Refresh interval of that lease, s.
+    pub refresh_interval: Option<i64>,
+    /// True once the parent has sent the algorithm.
+    pub algorithm_from_parent: bool,
+}
+
+/// One priority band of a resource.
+#[derive(Debug, Clone, Serialize)]
+pub struct BandStatus {
+    /// Priority.
+    pub priority: i64,
+    /// Demands in the band.
+    pub demands: usize,
+    /// Σ subclients.
+    pub subclients: f64,
+    /// Σ wants.
+    pub wants: f64,
+}
+
+/// One requester's lease on a resource.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaseStatus {
+    /// "client" or "server".
+    pub kind: &'static str,
+    /// Its id.
+    pub id: String,
+    /// Capacity held.
+    pub has: f64,
+    /// Σ wants.
+    pub wants: f64,
+    /// Its steady-state target.
+    pub target: f64,
+    /// Σ subclients.
+    pub subclients: f64,
+    /// Highest priority among its bands.
+    pub priority: i64,
+    /// Seconds until the lease expires.
+    pub expires_in: f64,
+    /// Seconds since its last request.
+    pub last_request_ago: f64,
+    /// For servers: what they report having handed out.
+    pub outstanding: Option<f64>,
+}
+
+impl ServerCore {
+    /// A snapshot, listing at most `max_leases` leases per resource.
+    pub fn status(&mut self, now: Time, max_leases: usize) -> Status {
+        let mut resources: Vec<ResourceStatus> = self
+            .resources
+            .iter_mut()
+            .map(|(id, r)| {
+                let totals = r.shares.totals();
+                let bands = r
+                    .shares
+                    .bands()
+                    .into_iter()
+                    .map(|b| BandStatus {
+                        priority: b.priority,
+                        demands: b.demands,
+                        subclients: b.subclients,
+                        wants: b.wants,
+                    })
+                    .collect();
+                let ids: Vec<_> = r.shares.ids().take(max_leases).collect();
+                let mut leases = Vec::with_capacity(ids.len());
+                for rid in ids {
+                    let target = r.shares.target(rid);
+                    let demands = r.shares.demands(rid);
+                    let Some(rec) = r.shares.get(rid) else {
+                        continue;
+                    };
+                    leases.push(LeaseStatus {
+                        kind: rec.who.kind(),
+                        id: rec.who.id().to_string(),
+                        has: r.shares.has(rid),
+                        wants: demands.iter().map(|d| d.2).sum(),
+                        target,
+                        subclients: demands.iter().map(|d| d.1).sum(),
+                        priority: demands.first().map(|d| d.0).unwrap_or(0),
+                        expires_in: (rec.expiry - now).as_secs_f64(),
+                        last_request_ago: (now - rec.last_request).as_secs_f64(),
+                        outstanding: rec.outstanding(),
+                    });
+                }
+                ResourceStatus {
+                    id: id.clone(),
+                    template: r.template.identifier_glob.clone(),
+                    kind: r.template.algorithm.kind.to_string(),
+                    capacity: r.shares.capacity(),
+                    safe_capacity: r.shares.safe_capacity(r.template.safe_capacity),
+                    learning: r.in_learning(now),
+                    learning_remaining: (r.learning_until - now).as_secs_f64().max(0.0),
+                    requesters: totals.requesters,
+                    subclients: totals.subclients,
+                    wants: totals.wants,
+                    has: totals.has,
+                    bands,
+                    leases_truncated: totals.requesters > leases.len(),
+                    leases,
+                    upstream: r.upstream.as_ref().map(|u| UpstreamStatus {
+                        capacity: u.lease.map(|l| l.capacity).unwrap_or(0.0),
+                        expires_in: u.lease.map(|l| (l.expiry - now).as_secs_f64()),
+                        refresh_interval: u.lease.map(|l| l.refresh_interval),
+                        algorithm_from_parent: u.parent_algorithm.is_some(),
+                    }),
+                }
+            })
+            .collect();
+        resources.sort_by(|a, b| a.id.cmp(&b.id));
+        let templates = self
+            .config
+            .templates()
+            .iter()
+            .map(|t| TemplateStatus {
+                identifier_glob: t.identifier_glob.clone(),
+                capacity: t.capacity,
+                safe_capacity: t.safe_capacity,
+                kind: t.algorithm.kind.to_string(),
+                lease_length: t.algorithm.lease_length,
+                refresh_interval: t.algorithm.refresh_interval,
+                learning_mode_duration: t.algorithm.learning_mode_duration,
+                description: t.description.clone(),
+            })
+            .collect();
+        Status {
+            server_id: self.opts.server_id.clone(),
+            is_master: self.is_master,
+            master_address: self.master_address().map(str::to_string),
+            master_since: self.is_master.then(|| self.master_since.as_secs_f64()),
+            now: now.as_secs_f64(),
+            role: match self.opts.role {
+                super::Role::Root => "root",
+                super::Role::Intermediate => "intermediate",
+            },
+            config_source: self.config.source().to_string(),
+            config_summary: self.config.summary(),
+            templates,
+            leases: resources.iter().map(|r| r.requesters).sum(),
+            resources,
+            unmatched_requests: self.counters.unmatched_requests,
+        }
+    }
+}

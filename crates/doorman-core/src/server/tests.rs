@@ -1,0 +1,728 @@
+//! Core unit tests: explicit times, no sleeping.
+
+use super::*;
+use doorman_algorithms::{Amount, Demand};
+
+const CFG: &str = r#"
+[[resources]]
+identifier_glob = "fair"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 60
+refresh_interval = 10
+learning_mode_duration = 30
+
+[[resources]]
+identifier_glob = "nolearn*"
+capacity = 100
+safe_capacity = 3
+[resources.algorithm]
+kind = "PROPORTIONAL_SHARE"
+lease_length = 20
+refresh_interval = 8
+learning_mode_duration = 0
+parameters = { decay_factor = "0.5" }
+
+[[resources]]
+identifier_glob = "db/*"
+capacity = 10
+[resources.algorithm]
+kind = "STATIC"
+lease_length = 20
+refresh_interval = 5
+learning_mode_duration = 0
+"#;
+
+fn t(s: i64) -> Time {
+    Time::from_secs(1_000_000 + s)
+}
+
+fn core_with(min_interval: i64) -> ServerCore {
+    let cfg = Arc::new(Config::parse(CFG, "test.toml").unwrap());
+    let mut c = ServerCore::new(
+        CoreOptions {
+            role: Role::Root,
+            server_id: "me:1".into(),
+            min_request_interval: Time::secs(min_interval),
+        },
+        cfg,
+    );
+    c.become_master(t(0));
+    c
+}
+
+fn client(id: &str) -> Who {
+    Who::Client(Arc::from(id))
+}
+
+fn ask(resource: &str, wants: f64, has: Option<f64>) -> ResourceAsk {
+    ResourceAsk {
+        resource_id: resource.into(),
+        demands: vec![Demand::client(0, Amount::new("w", wants).unwrap())],
+        claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
+        claimed_refresh: has.map(|_| 4),
+        outstanding: None,
+    }
+}
+
+fn get(c: &mut ServerCore, now: Time, who: &str, a: ResourceAsk) -> Grant {
+    let req = CapacityRequest {
+        who: client(who),
+        resources: vec![a],
+    };
+    c.get_capacity(now, &req).unwrap().remove(0)
+}
+
+#[test]
+fn learning_mode_echoes_claims_then_runs_the_algorithm() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "a", ask("fair", 80.0, Some(70.0)));
+    assert_eq!((g.lease.capacity, g.decision), (70.0, Decision::Learning));
+    let g = get(&mut c, t(2), "b", ask("fair", 80.0, None));
+    assert_eq!(g.lease.capacity, 0.0, "a newcomer gets 0 while learning");
+    // Learning lasts 30 s from becoming master (t=0); leases are not cleaned meanwhile.
+    let g = get(&mut c, t(29), "b", ask("fair", 80.0, None));
+    assert_eq!(g.decision, Decision::Learning);
+    // After it ends the algorithm runs: b's fair share is 50 but only 30 is free.
+    let g = get(&mut c, t(30), "b", ask("fair", 80.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (30.0, Decision::Algorithm));
+    let g = get(&mut c, t(31), "a", ask("fair", 80.0, Some(70.0)));
+    assert_eq!(g.lease.capacity, 50.0);
+    let g = get(&mut c, t(32), "b", ask("fair", 80.0, Some(30.0)));
+    assert_eq!(g.lease.capacity, 50.0);
+}
+
+#[test]
+fn learning_grant_never_exceeds_capacity() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "a", ask("fair", 80.0, Some(1e9)));
+    assert_eq!(g.lease.capacity, 100.0);
+}
+
+#[test]
+fn a_new_master_starts_learning_again_with_empty_state() {
+    let mut c = core_with(0);
+    get(&mut c, t(40), "a", ask("fair", 80.0, None));
+    assert_eq!(c.lease_count(), 1);
+    c.step_down(Some("other:2".into()));
+    assert_eq!(c.lease_count(), 0);
+    let req = CapacityRequest {
+        who: client("a"),
+        resources: vec![ask("fair", 1.0, None)],
+    };
+    assert_eq!(
+        c.get_capacity(t(41), &req),
+        Err(NotMaster {
+            master_address: Some("other:2".into())
+        })
+    );
+    assert_eq!(c.master_address(), Some("other:2"));
+    c.become_master(t(100));
+    assert_eq!(c.master_address(), Some("me:1"));
+    let g = get(&mut c, t(101), "a", ask("fair", 80.0, Some(42.0)));
+    assert_eq!((g.lease.capacity, g.decision), (42.0, Decision::Learning));
+}
+
+#[test]
+fn lease_terms_and_safe_capacity() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(5), "a", ask("nolearn-1", 30.0, None));
+    assert_eq!(g.lease.capacity, 30.0);
+    assert_eq!(g.lease.expiry, t(25));
+    assert_eq!(g.lease.refresh_interval, 8);
+    assert_eq!(g.safe_capacity, 3.0, "configured safe capacity");
+    let g = get(&mut c, t(31), "a", ask("fair", 30.0, None));
+    assert_eq!(g.safe_capacity, 100.0, "dynamic: capacity / Σ subclients");
+    get(&mut c, t(31), "b", ask("fair", 30.0, None));
+    let g = get(&mut c, t(32), "c", ask("fair", 30.0, None));
+    assert!((g.safe_capacity - 100.0 / 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn repeat_requests_inside_the_interval_get_the_same_lease() {
+    let mut c = core_with(5);
+    let g1 = get(&mut c, t(1), "a", ask("nolearn", 30.0, None));
+    let g2 = get(&mut c, t(3), "a", ask("nolearn", 90.0, None));
+    assert_eq!(g2.decision, Decision::Repeat);
+    assert_eq!(g2.lease, g1.lease);
+    // Wants were not recorded either.
+    assert_eq!(c.status(t(3), 10).resources[0].wants, 30.0);
+    let g3 = get(&mut c, t(6), "a", ask("nolearn", 90.0, None));
+    assert_eq!(
+        (g3.decision, g3.lease.capacity),
+        (Decision::Algorithm, 90.0)
+    );
+}
+
+#[test]
+fn expired_leases_are_forgotten_and_capacity_reused() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 100.0, None));
+    assert_eq!(
+        get(&mut c, t(2), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        0.0
+    );
+    // a's lease (20 s) expires at t=21; b then gets everything.
+    assert_eq!(
+        get(&mut c, t(20), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        0.0
+    );
+    assert_eq!(
+        get(&mut c, t(21), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        100.0
+    );
+    assert_eq!(c.counters().expired_leases, 1);
+    assert!(c.lease_of("nolearn", &client("a")).is_none());
+}
+
+#[test]
+fn cleanup_drops_empty_resources_but_not_learning_ones() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("fair", 10.0, None));
+    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    assert_eq!(c.resource_count(), 2);
+    c.cleanup(t(25));
+    assert_eq!(
+        c.resource_count(),
+        1,
+        "nolearn expired at 21; fair is learning until 30"
+    );
+    c.cleanup(t(29));
+    assert_eq!(c.resource_count(), 1);
+    // The learning-mode lease (60 s from t=1) still holds after learning ends.
+    c.cleanup(t(60));
+    assert_eq!(c.lease_count(), 1);
+    c.cleanup(t(61));
+    assert_eq!(c.resource_count(), 0);
+    assert_eq!(c.lease_count(), 0);
+}
+
+#[test]
+fn release_forgets_the_lease() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 100.0, None));
+    assert_eq!(
+        c.release(&client("a"), &["nolearn".into(), "unknown".into()]),
+        Ok(1)
+    );
+    assert_eq!(
+        get(&mut c, t(2), "b", ask("nolearn", 100.0, None))
+            .lease
+            .capacity,
+        100.0
+    );
+    assert_eq!(c.release(&client("zzz"), &["nolearn".into()]), Ok(0));
+}
+
+#[test]
+fn unmatched_resources_get_what_they_want_for_60s() {
+    let cfg = Arc::new(
+        Config::parse(
+            "[[resources]]\nidentifier_glob = \"x\"\ncapacity = 1\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 5\nrefresh_interval = 1\n",
+            "t",
+        )
+        .unwrap(),
+    );
+    let mut c = ServerCore::new(CoreOptions::default(), cfg);
+    c.become_master(t(0));
+    let g = get(&mut c, t(1), "a", ask("nothing/matches", 1234.5, None));
+    assert_eq!(g.decision, Decision::Unmatched);
+    assert_eq!(g.lease.capacity, 1234.5);
+    assert_eq!(g.lease.expiry, t(61));
+    assert_eq!(c.counters().unmatched_requests, 1);
+    assert_eq!(
+        c.resource_count(),
+        0,
+        "no state is kept for unmatched resources"
+    );
+}
+
+#[test]
+fn templates_exact_first_then_globs_in_order() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "a", ask("db/x", 50.0, None));
+    assert_eq!(g.lease.capacity, 10.0, "STATIC cap from db/*");
+    let s = c.status(t(1), 10);
+    assert_eq!(s.resources[0].template, "db/*");
+}
+
+#[test]
+fn config_replacement_keeps_leases_and_rebinds() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 60.0, None));
+    get(&mut c, t(1), "a", ask("fair", 60.0, Some(60.0)));
+    let new = CFG.replace(
+        "capacity = 100\nsafe_capacity = 3",
+        "capacity = 40\nsafe_capacity = 3",
+    );
+    c.replace_config(Arc::new(Config::parse(&new, "new.toml").unwrap()));
+    // The lease survived; the new capacity applies at the next decision.
+    assert_eq!(c.lease_of("nolearn", &client("a")).unwrap().capacity, 60.0);
+    assert_eq!(
+        get(&mut c, t(2), "a", ask("nolearn", 60.0, None))
+            .lease
+            .capacity,
+        40.0
+    );
+    // Learning end time kept: still learning at t=29.
+    assert_eq!(
+        get(&mut c, t(29), "a", ask("fair", 60.0, Some(60.0))).decision,
+        Decision::Learning
+    );
+    // A config that drops a template drops that resource's state.
+    let only_db = "[[resources]]\nidentifier_glob = \"db/*\"\ncapacity = 10\n[resources.algorithm]\nkind = \"STATIC\"\nlease_length = 20\nrefresh_interval = 5\n";
+    c.replace_config(Arc::new(Config::parse(only_db, "db.toml").unwrap()));
+    assert_eq!(c.resource_count(), 0);
+}
+
+#[test]
+fn downstream_servers_are_weighted_by_their_bands() {
+    let mut c = core_with(0);
+    let server = |id: &str, bands: &[(i64, i64, f64)]| CapacityRequest {
+        who: Who::Server(Arc::from(id)),
+        resources: vec![ResourceAsk {
+            resource_id: "nolearn".into(),
+            demands: bands
+                .iter()
+                .map(|b| Demand::new(b.0, b.1, b.2).unwrap())
+                .collect(),
+            claimed_has: None,
+            claimed_refresh: None,
+            outstanding: Some(Amount::new("o", 1.0).unwrap()),
+        }],
+    };
+    let one = server("leaf1", &[(0, 1, 100.0)]);
+    let three = server("leaf2", &[(0, 3, 300.0)]);
+    for now in [1, 2, 3] {
+        c.get_capacity(t(now), &one).unwrap();
+        c.get_capacity(t(now), &three).unwrap();
+    }
+    let g1 = c.get_capacity(t(4), &one).unwrap().remove(0);
+    let g3 = c.get_capacity(t(4), &three).unwrap().remove(0);
+    assert_eq!((g1.lease.capacity, g3.lease.capacity), (25.0, 75.0));
+    assert_eq!(
+        g1.algorithm.kind,
+        doorman_algorithms::Kind::ProportionalShare
+    );
+    // A client and a server with the same id are different requesters.
+    get(&mut c, t(5), "leaf1", ask("nolearn", 1.0, None));
+    assert_eq!(c.lease_count(), 3);
+}
+
+/// GetServerCapacity from the node "region-1" (5 clients) for "nolearn".
+fn region(wants: f64, has: Option<f64>) -> CapacityRequest {
+    CapacityRequest {
+        who: Who::Server(Arc::from("region-1")),
+        resources: vec![ResourceAsk {
+            demands: vec![Demand::new(0, 5, wants).unwrap()],
+            ..ask("nolearn", wants, has)
+        }],
+    }
+}
+
+#[test]
+fn a_new_master_of_a_downstream_node_inherits_its_predecessors_lease() {
+    let mut c = core_with(0);
+    let g = c.get_capacity(t(1), &region(60.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 60.0);
+    let g = c
+        .get_capacity(t(5), &region(60.0, Some(60.0)))
+        .unwrap()
+        .remove(0);
+    assert_eq!(g.lease.capacity, 60.0);
+    get(&mut c, t(6), "other", ask("nolearn", 100.0, None));
+    // The node's master fails over: the new one has heard from few
+    // requesters yet and claims no lease.
+    let g = c.get_capacity(t(7), &region(10.0, None)).unwrap().remove(0);
+    assert_eq!(
+        g.lease.capacity, 60.0,
+        "the predecessor's 60 are still sub-leased below"
+    );
+    let totals = c.status(t(7), 0).resources[0].has;
+    assert_eq!(totals, 100.0, "Σ has unchanged: 60 + 40");
+    // Its answer was lost; it asks again, still without a claim.
+    let g = c.get_capacity(t(7), &region(10.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 60.0, "still inherited");
+    // Once it claims its lease, the algorithm applies as usual.
+    let g = c
+        .get_capacity(t(8), &region(10.0, Some(60.0)))
+        .unwrap()
+        .remove(0);
+    assert_eq!(g.lease.capacity, 10.0);
+    // An expired lease is forgotten, so nothing is inherited.
+    let g = c.get_capacity(t(40), &region(5.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 5.0);
+}
+
+#[test]
+fn an_inherited_lease_never_exceeds_what_the_others_leave_free() {
+    let mut c = core_with(0);
+    c.get_capacity(t(1), &region(60.0, None)).unwrap();
+    c.get_capacity(t(2), &region(60.0, Some(60.0))).unwrap();
+    get(&mut c, t(3), "other", ask("nolearn", 40.0, None));
+    // The capacity shrinks from 100 to 70 while 60 + 40 are out.
+    let smaller = CFG.replacen(
+        "capacity = 100\nsafe_capacity = 3",
+        "capacity = 70\nsafe_capacity = 3",
+        1,
+    );
+    assert_ne!(smaller, CFG);
+    c.replace_config(Arc::new(Config::parse(&smaller, "test.toml").unwrap()));
+    let g = c.get_capacity(t(4), &region(10.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.capacity, 30.0, "70 − the other's 40, not 60");
+    assert!(c.status(t(4), 0).resources[0].has <= 70.0);
+}
+
+#[test]
+fn status_snapshot_lists_resources_and_leases() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    get(&mut c, t(1), "b", ask("nolearn", 20.0, None));
+    let s = c.status(t(2), 1);
+    assert!(s.is_master);
+    assert_eq!(s.leases, 2);
+    let r = &s.resources[0];
+    assert_eq!((r.requesters, r.has, r.wants), (2, 30.0, 30.0));
+    assert_eq!(r.leases.len(), 1);
+    assert!(r.leases_truncated);
+    assert_eq!(r.leases[0].expires_in, 19.0);
+}
+
+mod intermediate {
+    use super::*;
+    use crate::limits::{MAX_AMOUNT, MAX_BANDS};
+    use crate::server::{UpstreamGrant, PENDING_LEARNING};
+
+    fn leaf(local: Option<&str>) -> ServerCore {
+        let cfg = match local {
+            Some(text) => Arc::new(Config::parse(text, "local.toml").unwrap()),
+            None => Arc::new(Config::empty()),
+        };
+        let mut c = ServerCore::new(
+            CoreOptions {
+                role: Role::Intermediate,
+                server_id: "leaf:1".into(),
+                min_request_interval: Time::ZERO,
+            },
+            cfg,
+        );
+        c.become_master(t(0));
+        c
+    }
+
+    fn parent_grant(cap: f64, expiry: i64, refresh: i64, learning: i64) -> UpstreamGrant {
+        UpstreamGrant {
+            resource_id: "r".into(),
+            lease: doorman_algorithms::Lease {
+                capacity: cap,
+                expiry: t(expiry),
+                refresh_interval: refresh,
+            },
+            algorithm: Some(crate::config::AlgorithmConfig {
+                kind: doorman_algorithms::Kind::FairShare,
+                lease_length: 60,
+                refresh_interval: 16,
+                learning_mode_duration: learning,
+                decay_factor: 0.5,
+                parameters: vec![],
+            }),
+            safe_capacity: Some(4.0),
+        }
+    }
+
+    fn band_ask(prio: i64, wants: f64) -> ResourceAsk {
+        ResourceAsk {
+            resource_id: "r".into(),
+            demands: vec![Demand::client(prio, Amount::new("w", wants).unwrap())],
+            claimed_has: None,
+            claimed_refresh: None,
+            outstanding: None,
+        }
+    }
+
+    #[test]
+    fn a_new_resource_is_pending_and_asked_for_at_once() {
+        let mut c = leaf(None);
+        let g = get(&mut c, t(1), "a", ask("r", 30.0, Some(12.0)));
+        assert_eq!(
+            (g.lease.capacity, g.decision),
+            (12.0, Decision::Learning),
+            "claims echoed while pending"
+        );
+        assert!(
+            !g.algorithm_known,
+            "no placeholder algorithm is sent downstream"
+        );
+        assert_eq!(
+            g.lease.expiry,
+            t(0) + PENDING_LEARNING,
+            "echoed leases end with learning"
+        );
+        assert!(c.take_upstream_wake());
+        assert!(!c.take_upstream_wake());
+        // The claim comes from a lease refreshed every 4 s: wait until all
+        // requesters can have re-reported (3 × 4 s + 1 s after becoming master).
+        assert!(c.upstream_request(t(1)).is_none());
+        let asks = c.upstream_request(t(13)).unwrap();
+        assert_eq!(asks.len(), 1);
+        assert_eq!(asks[0].bands, vec![(0, 1, 30.0)]);
+        assert_eq!((asks[0].has, asks[0].outstanding), (None, 12.0));
+        assert!(
+            c.upstream_request(t(1)).is_none(),
+            "not again within a second"
+        );
+    }
+
+    #[test]
+    fn aggregates_are_always_acceptable_to_the_parent() {
+        let mut c = leaf(None);
+        // 1 002 distinct priorities, each wanting the maximum.
+        for p in 0..1002 {
+            let req = CapacityRequest {
+                who: client(&format!("c{p}")),
+                resources: vec![band_ask(p, 1e15)],
+            };
+            c.get_capacity(t(1), &req).unwrap();
+        }
+        let asks = c.upstream_request(t(1)).unwrap();
+        let bands = &asks[0].bands;
+        assert_eq!(bands.len(), MAX_BANDS);
+        assert_eq!(bands[0].0, 1001, "highest first");
+        assert_eq!(
+            bands.last().unwrap(),
+            &(2, 3, 1e15),
+            "the three lowest merged, wants clamped"
+        );
+        assert!(bands.iter().all(|b| b.2 <= MAX_AMOUNT));
+    }
+
+    #[test]
+    fn a_resource_that_regains_a_requester_wakes_the_upstream_task() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        assert!(c.take_upstream_wake());
+        assert_eq!(c.release(&client("a"), &["r".into()]), Ok(1));
+        assert!(
+            c.next_upstream_wakeup().is_none(),
+            "nothing to renew without requesters"
+        );
+        // The resource is kept (learning mode); a new requester must wake the task.
+        get(&mut c, t(30), "b", ask("r", 30.0, None));
+        assert!(c.take_upstream_wake());
+        assert!(c.upstream_request(t(30)).is_some());
+    }
+
+    #[test]
+    fn a_new_master_told_of_old_leases_waits_for_its_requesters_before_asking() {
+        let mut c = leaf(None);
+        // Became master at t=0; a client claims a lease it refreshes every 4 s.
+        get(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
+        assert!(c.take_upstream_wake());
+        assert!(
+            c.upstream_request(t(1)).is_none(),
+            "held: others have not re-reported yet"
+        );
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(13)),
+            "3 × 4 s refresh + 1 s after becoming master"
+        );
+        get(&mut c, t(3), "b", ask("r", 50.0, Some(40.0)));
+        let asks = c.upstream_request(t(13)).unwrap();
+        assert_eq!(
+            asks[0].bands,
+            vec![(0, 2, 80.0)],
+            "the whole inherited demand"
+        );
+        // A fresh start (no claims) asks at once.
+        let mut fresh = leaf(None);
+        get(&mut fresh, t(1), "a", ask("r", 30.0, None));
+        assert!(fresh.upstream_request(t(1)).is_some());
+    }
+
+    #[test]
+    fn while_learning_a_new_master_asks_for_at_least_the_lease_it_holds() {
+        let mut c = leaf(None);
+        let ids = vec!["r".to_string()];
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        c.upstream_request(t(1)).unwrap();
+        // The parent (inheriting the predecessor's lease) grants 90.
+        c.upstream_response(t(1), &ids, &[parent_grant(90.0, 100, 8, 30)]);
+        let req = CapacityRequest {
+            who: client("b"),
+            resources: vec![band_ask(7, 5.0)],
+        };
+        c.get_capacity(t(2), &req).unwrap();
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(9)),
+            "35 known of 90 held is no reason to ask early while learning"
+        );
+        let asks = c.upstream_request(t(9)).unwrap();
+        assert_eq!(
+            asks[0].bands,
+            vec![(7, 1, 60.0), (0, 1, 30.0)],
+            "the 55 not yet re-reported go to the highest band"
+        );
+        c.upstream_response(t(9), &ids, &[parent_grant(90.0, 100, 8, 30)]);
+        // Learning ends at 30 s: the true demand again.
+        let asks = c.upstream_request(t(31)).unwrap();
+        assert_eq!(asks[0].bands, vec![(7, 1, 5.0), (0, 1, 30.0)]);
+    }
+
+    #[test]
+    fn a_demand_move_of_more_than_ten_percent_asks_the_parent_early() {
+        let mut c = leaf(None);
+        let ids = vec!["r".to_string()];
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        c.take_upstream_wake();
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(1), &ids, &[parent_grant(30.0, 60, 16, 0)]);
+        assert_eq!(c.next_upstream_wakeup(), Some(t(17)));
+        // +3 % and not beyond the lease: wait for the refresh.
+        get(&mut c, t(2), "a", ask("r", 31.0, None));
+        assert!(!c.take_upstream_wake());
+        assert_eq!(c.next_upstream_wakeup(), Some(t(17)));
+        // A second requester: 45 wanted, 30 held, +50 % since reported.
+        get(&mut c, t(3), "b", ask("r", 14.0, None));
+        assert!(c.take_upstream_wake());
+        assert_eq!(c.next_upstream_wakeup(), Some(t(3)));
+        let asks = c.upstream_request(t(3)).unwrap();
+        assert_eq!(asks[0].bands, vec![(0, 2, 45.0)]);
+        c.upstream_response(t(3), &ids, &[parent_grant(45.0, 60, 16, 0)]);
+        // Demand falls well below the lease held: hand it back early.
+        get(&mut c, t(4), "b", ask("r", 1.0, None));
+        assert!(c.take_upstream_wake());
+        assert_eq!(c.next_upstream_wakeup(), Some(t(4)));
+    }
+
+    #[test]
+    fn upstream_retries_come_within_the_parents_refresh_interval() {
+        let mut c = leaf(None);
+        let ids = vec!["r".to_string()];
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_failure(t(1), &ids, Time::secs(30));
+        assert_eq!(c.next_upstream_wakeup(), Some(t(31)), "no lease: backoff");
+        c.upstream_request(t(31)).unwrap();
+        c.upstream_response(t(31), &ids, &[parent_grant(50.0, 90, 8, 0)]);
+        c.upstream_request(t(39)).unwrap();
+        c.upstream_failure(t(39), &ids, Time::secs(30));
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(47)),
+            "capped at the 8 s refresh interval"
+        );
+    }
+
+    #[test]
+    fn bands_are_aggregated_per_priority() {
+        let mut c = leaf(None);
+        for (who, prio, w) in [("a", 5, 10.0), ("b", 5, 20.0), ("c", 0, 7.0)] {
+            let req = CapacityRequest {
+                who: client(who),
+                resources: vec![band_ask(prio, w)],
+            };
+            c.get_capacity(t(1), &req).unwrap();
+        }
+        let asks = c.upstream_request(t(1)).unwrap();
+        assert_eq!(asks[0].bands, vec![(5, 2, 30.0), (0, 1, 7.0)]);
+    }
+
+    #[test]
+    fn the_parents_grant_is_shared_and_leases_nest_inside_it() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(1), &ids, &[parent_grant(50.0, 21, 8, 0)]);
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(9)),
+            "refresh at the upstream lease's interval"
+        );
+        let g = get(&mut c, t(2), "a", ask("r", 30.0, None));
+        assert_eq!((g.lease.capacity, g.decision), (30.0, Decision::Algorithm));
+        assert_eq!(g.lease.expiry, t(21), "never outlives the upstream lease");
+        assert_eq!(
+            g.lease.refresh_interval, 4,
+            "upstream refresh 8 × decay 0.5"
+        );
+        assert_eq!(
+            g.safe_capacity, 4.0,
+            "the parent's per-client safe capacity"
+        );
+        assert!(g.algorithm_known);
+        let g = get(&mut c, t(2), "b", ask("r", 100.0, None));
+        assert_eq!(
+            g.lease.capacity, 20.0,
+            "50 granted by the parent, 30 held by a"
+        );
+        // The upstream lease runs out: capacity 0, leases expire at once.
+        let g = get(&mut c, t(21), "b", ask("r", 100.0, None));
+        assert_eq!(g.lease.capacity, 0.0);
+        assert_eq!(g.lease.expiry, t(21));
+    }
+
+    #[test]
+    fn learning_follows_the_parents_duration_and_never_restarts() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(13)).unwrap();
+        c.upstream_response(t(13), &ids, &[parent_grant(50.0, 30, 8, 20)]);
+        let g = get(&mut c, t(15), "b", ask("r", 30.0, None));
+        assert_eq!(g.decision, Decision::Learning, "20 s from becoming master");
+        let g = get(&mut c, t(20), "b", ask("r", 30.0, None));
+        assert_eq!(g.decision, Decision::Algorithm);
+        c.upstream_request(t(21)).unwrap();
+        c.upstream_response(t(21), &ids, &[parent_grant(50.0, 40, 8, 60)]);
+        let g = get(&mut c, t(22), "b", ask("r", 30.0, None));
+        assert_eq!(
+            g.decision,
+            Decision::Algorithm,
+            "a longer duration later does not restart learning"
+        );
+    }
+
+    #[test]
+    fn a_local_template_only_narrows() {
+        let local = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 35\nsafe_capacity = 1\n[resources.algorithm]\nkind = \"NO_ALGORITHM\"\nlease_length = 10\nrefresh_interval = 2\nlearning_mode_duration = 0\n";
+        let mut c = leaf(Some(local));
+        get(&mut c, t(1), "a", ask("r", 100.0, None));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(1), &ids, &[parent_grant(50.0, 61, 8, 0)]);
+        let g = get(&mut c, t(2), "a", ask("r", 100.0, None));
+        assert_eq!(
+            g.lease.capacity, 35.0,
+            "min(parent 50, local 35); kind stays FAIR_SHARE"
+        );
+        assert_eq!(g.lease.expiry, t(12), "local lease_length 10 < parent's 60");
+        assert_eq!(g.lease.refresh_interval, 1, "min(8, local 2) × 0.5");
+        assert_eq!(g.safe_capacity, 1.0);
+        assert_eq!(g.algorithm.kind, doorman_algorithms::Kind::FairShare);
+    }
+
+    #[test]
+    fn failures_retry_later_and_standbys_do_not_ask() {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        let ids = vec!["r".to_string()];
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_failure(t(1), &ids, Time::secs(2));
+        assert_eq!(c.next_upstream_wakeup(), Some(t(3)));
+        assert!(c.upstream_request(t(2)).is_none());
+        assert!(c.upstream_request(t(3)).is_some());
+        c.step_down(None);
+        assert!(c.upstream_request(t(10)).is_none());
+        assert!(c.next_upstream_wakeup().is_none());
+    }
+}

@@ -1,0 +1,373 @@
+//! The intermediate-server side of the core: a resource's capacity comes
+//! from the parent's lease instead of the config. This module owns the
+//! per-resource upstream state and the sans-IO upstream protocol: which
+//! resources to ask for (one bulk GetServerCapacity, one band aggregate per
+//! priority), and what to do with the answer or a failure.
+//!
+//! Rules:
+//! * capacity = the parent's unexpired grant (0 without one), lowered by a
+//!   matching local template if any (a local config can only narrow);
+//! * leases handed out never outlive the upstream lease;
+//! * refresh interval handed out = upstream lease refresh × decay_factor,
+//!   floor 1 s;
+//! * algorithm and safe capacity come from the parent's response; until the
+//!   first answer a resource is "pending": FAIR_SHARE over capacity 0, in
+//!   learning mode for at most [`PENDING_LEARNING`].
+//!
+//! Must not: do I/O or read the clock.
+
+use std::sync::Arc;
+
+use doorman_algorithms::{Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
+
+use super::resource::Resource;
+use super::{Role, ServerCore};
+use crate::config::{AlgorithmConfig, Template};
+use crate::limits::{MAX_AMOUNT, MAX_BANDS};
+use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
+
+/// Learning mode of a resource whose algorithm is not known yet (the
+/// design doc's default lease length).
+pub const PENDING_LEARNING: Time = Time::secs(60);
+
+/// Never ask the parent about one resource more often than this.
+pub const MIN_UPSTREAM_INTERVAL: Time = Time::secs(1);
+
+/// How many of its requesters' refresh intervals a new master waits before
+/// its first upstream request (see `UpstreamState::hold_for_claim`).
+pub const HOLD_INTERVALS: i64 = 3;
+
+/// Ask again after this when the parent's answer left a resource out.
+pub const UPSTREAM_RETRY: Time = Time::secs(5);
+
+/// What a non-root resource knows about its parent.
+#[derive(Debug, Clone)]
+pub(crate) struct UpstreamState {
+    pub lease: Option<Lease>,
+    pub parent_algorithm: Option<Arc<AlgorithmConfig>>,
+    pub parent_safe: Option<f64>,
+    pub local: Option<Arc<Template>>,
+    /// When to ask the parent again. A new master that is told about
+    /// existing leases holds its first request (see `hold_for_claim`) so
+    /// it never reports less demand than it inherited.
+    pub schedule: RefreshSchedule,
+    /// Σ wants sent in the last request.
+    pub reported_wants: f64,
+}
+
+impl UpstreamState {
+    pub fn new(local: Option<Arc<Template>>, now: Time) -> Self {
+        UpstreamState {
+            lease: None,
+            parent_algorithm: None,
+            parent_safe: None,
+            local,
+            schedule: RefreshSchedule::new(now),
+            reported_wants: 0.0,
+        }
+    }
+
+    /// A requester claims a lease it got from a previous master and comes
+    /// back every `refresh` seconds: hold the first upstream request until
+    /// all such requesters can have re-reported, never past `limit` (the
+    /// end of learning mode). Requesters that failed during the failover are
+    /// in their retry backoff, so one refresh interval is not enough: wait
+    /// three, plus a second. The parent keeps this node's previous lease
+    /// (same node id) meanwhile; lease lengths are far longer than three
+    /// refresh intervals below the root.
+    pub fn hold_for_claim(&mut self, master_since: Time, refresh: i64, limit: Time) {
+        if self.lease.is_some() || self.schedule.last_request().is_some() {
+            return; // already asked the parent
+        }
+        let wait = HOLD_INTERVALS * refresh.clamp(1, 3600) + 1;
+        self.schedule
+            .hold((master_since + Time::secs(wait)).min(limit));
+    }
+
+    /// The requesters' Σ wants is now `wants`: true if it moved by more
+    /// than [`EARLY_REFRESH_CHANGE`] since the last request in a direction
+    /// the lease held does not already cover (more wanted than held, or
+    /// less wanted than held), so the parent should hear of it now. A
+    /// recovering subtree then gets its capacity back within a second or two
+    /// instead of one parent refresh interval, and a shrinking one frees
+    /// capacity for others sooner.
+    /// While learning, the demand reported is at least the lease held
+    /// (see `keep_while_learning`), and so is the one compared here.
+    pub fn demand_moved(&self, now: Time, wants: f64, learning: bool) -> bool {
+        let held = self.valid_lease(now).map_or(0.0, |l| l.capacity);
+        let wants = wants.min(MAX_AMOUNT);
+        let wants = if learning { wants.max(held) } else { wants };
+        let r = self.reported_wants;
+        (wants > held && wants > r * (1.0 + EARLY_REFRESH_CHANGE))
+            || (wants < held && wants < r * (1.0 - EARLY_REFRESH_CHANGE))
+    }
+
+    /// The unexpired upstream lease.
+    pub fn valid_lease(&self, now: Time) -> Option<Lease> {
+        self.lease.filter(|l| l.expiry > now)
+    }
+
+    /// Capacity to share now.
+    pub fn capacity(&self, now: Time) -> f64 {
+        let granted = self.valid_lease(now).map(|l| l.capacity).unwrap_or(0.0);
+        match &self.local {
+            Some(t) => granted.min(t.capacity),
+            None => granted,
+        }
+    }
+
+    /// The learning-mode length: the local template's, else the parent's,
+    /// else [`PENDING_LEARNING`] until the parent has answered.
+    pub fn learning_duration(&self) -> Time {
+        match (&self.local, &self.parent_algorithm) {
+            (Some(t), Some(p)) => Time::secs(
+                t.algorithm
+                    .learning_mode_duration
+                    .min(p.learning_mode_duration),
+            ),
+            (Some(t), None) => Time::secs(t.algorithm.learning_mode_duration),
+            (None, Some(p)) => Time::secs(p.learning_mode_duration),
+            (None, None) => PENDING_LEARNING,
+        }
+    }
+
+    /// The template this server applies: the parent's algorithm (or the
+    /// pending default), with the upstream lease's refresh interval, lowered
+    /// by a local template.
+    pub fn template(&self, resource_id: &str) -> Arc<Template> {
+        let mut alg = match &self.parent_algorithm {
+            Some(p) => (**p).clone(),
+            None => AlgorithmConfig {
+                kind: Kind::FairShare,
+                lease_length: PENDING_LEARNING.whole_secs(),
+                refresh_interval: 1,
+                learning_mode_duration: PENDING_LEARNING.whole_secs(),
+                decay_factor: DEFAULT_DECAY_FACTOR,
+                parameters: Vec::new(),
+            },
+        };
+        if let Some(l) = self.lease {
+            // Our clients refresh at our own refresh interval × decay.
+            alg.refresh_interval = l.refresh_interval.max(1);
+        }
+        let mut safe = self.parent_safe;
+        let mut capacity = self.lease.map(|l| l.capacity).unwrap_or(0.0);
+        if let Some(t) = &self.local {
+            alg.lease_length = alg.lease_length.min(t.algorithm.lease_length);
+            alg.refresh_interval = alg.refresh_interval.min(t.algorithm.refresh_interval);
+            capacity = capacity.min(t.capacity);
+            safe = match (safe, t.safe_capacity) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        alg.refresh_interval = alg.refresh_interval.min(alg.lease_length).max(1);
+        Arc::new(Template {
+            index: usize::MAX,
+            identifier_glob: match &self.local {
+                Some(t) => format!("{} (parent, narrowed)", t.identifier_glob),
+                None if self.parent_algorithm.is_some() => "(from parent)".to_string(),
+                None => "(waiting for parent)".to_string(),
+            },
+            capacity,
+            safe_capacity: safe,
+            description: Some(format!("capacity for {resource_id} leased from the parent")),
+            algorithm: Arc::new(alg),
+        })
+    }
+}
+
+/// One resource of a bulk GetServerCapacity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamAsk {
+    /// The resource.
+    pub resource_id: String,
+    /// Our unexpired lease from the parent.
+    pub has: Option<Lease>,
+    /// One (priority, Σ subclients, Σ wants) per band present.
+    pub bands: Vec<(i64, i64, f64)>,
+    /// Σ unexpired has we handed out.
+    pub outstanding: f64,
+}
+
+/// One resource of the parent's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamGrant {
+    /// The resource.
+    pub resource_id: String,
+    /// The lease (expiry in whole seconds, as on the wire).
+    pub lease: Lease,
+    /// The algorithm the parent says to use.
+    pub algorithm: Option<AlgorithmConfig>,
+    /// Per-client safe capacity the parent computed.
+    pub safe_capacity: Option<f64>,
+}
+
+/// One (priority, Σ subclients, Σ wants) per band, highest first, always
+/// acceptable to a parent: wants at most [`MAX_AMOUNT`], at most
+/// [`MAX_BANDS`] bands (the lowest ones merged into the
+/// last, which keeps the highest of their priorities).
+fn aggregate_bands(bands: &[doorman_algorithms::BandSummary]) -> Vec<(i64, i64, f64)> {
+    let max = MAX_BANDS;
+    let mut out: Vec<(i64, i64, f64)> = Vec::with_capacity(bands.len().min(max));
+    for (i, b) in bands.iter().enumerate() {
+        let n = b.subclients.round().clamp(1.0, i64::MAX as f64) as i64;
+        let w = b.wants.min(MAX_AMOUNT);
+        if i < max {
+            out.push((b.priority, n, w));
+        } else if let Some(last) = out.last_mut() {
+            last.1 = last.1.saturating_add(n);
+            last.2 = (last.2 + w).min(MAX_AMOUNT);
+        }
+    }
+    out
+}
+
+/// A new master in learning mode has not heard from every requester yet
+/// (some are still backing off after the failover), so the wants it knows
+/// understate its node's demand. Until learning ends it asks for at least
+/// the lease it holds, so the parent does not hand its predecessor's share
+/// (still sub-leased below) to other nodes. The difference goes to the
+/// highest band present: the unheard requesters' bands are unknown, and
+/// this keeps the most.
+fn keep_while_learning(bands: &mut [(i64, i64, f64)], held: f64) {
+    let known: f64 = bands.iter().map(|b| b.2).sum();
+    if let Some(top) = bands.iter_mut().max_by_key(|b| b.0) {
+        if held > known {
+            top.2 = (top.2 + (held - known)).min(MAX_AMOUNT);
+        }
+    }
+}
+
+impl ServerCore {
+    /// True for a server with a parent.
+    pub fn is_intermediate(&self) -> bool {
+        self.opts.role == Role::Intermediate
+    }
+
+    /// True (once) when a new resource appeared that the parent should be
+    /// asked about at once.
+    pub fn take_upstream_wake(&mut self) -> bool {
+        std::mem::take(&mut self.upstream_wake)
+    }
+
+    /// When the upstream task should next wake.
+    pub fn next_upstream_wakeup(&self) -> Option<Time> {
+        if !self.is_master || !self.is_intermediate() {
+            return None;
+        }
+        self.resources
+            .values()
+            .filter(|r| !r.shares.is_empty())
+            .filter_map(|r| r.upstream.as_ref())
+            .map(|u| u.schedule.next_wakeup(MIN_UPSTREAM_INTERVAL))
+            .min()
+    }
+
+    /// If any resource with clients is due, one bulk request with every
+    /// resource with clients that the minimum interval allows.
+    pub fn upstream_request(&mut self, now: Time) -> Option<Vec<UpstreamAsk>> {
+        if !self.is_master || !self.is_intermediate() {
+            return None;
+        }
+        let min = MIN_UPSTREAM_INTERVAL;
+        let due = self.resources.values().any(|r| {
+            !r.shares.is_empty()
+                && r.upstream
+                    .as_ref()
+                    .is_some_and(|u| u.schedule.due(now, min))
+        });
+        if !due {
+            return None;
+        }
+        let mut asks: Vec<UpstreamAsk> = self
+            .resources
+            .iter_mut()
+            .filter(|(_, r)| !r.shares.is_empty())
+            .filter_map(|(id, r)| r.upstream_ask(id, now))
+            .collect();
+        asks.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
+        (!asks.is_empty()).then_some(asks)
+    }
+
+    /// Applies the parent's answer to a request for `requested`.
+    pub fn upstream_response(&mut self, now: Time, requested: &[String], grants: &[UpstreamGrant]) {
+        for id in requested {
+            if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
+                u.schedule.answered(now, UPSTREAM_RETRY);
+            }
+        }
+        let master_since = self.master_since;
+        for g in grants {
+            let Some(r) = self.resources.get_mut(&g.resource_id) else {
+                continue;
+            };
+            let Some(u) = r.upstream.as_mut() else {
+                continue;
+            };
+            let capacity = if g.lease.capacity.is_finite() && g.lease.capacity > 0.0 {
+                g.lease.capacity
+            } else {
+                0.0
+            };
+            u.lease = Some(Lease {
+                capacity,
+                ..g.lease
+            });
+            if let Some(a) = &g.algorithm {
+                u.parent_algorithm = Some(Arc::new(a.clone()));
+            }
+            if let Some(s) = g.safe_capacity.filter(|s| s.is_finite() && *s >= 0.0) {
+                u.parent_safe = Some(s);
+            }
+            u.schedule.granted(now, &g.lease);
+            // While still learning, the learning end follows the algorithm
+            // now known; once learning has ended it never starts again.
+            let learning_end = master_since + u.learning_duration();
+            if r.in_learning(now) {
+                r.learning_until = learning_end;
+            }
+            r.refresh_upstream(now, &g.resource_id);
+        }
+    }
+
+    /// The request for `requested` failed at `now`; try again after the
+    /// `backoff` delay, but never later than the parent's refresh interval
+    /// ([`Lease::retry_delay`]).
+    pub fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
+        for id in requested {
+            if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
+                u.schedule.failed(now, u.lease.as_ref(), backoff);
+            }
+        }
+    }
+}
+
+impl Resource {
+    /// This resource's part of a bulk upstream request, if the minimum
+    /// interval and the hold let it through; records it as sent.
+    fn upstream_ask(&mut self, id: &str, now: Time) -> Option<UpstreamAsk> {
+        let mut bands = aggregate_bands(&self.shares.bands());
+        let outstanding = self.shares.totals().has.min(MAX_AMOUNT);
+        let learning = self.in_learning(now);
+        let u = self.upstream.as_mut()?;
+        if !u.schedule.allowed(now, MIN_UPSTREAM_INTERVAL) {
+            return None;
+        }
+        u.schedule.sent(now);
+        let has = u.valid_lease(now).map(|l| Lease {
+            capacity: l.capacity.min(MAX_AMOUNT),
+            ..l
+        });
+        if let (true, Some(l)) = (learning, &has) {
+            keep_while_learning(&mut bands, l.capacity);
+        }
+        u.reported_wants = bands.iter().map(|b| b.2).sum();
+        Some(UpstreamAsk {
+            resource_id: id.to_string(),
+            has,
+            bands,
+            outstanding,
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! Configuration stored in an etcd key: read at start, watched while
+//! running. A changed value is validated as a whole; a valid one replaces
+//! the running config at once (leases kept), an invalid one is logged with
+//! every problem, counted in `doorman_server_config_reloads_total{result="error"}`,
+//! and the running config stays. After a lost connection the watcher
+//! re-reads the key, so no change is missed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_core::Backoff;
+use etcd_client::{EventType, WatchOptions};
+use tokio::sync::watch;
+use tokio::time::timeout;
+
+use super::apply;
+use crate::etcd::connect;
+use crate::state::ServerState;
+
+const STEP: Duration = Duration::from_secs(3);
+
+/// The name a config from etcd is known by in logs and errors.
+pub fn source_name(key: &str) -> String {
+    format!("etcd:{key}")
+}
+
+/// Reads the key: its value and the revision it was read at.
+pub async fn fetch(endpoints: &[String], key: &str) -> Result<(Vec<u8>, i64), String> {
+    let mut client = connect(endpoints, STEP).await?;
+    let resp = timeout(STEP, client.get(key, None))
+        .await
+        .map_err(|_| format!("reading {key} from etcd timed out"))?
+        .map_err(|e| format!("reading {key} from etcd: {e}"))?;
+    let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+    match resp.kvs().first() {
+        Some(kv) => Ok((kv.value().to_vec(), revision)),
+        None => Err(format!(
+            "no config at etcd key {key} (push one with `doorman config push --etcd … --key {key} FILE`)"
+        )),
+    }
+}
+
+/// Writes a value (used by `doorman config push`).
+pub async fn put(endpoints: &[String], key: &str, value: Vec<u8>) -> Result<i64, String> {
+    let mut client = connect(endpoints, STEP).await?;
+    let resp = timeout(STEP, client.put(key, value, None))
+        .await
+        .map_err(|_| format!("writing {key} to etcd timed out"))?
+        .map_err(|e| format!("writing {key} to etcd: {e}"))?;
+    Ok(resp.header().map(|h| h.revision()).unwrap_or(0))
+}
+
+/// Watches `key` until `stop` turns true. `last` is the value the running
+/// config came from, read at `revision`.
+pub async fn watch(
+    state: Arc<ServerState>,
+    endpoints: Vec<String>,
+    key: String,
+    last: Vec<u8>,
+    revision: i64,
+    mut stop: watch::Receiver<bool>,
+) {
+    let seed = revision as u64;
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10), seed);
+    let mut w = Watcher {
+        state,
+        endpoints,
+        key,
+        last,
+        revision,
+    };
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let result = w.session(&mut stop, &mut backoff).await;
+        if *stop.borrow() || stop.has_changed().is_err() {
+            return;
+        }
+        if let Err(e) = result {
+            let delay = backoff.next_delay();
+            tracing::warn!(retry_in = ?delay, "config watch: {e}");
+            w.revision = 0;
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+}
+
+/// What the watch has seen so far.
+struct Watcher {
+    state: Arc<ServerState>,
+    endpoints: Vec<String>,
+    key: String,
+    /// The value the running config came from.
+    last: Vec<u8>,
+    /// The revision seen; 0 after a lost connection (re-read the key).
+    revision: i64,
+}
+
+impl Watcher {
+    /// Applies `value` if it differs from the running config's source.
+    fn offer(&mut self, value: &[u8]) {
+        if value != self.last.as_slice() {
+            apply(&self.state, value, &source_name(&self.key));
+            self.last = value.to_vec();
+        }
+    }
+
+    /// One connection: catch up if needed, then apply every change until
+    /// the stream ends (an error) or `stop` turns true (Ok).
+    async fn session(
+        &mut self,
+        stop: &mut watch::Receiver<bool>,
+        backoff: &mut Backoff,
+    ) -> Result<(), String> {
+        let key = self.key.clone();
+        let mut client = connect(&self.endpoints, STEP).await?;
+        if self.revision == 0 {
+            // Reconnected: catch up with anything missed.
+            let (value, rev) = fetch(&self.endpoints, &key).await?;
+            self.offer(&value);
+            self.revision = rev;
+        }
+        let opts = WatchOptions::new().with_start_revision(self.revision + 1);
+        let mut stream = client
+            .watch(key.as_str(), Some(opts))
+            .await
+            .map_err(|e| format!("watching {key}: {e}"))?;
+        backoff.reset();
+        loop {
+            let msg = tokio::select! {
+                m = stream.message() => m.map_err(|e| format!("watch on {key}: {e}"))?,
+                // Stopped, or the server was dropped without stopping.
+                r = stop.changed() => return r.map_err(|_| String::new()),
+            };
+            let Some(resp) = msg else {
+                return Err(format!("watch on {key} closed"));
+            };
+            if resp.canceled() {
+                return Err(format!("watch on {key} canceled (compacted?)"));
+            }
+            for ev in resp.events() {
+                self.event(ev);
+            }
+        }
+    }
+
+    fn event(&mut self, ev: &etcd_client::Event) {
+        let Some(kv) = ev.kv() else { return };
+        self.revision = self.revision.max(kv.mod_revision());
+        match ev.event_type() {
+            EventType::Put => self.offer(kv.value()),
+            EventType::Delete => {
+                tracing::warn!(key = %self.key, "config key deleted from etcd; keeping the running config");
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! A config file as a source: read at start, then kept in step: checks the file every
+//! `interval` and reloads at once on SIGHUP. A changed file is validated as
+//! a whole; a bad one is logged with every problem, counted in
+//! `doorman_server_config_reloads_total{result="error"}`, and the running
+//! config stays. Leases survive reloads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_core::config::{Config, ConfigError};
+use tokio::sync::watch;
+
+use super::apply;
+use crate::state::ServerState;
+
+/// Reads and validates a config file; also returns its bytes (to notice
+/// later changes).
+pub fn read(path: &Path) -> Result<(Config, Vec<u8>), ConfigError> {
+    let name = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| ConfigError::whole(&name, format!("cannot read: {e}")))?;
+    Ok((Config::from_bytes(&bytes, &name)?, bytes))
+}
+
+/// Reads, validates and applies the file if its content changed since
+/// `last`. Returns the content now seen.
+fn check(state: &ServerState, path: &PathBuf, last: &mut Option<Vec<u8>>, force: bool) {
+    let content = match std::fs::read(path) {
+        Ok(c) => c,
+        Err(e) => {
+            if force || last.is_some() {
+                tracing::error!(path = %path.display(), error = %e, "cannot read config file; keeping the running config");
+                state.metrics.config_reload(false);
+                *last = None;
+            }
+            return;
+        }
+    };
+    if !force && last.as_deref() == Some(content.as_slice()) {
+        return;
+    }
+    apply(state, &content, &path.display().to_string());
+    *last = Some(content);
+}
+
+/// Watches `path` until `stop` turns true. `initial` is the content the
+/// running config was loaded from.
+pub async fn watch_file(
+    state: Arc<ServerState>,
+    path: PathBuf,
+    initial: Vec<u8>,
+    interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut last = Some(initial);
+    #[cfg(unix)]
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        #[cfg(unix)]
+        let hangup = async {
+            match hup.as_mut() {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let hangup = std::future::pending::<Option<()>>();
+        tokio::select! {
+            _ = tick.tick() => check(&state, &path, &mut last, false),
+            _ = hangup => {
+                tracing::info!(path = %path.display(), "SIGHUP: reloading config");
+                check(&state, &path, &mut last, true);
+            }
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_is_an_error_naming_it() {
+        let e = read(Path::new("/nonexistent/doorman.toml")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/doorman.toml"), "{e}");
+        assert!(e.to_string().contains("cannot read"), "{e}");
+    }
+}

@@ -1,0 +1,135 @@
+//! The config-source boundary: where a server's resource config comes from
+//! (a file, an etcd key, or given inline), reading it at start, and keeping
+//! the running config in step with it ([`file`], [`etcd`]). Every change is
+//! validated as a whole by the core's config model before it replaces the
+//! running config; a bad one is logged with every problem and counted, and
+//! the running config stays.
+//!
+//! Must not: apply an invalid config or decide anything about leases.
+
+pub mod etcd;
+pub mod file;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_core::config::{Config, ConfigError};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::state::ServerState;
+
+/// Where the config comes from.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// A TOML file, reloaded on change and SIGHUP.
+    File(PathBuf),
+    /// A config given directly (tests, demo); never reloaded.
+    Inline(Arc<Config>),
+    /// An etcd key, watched; `doorman config push` writes it.
+    Etcd {
+        /// etcd endpoints.
+        endpoints: Vec<String>,
+        /// The key, e.g. `/doorman/config`.
+        key: String,
+    },
+}
+
+/// Why the config could not be read at start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The config is invalid (or the file unreadable).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The config could not be read from etcd.
+    #[error("{0}")]
+    Etcd(String),
+}
+
+/// The config as read at start, with what the watcher needs to notice
+/// later changes.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The validated config.
+    pub config: Arc<Config>,
+    /// The bytes it came from (none for an inline config).
+    bytes: Option<Vec<u8>>,
+    /// The etcd revision it was read at (0 otherwise).
+    revision: i64,
+}
+
+impl ConfigSource {
+    /// Reads and validates the config.
+    pub async fn load(&self) -> Result<Loaded, LoadError> {
+        match self {
+            ConfigSource::File(path) => {
+                let (cfg, bytes) = file::read(path)?;
+                Ok(Loaded::new(cfg, Some(bytes), 0))
+            }
+            ConfigSource::Inline(c) => Ok(Loaded {
+                config: c.clone(),
+                bytes: None,
+                revision: 0,
+            }),
+            ConfigSource::Etcd { endpoints, key } => {
+                let (bytes, rev) = etcd::fetch(endpoints, key).await.map_err(LoadError::Etcd)?;
+                let cfg = Config::from_bytes(&bytes, &etcd::source_name(key))?;
+                Ok(Loaded::new(cfg, Some(bytes), rev))
+            }
+        }
+    }
+
+    /// Spawns the task that keeps the running config in step with the
+    /// source (none for an inline config).
+    pub fn spawn_watch(
+        &self,
+        loaded: Loaded,
+        state: Arc<ServerState>,
+        poll: Duration,
+        stop: watch::Receiver<bool>,
+    ) -> Option<JoinHandle<()>> {
+        let bytes = loaded.bytes?;
+        Some(match self {
+            ConfigSource::File(path) => {
+                tokio::spawn(file::watch_file(state, path.clone(), bytes, poll, stop))
+            }
+            ConfigSource::Etcd { endpoints, key } => tokio::spawn(etcd::watch(
+                state,
+                endpoints.clone(),
+                key.clone(),
+                bytes,
+                loaded.revision,
+                stop,
+            )),
+            ConfigSource::Inline(_) => return None,
+        })
+    }
+}
+
+impl Loaded {
+    fn new(config: Config, bytes: Option<Vec<u8>>, revision: i64) -> Self {
+        Loaded {
+            config: Arc::new(config),
+            bytes,
+            revision,
+        }
+    }
+}
+
+/// Validates config bytes from `source_name` as a whole and applies them
+/// (leases kept), or logs every problem and counts the rejection; the running
+/// config then stays. Used for files and etcd values alike.
+pub(crate) fn apply(state: &ServerState, bytes: &[u8], source_name: &str) {
+    match Config::from_bytes(bytes, source_name) {
+        Ok(cfg) => {
+            tracing::info!(summary = %cfg.summary(), "config applied");
+            state.core().replace_config(Arc::new(cfg));
+            state.metrics.config_reload(true);
+        }
+        Err(e) => {
+            tracing::error!("config rejected, keeping the running config: {e}");
+            state.metrics.config_reload(false);
+        }
+    }
+}

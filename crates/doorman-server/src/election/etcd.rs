@@ -1,0 +1,301 @@
+//! Master election through etcd (v3 election API).
+//!
+//! A session: connect, grant a lease of `ttl`, campaign on the election key
+//! with our address as the value, keep the lease alive every `ttl/3`, and
+//! observe the key to know the current master. Mastership is kept through
+//! failed keep-alives until a whole TTL has passed since the *sending* of
+//! the last successful one (etcd cannot have expired the lease earlier), so
+//! two masters never overlap beyond clock skew; if etcd restarts and the
+//! lease survived, the master stays master. On graceful stop the master
+//! resigns and revokes its lease, so a standby takes over at once.
+
+use std::time::Duration;
+
+use doorman_core::Backoff;
+use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOptions};
+use tokio::sync::watch;
+use tokio::time::{timeout, timeout_at, Instant};
+
+use super::{Election, ElectionFuture, MasterView};
+use crate::etcd::connect;
+
+/// Settings of an etcd election.
+#[derive(Debug, Clone)]
+pub struct EtcdElection {
+    /// etcd endpoints (`host:port` or URLs).
+    pub endpoints: Vec<String>,
+    /// The election key (one per node), e.g. `/doorman/root`.
+    pub key: String,
+    /// Lease TTL: how long a silent master stays master (default 10 s).
+    pub ttl: Duration,
+}
+
+enum End {
+    Stopped,
+    Retry(String),
+}
+
+async fn observe(mut client: Client, key: String, tx: watch::Sender<Option<(Vec<u8>, String)>>) {
+    loop {
+        if let Ok(mut stream) = client.observe(key.clone()).await {
+            while let Ok(Some(resp)) = stream.message().await {
+                if let Some(kv) = resp.kv() {
+                    let value = String::from_utf8_lossy(kv.value()).to_string();
+                    tx.send_replace(Some((kv.key().to_vec(), value)));
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+impl EtcdElection {
+    fn ttl_secs(&self) -> i64 {
+        (self.ttl.as_secs() as i64).max(1)
+    }
+
+    async fn campaign_until_stopped(
+        self,
+        me: String,
+        out: watch::Sender<MasterView>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let seed = std::process::id() as u64 ^ 0xE7CD;
+        let mut backoff = Backoff::new(
+            Duration::from_millis(100),
+            self.ttl.max(Duration::from_secs(1)),
+            seed,
+        );
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            match self.session(&me, &out, &mut stop).await {
+                End::Stopped => return,
+                // The session has already published the step-down.
+                End::Retry(why) => {
+                    let delay = backoff.next_delay();
+                    tracing::warn!(key = %self.key, retry_in = ?delay, "election session ended: {why}");
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = stop.changed() => return,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connects, grants a lease of `ttl` and opens its keep-alive stream.
+    async fn open(&self, step: Duration) -> Result<Session, String> {
+        let mut client = connect(&self.endpoints, step).await?;
+        let granted_at = Instant::now();
+        let lease = match timeout(step, client.lease_grant(self.ttl_secs(), None)).await {
+            Ok(Ok(r)) => r.id(),
+            Ok(Err(e)) => return Err(format!("lease grant: {e}")),
+            Err(_) => return Err("lease grant timed out".into()),
+        };
+        let stream = match timeout(step, client.lease_keep_alive(lease)).await {
+            Ok(Ok(pair)) => pair,
+            _ => return Err("cannot open the lease keep-alive stream".into()),
+        };
+        Ok(Session {
+            client,
+            lease,
+            step,
+            last_ok: granted_at,
+            stream: Some(stream),
+            leader: None,
+        })
+    }
+
+    /// One session: campaign, keep the lease alive, observe the key, until
+    /// stopped or something fails.
+    async fn session(
+        &self,
+        me: &str,
+        out: &watch::Sender<MasterView>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> End {
+        let step = (self.ttl / 3).max(Duration::from_millis(100));
+        let mut s = match self.open(step).await {
+            Ok(s) => s,
+            Err(e) => return End::Retry(e),
+        };
+        let (obs_tx, mut obs_rx) = watch::channel(None);
+        let observer = tokio::spawn(observe(s.client.clone(), self.key.clone(), obs_tx));
+        let mut campaigner = s.client.clone();
+        let campaign = campaigner.campaign(self.key.clone(), me.to_string(), s.lease);
+        tokio::pin!(campaign);
+        let mut tick = tokio::time::interval(step);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let end = loop {
+            // etcd cannot expire the lease before a TTL after the last
+            // successful keep-alive was sent.
+            let deadline = s.last_ok + self.ttl;
+            let ended = tokio::select! {
+                r = &mut campaign, if s.leader.is_none() => self.campaigned(&mut s, r, deadline, me, out),
+                _ = tokio::time::sleep_until(deadline) => {
+                    Some(End::Retry(format!("no successful keep-alive for the TTL ({:?})", self.ttl)))
+                }
+                _ = tick.tick() => s.keep_alive(deadline, &self.key).await,
+                _ = obs_rx.changed() => {
+                    let seen = obs_rx.borrow_and_update().clone();
+                    s.observed(seen, out)
+                }
+                _ = stop.changed() => Some(s.leave(out, &self.key).await),
+            };
+            if let Some(end) = ended {
+                break end;
+            }
+        };
+        observer.abort();
+        if let End::Retry(_) = &end {
+            s.abandon(out);
+        }
+        end
+    }
+
+    /// The campaign answered: this server is master unless the lease may
+    /// already have expired.
+    fn campaigned(
+        &self,
+        s: &mut Session,
+        r: Result<etcd_client::CampaignResponse, etcd_client::Error>,
+        deadline: Instant,
+        me: &str,
+        out: &watch::Sender<MasterView>,
+    ) -> Option<End> {
+        let mut resp = match r {
+            Ok(resp) => resp,
+            Err(e) => return Some(End::Retry(format!("campaign: {e}"))),
+        };
+        s.leader = resp.take_leader();
+        if s.leader.is_none() {
+            return Some(End::Retry("campaign answered without a leader key".into()));
+        }
+        if Instant::now() >= deadline {
+            return Some(End::Retry(
+                "won the campaign after the lease may have expired".into(),
+            ));
+        }
+        tracing::info!(key = %self.key, "won the election");
+        out.send_replace(MasterView {
+            is_master: true,
+            master: Some(me.to_string()),
+        });
+        None
+    }
+}
+
+impl Election for EtcdElection {
+    fn run(
+        &self,
+        me: String,
+        out: watch::Sender<MasterView>,
+        stop: watch::Receiver<bool>,
+    ) -> ElectionFuture {
+        Box::pin(self.clone().campaign_until_stopped(me, out, stop))
+    }
+
+    fn node_id(&self) -> Option<String> {
+        Some(self.key.clone())
+    }
+}
+
+/// A live etcd session: the client, the lease and its keep-alive stream,
+/// and the leader key once the campaign is won.
+struct Session {
+    client: Client,
+    lease: i64,
+    step: Duration,
+    /// When the last successful keep-alive was sent.
+    last_ok: Instant,
+    /// After a failed or late keep-alive the stream is dropped and
+    /// reopened, so a stale answer is never credited to a newer send.
+    stream: Option<(LeaseKeeper, LeaseKeepAliveStream)>,
+    leader: Option<LeaderKey>,
+}
+
+impl Session {
+    /// Sends one keep-alive, never working past `deadline` (the step-down
+    /// must not wait).
+    async fn keep_alive(&mut self, deadline: Instant, key: &str) -> Option<End> {
+        let limit = (Instant::now() + self.step).min(deadline);
+        if self.stream.is_none() {
+            if let Ok(Ok(pair)) = timeout_at(limit, self.client.lease_keep_alive(self.lease)).await
+            {
+                self.stream = Some(pair);
+            }
+        }
+        let (keeper, alive) = self.stream.as_mut()?;
+        let sent = Instant::now();
+        let r = timeout_at((sent + self.step).min(deadline), async {
+            keeper.keep_alive().await?;
+            alive.message().await
+        })
+        .await;
+        match r {
+            Ok(Ok(Some(resp))) if resp.ttl() > 0 => self.last_ok = sent,
+            Ok(Ok(Some(_))) => return Some(End::Retry("the lease expired at etcd".into())),
+            _ => {
+                tracing::debug!(%key, "keep-alive failed; reopening the stream");
+                self.stream = None;
+            }
+        }
+        None
+    }
+
+    /// The observed holder of the election key changed.
+    fn observed(
+        &self,
+        seen: Option<(Vec<u8>, String)>,
+        out: &watch::Sender<MasterView>,
+    ) -> Option<End> {
+        match (&self.leader, seen) {
+            (Some(l), Some((key, _))) if key != l.key() => {
+                Some(End::Retry("another server holds the election".into()))
+            }
+            (None, Some((_, addr))) => {
+                out.send_if_modified(|v| {
+                    let new = Some(addr.clone());
+                    let changed = v.master != new;
+                    v.master = new;
+                    changed
+                });
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Graceful stop: resign, revoke the lease, publish "not master".
+    async fn leave(&mut self, out: &watch::Sender<MasterView>, key: &str) -> End {
+        let one_second = Duration::from_secs(1);
+        if let Some(l) = self.leader.take() {
+            let resign = ResignOptions::new().with_leader(l);
+            let _ = timeout(one_second, self.client.resign(Some(resign))).await;
+        }
+        let _ = timeout(one_second, self.client.lease_revoke(self.lease)).await;
+        out.send_replace(MasterView::default());
+        tracing::info!(%key, "left the election");
+        End::Stopped
+    }
+
+    /// The session failed: step down before anything else can wait, then
+    /// revoke the lease in the background so no candidate key of ours stays
+    /// queued ahead of the others.
+    fn abandon(self, out: &watch::Sender<MasterView>) {
+        out.send_if_modified(|v| {
+            let was = v.is_master;
+            if was {
+                v.is_master = false;
+                v.master = None;
+            }
+            was
+        });
+        let (mut c, lease, step) = (self.client, self.lease, self.step);
+        tokio::spawn(async move {
+            let _ = timeout(step, c.lease_revoke(lease)).await;
+        });
+    }
+}

@@ -1,0 +1,120 @@
+//! The election boundary: who is the master of this server's node. The
+//! [`Election`] trait with two implementations here, [`Standalone`] (always
+//! master; the default) and etcd ([`etcd`]); the test kit adds an
+//! in-process one. Each publishes a [`MasterView`] on a watch channel;
+//! [`follow`] applies changes to the core: winning starts a fresh state in
+//! learning mode, losing drops all lease state and turns every RPC into a
+//! redirect.
+//!
+//! Must not: decide grants or touch lease state other than through the
+//! core's mastership calls.
+
+pub mod etcd;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::state::ServerState;
+
+/// What a server knows about its node's mastership.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterView {
+    /// This server is the master.
+    pub is_master: bool,
+    /// The master's address, if known.
+    pub master: Option<String>,
+}
+
+/// The future an election runs as.
+pub type ElectionFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// How a server takes part in its node's master election: standalone
+/// ([`Standalone`], the default), etcd ([`etcd::EtcdElection`]), or an
+/// in-process election for tests (`doorman_testkit::InMemoryElection`).
+pub trait Election: Send + Sync + fmt::Debug + 'static {
+    /// Runs the election until `stop` turns true, publishing what this
+    /// server knows on `out`. `me` is the address clients should be
+    /// redirected to.
+    fn run(
+        &self,
+        me: String,
+        out: watch::Sender<MasterView>,
+        stop: watch::Receiver<bool>,
+    ) -> ElectionFuture;
+
+    /// True for a server that is always master (it becomes master at
+    /// start, before the first request).
+    fn is_standalone(&self) -> bool {
+        false
+    }
+
+    /// The identity replicas of this node share towards a parent, when the
+    /// election defines one (etcd: the election key).
+    fn node_id(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Always master: one process per node.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Standalone;
+
+impl Election for Standalone {
+    fn run(
+        &self,
+        me: String,
+        out: watch::Sender<MasterView>,
+        _stop: watch::Receiver<bool>,
+    ) -> ElectionFuture {
+        out.send_replace(MasterView {
+            is_master: true,
+            master: Some(me),
+        });
+        Box::pin(std::future::ready(()))
+    }
+
+    fn is_standalone(&self) -> bool {
+        true
+    }
+}
+
+/// Applies mastership changes to the core until the channel or `stop` ends.
+pub async fn follow(
+    state: Arc<ServerState>,
+    mut views: watch::Receiver<MasterView>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut current = MasterView::default();
+    loop {
+        let view = views.borrow_and_update().clone();
+        apply(&state, &current, &view);
+        current = view;
+        tokio::select! {
+            r = views.changed() => if r.is_err() { return },
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+fn apply(state: &ServerState, old: &MasterView, new: &MasterView) {
+    let now = state.now();
+    let mut core = state.core();
+    match (old.is_master, new.is_master) {
+        (false, true) => {
+            tracing::info!("became master: fresh state, learning mode starts");
+            core.become_master(now);
+            drop(core);
+            state.upstream_wake.notify_one();
+        }
+        (true, false) => {
+            tracing::warn!(master = ?new.master, "lost mastership: lease state dropped, redirecting");
+            core.step_down(new.master.clone());
+        }
+        (false, false) => core.set_master_address(new.master.clone()),
+        (true, true) => {}
+    }
+}

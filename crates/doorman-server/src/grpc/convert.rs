@@ -1,0 +1,184 @@
+//! Conversions between the wire messages (`doorman.proto`) and the core's
+//! own request and answer types: grants into responses, redirects into
+//! `Mastership`, algorithms both ways, and the upstream request and answer
+//! of an intermediate server.
+//!
+//! Must not: decide anything or touch state.
+
+use doorman_algorithms::Kind;
+use doorman_core::config::AlgorithmConfig;
+use doorman_core::server::{Grant, NotMaster, UpstreamAsk, UpstreamGrant};
+use doorman_proto::doorman as pb;
+
+/// The `mastership` field of a redirect.
+pub fn redirect(n: NotMaster) -> Option<pb::Mastership> {
+    Some(pb::Mastership {
+        master_address: n.master_address,
+    })
+}
+
+/// A GetCapacity answer.
+pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityResponse {
+    match r {
+        Ok(grants) => pb::GetCapacityResponse {
+            response: grants
+                .iter()
+                .map(|g| pb::ResourceResponse {
+                    resource_id: g.resource_id.clone(),
+                    gets: doorman_proto::lease_to_wire(&g.lease),
+                    safe_capacity: Some(g.safe_capacity),
+                })
+                .collect(),
+            mastership: None,
+        },
+        Err(n) => pb::GetCapacityResponse {
+            response: vec![],
+            mastership: redirect(n),
+        },
+    }
+}
+
+/// A GetServerCapacity answer: like GetCapacity's, plus the algorithm once
+/// this server knows it.
+pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacityResponse {
+    match r {
+        Ok(grants) => pb::GetServerCapacityResponse {
+            response: grants
+                .iter()
+                .map(|g| pb::ServerCapacityResourceResponse {
+                    resource_id: g.resource_id.clone(),
+                    gets: doorman_proto::lease_to_wire(&g.lease),
+                    algorithm: g.algorithm_known.then(|| algorithm_to_proto(&g.algorithm)),
+                    safe_capacity: Some(g.safe_capacity),
+                })
+                .collect(),
+            mastership: None,
+        },
+        Err(n) => pb::GetServerCapacityResponse {
+            response: vec![],
+            mastership: redirect(n),
+        },
+    }
+}
+
+/// The wire form of an algorithm, sent to downstream servers.
+pub fn algorithm_to_proto(a: &AlgorithmConfig) -> pb::Algorithm {
+    let kind = match a.kind {
+        Kind::NoAlgorithm => pb::algorithm::Kind::NoAlgorithm,
+        Kind::Static => pb::algorithm::Kind::Static,
+        Kind::ProportionalShare => pb::algorithm::Kind::ProportionalShare,
+        Kind::FairShare => pb::algorithm::Kind::FairShare,
+    };
+    pb::Algorithm {
+        kind: kind as i32,
+        lease_length: a.lease_length,
+        refresh_interval: a.refresh_interval,
+        parameters: a
+            .parameters
+            .iter()
+            .map(|(n, v)| pb::NamedParameter {
+                name: n.clone(),
+                value: Some(v.clone()),
+            })
+            .collect(),
+        learning_mode_duration: Some(a.learning_mode_duration),
+    }
+}
+
+/// The algorithm a parent sent (see [`AlgorithmConfig::from_parent`]).
+pub fn algorithm_from_proto(a: &pb::Algorithm) -> AlgorithmConfig {
+    let kind = match pb::algorithm::Kind::try_from(a.kind) {
+        Ok(pb::algorithm::Kind::NoAlgorithm) => Some(Kind::NoAlgorithm),
+        Ok(pb::algorithm::Kind::Static) => Some(Kind::Static),
+        Ok(pb::algorithm::Kind::ProportionalShare) => Some(Kind::ProportionalShare),
+        Ok(pb::algorithm::Kind::FairShare) => Some(Kind::FairShare),
+        Err(_) => None,
+    };
+    let parameters = a
+        .parameters
+        .iter()
+        .map(|p| (p.name.clone(), p.value.clone().unwrap_or_default()))
+        .collect();
+    AlgorithmConfig::from_parent(
+        kind,
+        a.lease_length,
+        a.refresh_interval,
+        a.learning_mode_duration,
+        parameters,
+    )
+}
+
+/// An intermediate server's bulk request to its parent.
+pub fn upstream_request(node_id: &str, asks: &[UpstreamAsk]) -> pb::GetServerCapacityRequest {
+    pb::GetServerCapacityRequest {
+        server_id: node_id.to_string(),
+        resource: asks
+            .iter()
+            .map(|a| pb::ServerCapacityResourceRequest {
+                resource_id: a.resource_id.clone(),
+                has: a.has.as_ref().map(doorman_proto::lease_to_wire),
+                wants: a
+                    .bands
+                    .iter()
+                    .map(
+                        |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
+                            priority,
+                            num_clients,
+                            wants,
+                        },
+                    )
+                    .collect(),
+                outstanding: Some(a.outstanding),
+            })
+            .collect(),
+    }
+}
+
+/// The parent's answer, for the core.
+pub fn upstream_grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGrant> {
+    resp.response
+        .iter()
+        .map(|r| UpstreamGrant {
+            resource_id: r.resource_id.clone(),
+            lease: doorman_proto::lease_from_wire(&r.gets),
+            algorithm: r.algorithm.as_ref().map(algorithm_from_proto),
+            safe_capacity: r.safe_capacity,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use doorman_core::config::Config;
+
+    #[test]
+    fn algorithms_cross_the_wire_unchanged() {
+        let text = "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 5\n\
+                    [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\n\
+                    refresh_interval = 5\nparameters = { decay_factor = \"0.25\" }\n";
+        let c = Config::parse(text, "t.toml").unwrap();
+        let a = &c.templates()[0].algorithm;
+        let p = algorithm_to_proto(a);
+        assert_eq!(p.kind, pb::algorithm::Kind::FairShare as i32);
+        assert_eq!((p.lease_length, p.refresh_interval), (60, 5));
+        assert_eq!(p.learning_mode_duration, Some(60));
+        assert_eq!(p.parameters[0].name, "decay_factor");
+        assert_eq!(&algorithm_from_proto(&p), &**a);
+    }
+
+    #[test]
+    fn a_parents_odd_algorithm_is_clamped() {
+        let p = pb::Algorithm {
+            kind: 99,
+            lease_length: -5,
+            refresh_interval: 1_000,
+            parameters: vec![],
+            learning_mode_duration: None,
+        };
+        let a = algorithm_from_proto(&p);
+        assert_eq!(a.kind, Kind::FairShare);
+        assert_eq!((a.lease_length, a.refresh_interval), (1, 1));
+        assert_eq!(a.learning_mode_duration, 1);
+    }
+}

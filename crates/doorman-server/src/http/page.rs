@@ -1,0 +1,148 @@
+//! The HTML status page: one server's role, config, templates, resources,
+//! bands and leases, rendered from a core [`Status`] snapshot.
+//!
+//! Must not: read or change server state (it gets a snapshot).
+
+use std::fmt::Write as _;
+
+use doorman_core::server::{ResourceStatus, Status};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Renders the status page.
+pub fn render_html(s: &Status) -> String {
+    let mut h = String::with_capacity(4096);
+    let role = if s.is_master {
+        "master".to_string()
+    } else {
+        match &s.master_address {
+            Some(m) => format!("standby (master: {})", esc(m)),
+            None => "standby (master unknown)".to_string(),
+        }
+    };
+    let _ = write!(
+        h,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>doorman {id}</title>\
+         <style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;margin:.5em 0 1.5em}}\
+         td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th{{background:#eee}}\
+         td.l,th.l{{text-align:left}}</style></head><body>\
+         <h1>doorman server {id}</h1><p>Role: <b>{role}</b> · \
+         {leases} live leases · {unmatched} unmatched-resource requests</p>\
+         <p>Config: {summary}</p>",
+        id = esc(&s.server_id),
+        leases = s.leases,
+        unmatched = s.unmatched_requests,
+        summary = esc(&s.config_summary),
+    );
+    templates_table(&mut h, s);
+    resources_table(&mut h, s);
+    for r in &s.resources {
+        resource_details(&mut h, r);
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn templates_table(h: &mut String, s: &Status) {
+    h.push_str("<h2>Templates</h2><table><tr><th class=l>glob</th><th>capacity</th><th>safe</th><th class=l>algorithm</th><th>lease</th><th>refresh</th><th>learning</th><th class=l>description</th></tr>");
+    for t in &s.templates {
+        let _ = write!(
+            h,
+            "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td class=l>{}</td><td>{}s</td><td>{}s</td><td>{}s</td><td class=l>{}</td></tr>",
+            esc(&t.identifier_glob),
+            num(t.capacity),
+            t.safe_capacity.map(num).unwrap_or_else(|| "dynamic".into()),
+            t.kind,
+            t.lease_length,
+            t.refresh_interval,
+            t.learning_mode_duration,
+            esc(t.description.as_deref().unwrap_or("")),
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn resources_table(h: &mut String, s: &Status) {
+    h.push_str("<h2>Resources</h2><table><tr><th class=l>resource</th><th class=l>template</th><th class=l>algorithm</th><th>capacity</th><th>Σ has</th><th>Σ wants</th><th>requesters</th><th>subclients</th><th>safe</th><th class=l>mode</th></tr>");
+    for r in &s.resources {
+        let mode = if r.learning {
+            format!("learning ({:.0}s left)", r.learning_remaining)
+        } else {
+            "normal".into()
+        };
+        let _ = write!(
+            h,
+            "<tr><td class=l><a href=\"#r-{id}\">{id}</a></td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
+            esc(&r.template),
+            r.kind,
+            num(r.capacity),
+            num(r.has),
+            num(r.wants),
+            r.requesters,
+            num(r.subclients),
+            num(r.safe_capacity),
+            mode,
+            id = esc(&r.id),
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn resource_details(h: &mut String, r: &ResourceStatus) {
+    let _ = write!(h, "<h3 id=\"r-{id}\">{id}</h3>", id = esc(&r.id));
+    if !r.bands.is_empty() {
+        h.push_str(
+            "<table><tr><th>band</th><th>demands</th><th>subclients</th><th>Σ wants</th></tr>",
+        );
+        for b in &r.bands {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                b.priority,
+                b.demands,
+                num(b.subclients),
+                num(b.wants)
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<table><tr><th class=l>requester</th><th>priority</th><th>subclients</th><th>wants</th><th>has</th><th>target</th><th>expires in</th><th>last request</th></tr>");
+    for l in &r.leases {
+        let _ = write!(
+            h,
+            "<tr><td class=l>{}:{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}s</td><td>{:.1}s ago</td></tr>",
+            l.kind,
+            esc(&l.id),
+            l.priority,
+            num(l.subclients),
+            num(l.wants),
+            num(l.has),
+            num(l.target),
+            l.expires_in,
+            l.last_request_ago,
+        );
+    }
+    h.push_str("</table>");
+    if r.leases_truncated {
+        let _ = write!(
+            h,
+            "<p>Showing {} of {} leases (<a href=\"?leases={}\">more</a>).</p>",
+            r.leases.len(),
+            r.requesters,
+            r.requesters
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! What Doorman's tests share, and nothing production code may use (every
+//! crate takes it as a dev-dependency only):
+//!
+//! * [`IsolatedServer`]: a server on its own runtime, killable like a
+//!   crashed process; trees are built from these.
+//! * [`EtcdProcess`]: a throwaway etcd on free loopback ports.
+//! * [`InMemoryElection`]: an in-process election shared by servers.
+//! * [`ManualClock`]: a clock tests move by hand.
+//! * [`eventually`], [`eventually_async`], [`eventually_blocking`]: poll a
+//!   condition until it holds or a limit passes.
+//!
+//! Must not: be a normal dependency of any crate.
+
+mod clock;
+mod election;
+mod etcd;
+mod eventually;
+mod isolated;
+
+pub use clock::ManualClock;
+pub use election::InMemoryElection;
+pub use etcd::EtcdProcess;
+pub use eventually::{eventually, eventually_async, eventually_blocking};
+pub use isolated::IsolatedServer;

@@ -1,0 +1,190 @@
+//! Building the simulated world from a scenario: the tree of nodes (each a
+//! job of tasks whose master runs a real `ServerCore`), the clients (each a
+//! real `ClientCore`) and the first events.
+//!
+//! Must not: draw random numbers in any other order than the engine always
+//! has (the same seed must give the same run).
+
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use doorman_algorithms::Time;
+use doorman_core::client::{ClientCore, CoreOptions as ClientOptions, Fallback};
+use doorman_core::config::Config;
+use doorman_core::server::Role;
+use doorman_core::Backoff;
+
+use super::{master_core, Ev, Node, Rng, Sim, SimClient};
+use crate::scenario::Scenario;
+
+/// The backoff of every simulated client and upstream link: the real
+/// defaults (100 ms doubling to 30 s).
+fn backoff(rng: &mut Rng) -> Backoff {
+    Backoff::new(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(30),
+        rng.next_u64(),
+    )
+}
+
+/// One node: the root gets the scenario's config, the others none.
+fn node(
+    name: String,
+    depth: usize,
+    parent: Option<usize>,
+    cfg: &Arc<Config>,
+    tasks: usize,
+    start: Time,
+    rng: &mut Rng,
+) -> Node {
+    let role = if parent.is_none() {
+        Role::Root
+    } else {
+        Role::Intermediate
+    };
+    let config = if parent.is_none() {
+        cfg.clone()
+    } else {
+        Arc::new(Config::empty())
+    };
+    let (core, _) = master_core(role, &name, 0, &config, start);
+    Node {
+        id: Arc::from(name.as_str()),
+        name,
+        depth,
+        parent,
+        core,
+        role,
+        config,
+        tasks,
+        master_task: 0,
+        up: true,
+        unreachable_until: Time::ZERO,
+        wake_gen: 0,
+        backoff: backoff(rng),
+    }
+}
+
+/// The nodes, parents first, and the indices of the leaves.
+fn tree(
+    scenario: &Scenario,
+    cfg: &Arc<Config>,
+    start: Time,
+    rng: &mut Rng,
+) -> (Vec<Node>, Vec<usize>) {
+    let tasks = scenario.tasks.max(1);
+    let mut nodes = vec![node("root".into(), 0, None, cfg, tasks, start, rng)];
+    let mut level = vec![0usize];
+    for (d, fan) in scenario.tree.iter().enumerate() {
+        let mut next = Vec::new();
+        for &p in &level {
+            for i in 0..*fan {
+                let name = if p == 0 {
+                    format!("n{i}")
+                } else {
+                    format!("{}.{i}", nodes[p].name)
+                };
+                nodes.push(node(name, d + 1, Some(p), cfg, tasks, start, rng));
+                next.push(nodes.len() - 1);
+            }
+        }
+        level = next;
+    }
+    (nodes, level)
+}
+
+/// `clients_per_leaf` clients under each leaf, asking for the resource.
+fn clients(
+    scenario: &Scenario,
+    nodes: &[Node],
+    leaves: &[usize],
+    start: Time,
+    rng: &mut Rng,
+) -> Vec<SimClient> {
+    let mut clients = Vec::new();
+    for &leaf in leaves {
+        for i in 0..scenario.clients_per_leaf {
+            let id = format!("{}/c{i}", nodes[leaf].name);
+            let mut core = ClientCore::new(
+                id.clone(),
+                ClientOptions {
+                    min_refresh_interval: Time::secs(1),
+                    fallback: Fallback::Pessimistic,
+                    retry_interval: Time::secs(5),
+                },
+            );
+            core.add(&scenario.resource, 0, scenario.demand.initial, start);
+            clients.push(SimClient {
+                core,
+                id: Arc::from(id.as_str()),
+                leaf,
+                wants: scenario.demand.initial,
+                wake_gen: 0,
+                backoff: backoff(rng),
+            });
+        }
+    }
+    clients
+}
+
+impl Sim {
+    /// Builds the tree and the clients.
+    pub fn new(scenario: Scenario, seed: u64) -> anyhow::Result<Sim> {
+        let cfg = Arc::new(Config::parse(&scenario.config, "scenario config")?);
+        let capacity = cfg
+            .find(&scenario.resource)
+            .map(|t| t.capacity)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no template in config matches resource {}",
+                    scenario.resource
+                )
+            })?;
+        let start = Time::from_secs(1_700_000_000);
+        let mut rng = Rng::new(seed);
+        let (nodes, leaves) = tree(&scenario, &cfg, start, &mut rng);
+        let clients = clients(&scenario, &nodes, &leaves, start, &mut rng);
+        let keep_per_client = clients.len() <= 10_000;
+        let mut sim = Sim {
+            capacity,
+            now: start,
+            start,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            rng,
+            nodes,
+            clients,
+            samples: Vec::new(),
+            marks: Vec::new(),
+            keep_per_client,
+            events_run: 0,
+            scenario,
+        };
+        sim.first_events();
+        Ok(sim)
+    }
+
+    /// Clients' first wake-ups, demand changes, samples, scheduled events
+    /// and mishaps.
+    fn first_events(&mut self) {
+        let start = self.start;
+        for c in 0..self.clients.len() {
+            // Clients start spread over the first second.
+            let at = start + Time::from_millis(self.rng.below(1000) as i64);
+            self.push(at, Ev::ClientWake(c, 0));
+        }
+        if self.scenario.demand.change_every > 0 {
+            let every = Time::secs(self.scenario.demand.change_every as i64);
+            self.push(start + every, Ev::DemandTick);
+        }
+        self.push(start, Ev::Sample);
+        for i in 0..self.scenario.events.len() {
+            let at = start + Time::secs(self.scenario.events[i].at as i64);
+            self.push(at, Ev::Scheduled(i));
+        }
+        if let Some(m) = &self.scenario.mishaps {
+            let at = start + Time::secs((m.start.max(m.every)) as i64);
+            self.push(at, Ev::Mishap);
+        }
+    }
+}
