@@ -3,6 +3,8 @@
 //! protoc comes from the `protoc-bin-vendored` crate, so no system protoc is
 //! needed. A `PROTOC` set in the environment (e.g. by `.cargo/config.toml`)
 //! is respected only if it points at an existing file.
+//!
+//! Must not: need a system protoc or network access.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protoc = match std::env::var_os("PROTOC").map(std::path::PathBuf::from) {
         Some(p) if p.is_file() => p,

@@ -2,6 +2,8 @@
 //! trees under a virtual clock, running the real server core
 //! (`doorman_core::server`), algorithms and client core
 //! (`doorman_core::client`). See `docs/simulation.md`.
+//!
+//! Must not: read the real clock or use randomness other than the seeded generator.
 
 pub mod engine;
 pub mod output;

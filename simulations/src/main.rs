@@ -1,4 +1,6 @@
 //! `doorman-sim run FILE --seed N --out DIR` and `doorman-sim all --out DIR`.
+//!
+//! Must not: compute figures (`summary.rs` does).
 
 use std::path::PathBuf;
 

@@ -1,5 +1,7 @@
 //! Writing a run's results: `timeseries.csv`, `nodes.csv`, `events.csv`, `plot.svg`,
 //! `plot.png`, `summary.json`.
+//!
+//! Must not: compute figures (`summary.rs` does) or change the run.
 
 use std::fmt::Write as _;
 use std::path::Path;

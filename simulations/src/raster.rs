@@ -1,6 +1,8 @@
 //! A tiny RGB rasteriser for `plot.png`: lines, dashed lines and 8×8 bitmap
 //! text (the public-domain font8x8 glyphs), encoded with the `png` crate.
 //! Deterministic: the same plot gives the same bytes.
+//!
+//! Must not: depend on anything but `png` and `font8x8`.
 
 use font8x8::{UnicodeFonts, BASIC_FONTS};
 

@@ -1,6 +1,8 @@
 //! Scenario files (`simulations/scenarios/*.toml`): the tree, the clients'
 //! demand, RPC delay and mishaps. Readable by a user writing their own:
 //! every field is documented in `docs/simulation.md`.
+//!
+//! Must not: run anything; a bad scenario is an error naming the field.
 
 use serde::Deserialize;
 

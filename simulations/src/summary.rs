@@ -1,5 +1,7 @@
 //! The figures of a run, computed from the time series (one sample per
 //! simulated second) and the marks (demand shifts and mishaps).
+//!
+//! Must not: change the run; every figure is derived from the samples.
 
 use doorman_algorithms::{Amount, Demand, Kind, Shares};
 use serde::Serialize;

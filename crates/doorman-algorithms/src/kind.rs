@@ -1,4 +1,6 @@
 //! The algorithm kinds, named as in the wire protocol and the config.
+//!
+//! Must not: decide anything (`Shares` applies the kind).
 
 use std::fmt;
 use std::str::FromStr;

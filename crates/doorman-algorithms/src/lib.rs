@@ -13,6 +13,8 @@
 //!
 //! The exact semantics, worked examples and costs are in
 //! `docs/algorithms.md`.
+//!
+//! Must not: depend on anything but `thiserror`; no runtime, no I/O, no clock.
 
 mod kind;
 mod lease;

@@ -184,14 +184,28 @@ impl Forest {
             self.pull(id);
             return id;
         }
-        if self.less(id, t) {
-            let l = self.nodes[t as usize].left;
-            let nl = self.insert_node(l, id);
-            self.nodes[t as usize].left = nl;
+        self.descend(t, id, Self::insert_node)
+    }
+
+    /// Applies `f` to the subtree of `t` on `id`'s side, re-links the
+    /// result as that child and updates `t`'s sums; returns `t`.
+    fn descend(
+        &mut self,
+        t: NodeId,
+        id: NodeId,
+        f: fn(&mut Self, NodeId, NodeId) -> NodeId,
+    ) -> NodeId {
+        let left = self.less(id, t);
+        let child = if left {
+            self.nodes[t as usize].left
         } else {
-            let r = self.nodes[t as usize].right;
-            let nr = self.insert_node(r, id);
-            self.nodes[t as usize].right = nr;
+            self.nodes[t as usize].right
+        };
+        let new = f(self, child, id);
+        if left {
+            self.nodes[t as usize].left = new;
+        } else {
+            self.nodes[t as usize].right = new;
         }
         self.pull(t);
         t
@@ -209,17 +223,7 @@ impl Forest {
             };
             return self.merge(l, r);
         }
-        if self.less(id, t) {
-            let l = self.nodes[t as usize].left;
-            let nl = self.detach(l, id);
-            self.nodes[t as usize].left = nl;
-        } else {
-            let r = self.nodes[t as usize].right;
-            let nr = self.detach(r, id);
-            self.nodes[t as usize].right = nr;
-        }
-        self.pull(t);
-        t
+        self.descend(t, id, Self::detach)
     }
 
     /// Removes node `id` from the tree rooted at `*root` and frees it.

@@ -1,6 +1,8 @@
 //! Validated input values. The algorithms only ever see values that passed
 //! these constructors: finite, non-negative amounts and subclient counts ≥ 1.
 //! Everything a request or a config can influence enters through here.
+//!
+//! Must not: accept NaN, infinities or negative amounts.
 
 use thiserror::Error;
 

@@ -2,6 +2,8 @@
 //! capacity, load-test one, check, push and read configs. Each subcommand
 //! lives in `cmd/`. Errors are reported with `anyhow`; exit status 1 on
 //! failure, 2 on a usage error.
+//!
+//! Must not: hold a subcommand's logic.
 
 mod args;
 mod cmd;

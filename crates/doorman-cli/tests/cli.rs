@@ -341,7 +341,7 @@ fn bad_numeric_flags_are_usage_errors_naming_the_flag() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         let last = args.last().unwrap();
         let (flag, value) = match last.split_once('=') {
-            Some((f, v)) => (*f, v),
+            Some((f, v)) => (f, v),
             None => (*args.iter().rev().nth(1).unwrap(), *last),
         };
         assert!(

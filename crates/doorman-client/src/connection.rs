@@ -7,6 +7,8 @@
 //!
 //! Used by the client library and by intermediate servers asking their
 //! parent for capacity.
+//!
+//! Must not: retry by itself or decide anything about leases.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,6 +17,15 @@ use std::time::Duration;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use tonic::transport::{Channel, Endpoint};
+
+type Client = CapacityClient<Channel>;
+
+/// A request carrying the RPC deadline.
+fn deadline<T: Clone>(msg: &T, timeout: Duration) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg.clone());
+    r.set_timeout(timeout);
+    r
+}
 
 /// Why a call did not produce an answer from a master.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -272,12 +283,9 @@ impl Connector {
         &mut self,
         req: pb::GetCapacityRequest,
     ) -> Result<pb::GetCapacityResponse, CallError> {
-        self.call("GetCapacity", |mut c, timeout| {
-            let mut r = tonic::Request::new(req.clone());
-            r.set_timeout(timeout);
-            async move { c.get_capacity(r).await }
-        })
-        .await
+        let call = |mut c: Client, r| async move { c.get_capacity(r).await };
+        self.call("GetCapacity", |c, t| call(c, deadline(&req, t)))
+            .await
     }
 
     /// GetServerCapacity on the master.
@@ -285,12 +293,9 @@ impl Connector {
         &mut self,
         req: pb::GetServerCapacityRequest,
     ) -> Result<pb::GetServerCapacityResponse, CallError> {
-        self.call("GetServerCapacity", |mut c, timeout| {
-            let mut r = tonic::Request::new(req.clone());
-            r.set_timeout(timeout);
-            async move { c.get_server_capacity(r).await }
-        })
-        .await
+        let call = |mut c: Client, r| async move { c.get_server_capacity(r).await };
+        self.call("GetServerCapacity", |c, t| call(c, deadline(&req, t)))
+            .await
     }
 
     /// ReleaseCapacity on the master.
@@ -298,11 +303,8 @@ impl Connector {
         &mut self,
         req: pb::ReleaseCapacityRequest,
     ) -> Result<pb::ReleaseCapacityResponse, CallError> {
-        self.call("ReleaseCapacity", |mut c, timeout| {
-            let mut r = tonic::Request::new(req.clone());
-            r.set_timeout(timeout);
-            async move { c.release_capacity(r).await }
-        })
-        .await
+        let call = |mut c: Client, r| async move { c.release_capacity(r).await };
+        self.call("ReleaseCapacity", |c, t| call(c, deadline(&req, t)))
+            .await
     }
 }

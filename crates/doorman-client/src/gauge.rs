@@ -2,13 +2,14 @@
 //! whole number of permits). A permit is held until its `GaugePermit` is
 //! dropped. When capacity shrinks below the number in flight, new marks wait
 //! until enough permits are released.
+//!
+//! Must not: talk to the server (the background task does).
 
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use crate::resource::{Handle, Limiter, Shared, Wants};
-use doorman_core::client::Mode;
 
 /// Options of a gauge resource.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,20 +101,7 @@ impl Drop for Waiting<'_> {
 }
 
 impl GaugeResource {
-    /// The resource id.
-    pub fn id(&self) -> &str {
-        &self.shared.id
-    }
-
-    /// The capacity applied now (permits).
-    pub fn capacity(&self) -> f64 {
-        self.shared.capacity()
-    }
-
-    /// Lease or which fallback.
-    pub fn mode(&self) -> Mode {
-        self.shared.mode()
-    }
+    crate::resource::handle_accessors!("permits");
 
     /// Permits in flight.
     pub fn in_flight(&self) -> u64 {

@@ -3,6 +3,7 @@
 use super::*;
 use crate::resource::Kind;
 use crate::resource::{Handle, Shared};
+use doorman_core::client::Mode;
 use std::time::Duration;
 use tokio::time::sleep;
 

@@ -23,23 +23,31 @@
 //! * Top half: [`RateResource`] (token bucket) and [`GaugeResource`]
 //!   (permits in flight), shared per resource id and reference counted.
 //! * [`tower`] layers, [`ClientMetrics`], and the reusable [`Connector`].
+//!
+//! Must not: decide refreshes or capacity itself (`doorman-core` does).
 
+mod builder;
 mod client;
 pub mod connection;
+mod error;
 mod gauge;
+mod identity;
 mod metrics;
 mod rate;
+mod registry;
 mod resource;
+mod task;
 pub mod tower;
 mod wants;
 
-pub use client::{
-    default_client_id, hostname, wall_clock, Client, ClientBuilder, ClientError, Clock,
-};
+pub use builder::ClientBuilder;
+pub use client::Client;
 pub use connection::{CallError, Connector};
 pub use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
 pub use doorman_core::Backoff;
+pub use error::ClientError;
 pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};
+pub use identity::{default_client_id, hostname, wall_clock, Clock};
 pub use metrics::ClientMetrics;
 pub use rate::{RateOptions, RateResource};
 pub use resource::{Kind, Wants};

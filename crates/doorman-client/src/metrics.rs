@@ -1,6 +1,8 @@
 //! Client Prometheus metrics, registered on a registry the user passes in:
 //! RPCs, errors and latency by method; capacity, wants and mode per
 //! resource; permit wait time per resource.
+//!
+//! Must not: register on a global registry or change client state.
 
 use prometheus::{
     GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,

@@ -1,11 +1,12 @@
 //! `RateResource`: capacity is operations per second. A token bucket is
 //! refilled at the granted rate with a burst of `burst_time` × rate (default
 //! 0.1 s, at least one permit).
+//!
+//! Must not: talk to the server (the background task does).
 
 use tokio::time::Instant;
 
 use crate::resource::{Handle, Limiter, Wants};
-use doorman_core::client::Mode;
 
 /// Options of a rate resource.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,20 +65,7 @@ pub struct RateResource {
 }
 
 impl RateResource {
-    /// The resource id.
-    pub fn id(&self) -> &str {
-        &self.shared.id
-    }
-
-    /// The capacity applied now (ops/s).
-    pub fn capacity(&self) -> f64 {
-        self.shared.capacity()
-    }
-
-    /// Lease or which fallback.
-    pub fn mode(&self) -> Mode {
-        self.shared.mode()
-    }
+    crate::resource::handle_accessors!("ops/s");
 
     /// What the resource asks the server for now.
     pub fn current_wants(&self) -> f64 {

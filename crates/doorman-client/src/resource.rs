@@ -3,15 +3,18 @@
 //! gauge), wants, the current capacity and mode, and a reference count.
 //!
 //! The top half only locks this resource's own mutex; the bottom half calls
-//! [`Shared::apply`] when capacity changes.
+//! [`Shared::apply`] when capacity changes. The resource knows its owner
+//! (the client's registry) only as an [`Owner`] to tell when its last handle
+//! is dropped.
+//!
+//! Must not: do I/O or know the client's internals.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 
-use crate::client::ClientShared;
 use crate::wants::Window;
 use doorman_core::client::Mode;
 
@@ -134,7 +137,8 @@ pub(crate) struct Shared {
     capacity_bits: AtomicU64,
     mode: AtomicU8,
     pub handles: AtomicUsize,
-    pub client: Weak<ClientShared>,
+    /// Told when the last handle is dropped.
+    pub client: Weak<dyn Owner>,
     pub wait_histogram: Option<prometheus::Histogram>,
 }
 
@@ -149,7 +153,7 @@ impl Shared {
         wants: Wants,
         burst_time: Duration,
         initial: (f64, Mode),
-        client: Weak<ClientShared>,
+        client: Weak<dyn Owner>,
         wait_histogram: Option<prometheus::Histogram>,
     ) -> Self {
         let now = Instant::now();
@@ -239,7 +243,7 @@ impl Shared {
             Wants::Auto => None,
         };
         if let Some(c) = self.client.upgrade() {
-            c.wake.notify_one();
+            c.wake();
         }
     }
 }
@@ -254,12 +258,53 @@ impl Shared {
             wants,
             burst,
             (0.0, Mode::Pessimistic),
-            Weak::new(),
+            Weak::<NoOwner>::new(),
             None,
         ));
         s.handles.store(1, Ordering::Release);
         s
     }
+}
+
+/// The read-only accessors of `RateResource` and `GaugeResource`, written
+/// once; `$unit` names what the capacity counts.
+macro_rules! handle_accessors {
+    ($unit:literal) => {
+        /// The resource id.
+        pub fn id(&self) -> &str {
+            &self.shared.id
+        }
+
+        #[doc = concat!("The capacity applied now (", $unit, ").")]
+        pub fn capacity(&self) -> f64 {
+            self.shared.capacity()
+        }
+
+        /// Lease or which fallback.
+        pub fn mode(&self) -> doorman_core::client::Mode {
+            self.shared.mode()
+        }
+    };
+}
+pub(crate) use handle_accessors;
+
+/// Who registered a resource: told when its last handle is dropped.
+pub(crate) trait Owner: Send + Sync {
+    /// A handle of `shared` was dropped; the owner decrements the count
+    /// under its own lock and forgets the resource at zero.
+    fn release(&self, shared: &Arc<Shared>);
+    /// Something the owner's background task acts on changed (wants).
+    fn wake(&self);
+}
+
+/// The owner of a detached resource (limiter tests): nobody.
+#[cfg(test)]
+struct NoOwner;
+
+#[cfg(test)]
+impl Owner for NoOwner {
+    fn release(&self, _: &Arc<Shared>) {}
+    fn wake(&self) {}
 }
 
 /// A counted reference to a resource: cloning retains it, dropping the last
@@ -270,14 +315,16 @@ pub(crate) struct Handle(pub std::sync::Arc<Shared>);
 
 impl Clone for Handle {
     fn clone(&self) -> Self {
-        crate::client::retain(&self.0);
+        self.0.handles.fetch_add(1, Ordering::AcqRel);
         Handle(self.0.clone())
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        crate::client::release(&self.0);
+        if let Some(owner) = self.0.client.upgrade() {
+            owner.release(&self.0);
+        }
     }
 }
 

@@ -10,6 +10,8 @@
 //! let limited = RateLimitLayer::new(rate).layer(service);
 //! # }
 //! ```
+//!
+//! Must not: decide capacity (the resource applies what it was granted).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -8,6 +8,8 @@
 //!   estimate is raised by half (at least +1) to probe for more capacity;
 //!   the server caps the grant at the fair share.
 //! * Gauge resources: the peak of (in flight + waiting) over the window.
+//!
+//! Must not: read the wall clock (it uses tokio's monotonic clock).
 
 #[cfg(test)]
 use tokio::time::Duration;

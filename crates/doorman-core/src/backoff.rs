@@ -47,6 +47,27 @@ impl Backoff {
         base.mul_f64(0.5 + 0.5 * frac)
     }
 
+    /// Follows the outcome of an attempt: a success resets the backoff; a
+    /// failure comes back with the delay before the retry.
+    ///
+    /// ```
+    /// use doorman_core::Backoff;
+    /// let mut b = Backoff::default();
+    /// let (e, delay) = b.outcome::<(), _>(Err("down")).unwrap_err();
+    /// assert_eq!(e, "down");
+    /// assert!(delay.as_millis() <= 100);
+    /// assert_eq!(b.outcome::<_, ()>(Ok(7)), Ok(7));
+    /// ```
+    pub fn outcome<T, E>(&mut self, r: Result<T, E>) -> Result<T, (E, Duration)> {
+        match r {
+            Ok(v) => {
+                self.reset();
+                Ok(v)
+            }
+            Err(e) => Err((e, self.next_delay())),
+        }
+    }
+
     /// Back to the initial delay (after a success).
     pub fn reset(&mut self) {
         self.current = self.initial;

@@ -13,6 +13,8 @@
 //!
 //! Dependencies point one way: these shells → `doorman-core` →
 //! `doorman-algorithms`.
+//!
+//! Must not: decide grants, leases or learning mode (`doorman-core` does).
 
 pub mod config_source;
 pub mod election;

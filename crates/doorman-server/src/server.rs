@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
-use crate::election::{Election, MasterView, Standalone};
+use crate::election::{Candidacy, Election, MasterView, Standalone};
 use crate::grpc::CapacityService;
 use crate::http::metrics::Metrics;
 use crate::state::{Clock, ServerState};
@@ -232,51 +232,53 @@ fn build_state(
     Arc::new(ServerState::new(core, metrics, opts.clock.clone()))
 }
 
+/// Resolves when the server is told to stop.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Runs a listener's serve loop; a failure is logged.
+fn spawn_serving<E: std::fmt::Display>(
+    what: &'static str,
+    serve: impl std::future::Future<Output = Result<(), E>> + Send + 'static,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, "{what} server failed");
+        }
+    })
+}
+
 fn spawn_grpc(
     state: Arc<ServerState>,
     listener: TcpListener,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let svc = CapacityServer::new(CapacityService::new(state));
-    tokio::spawn(async move {
-        // Small request/response pairs: without TCP_NODELAY, Nagle and
-        // delayed ACKs add ~40 ms to every response that spans two writes.
-        let incoming = tokio_stream::StreamExt::map(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
-            |conn| {
-                conn.inspect(|s| {
-                    let _ = s.set_nodelay(true);
-                })
-            },
-        );
-        let r = tonic::transport::Server::builder()
-            .add_service(svc)
-            .serve_with_incoming_shutdown(incoming, async move {
-                let _ = stop.wait_for(|s| *s).await;
+    // Small request/response pairs: without TCP_NODELAY, Nagle and
+    // delayed ACKs add ~40 ms to every response that spans two writes.
+    let incoming = tokio_stream::StreamExt::map(
+        tokio_stream::wrappers::TcpListenerStream::new(listener),
+        |conn| {
+            conn.inspect(|s| {
+                let _ = s.set_nodelay(true);
             })
-            .await;
-        if let Err(e) = r {
-            tracing::error!(error = %e, "gRPC server failed");
-        }
-    })
+        },
+    );
+    let serve = tonic::transport::Server::builder()
+        .add_service(svc)
+        .serve_with_incoming_shutdown(incoming, stopped(stop));
+    spawn_serving("gRPC", serve)
 }
 
 fn spawn_http(
     state: Arc<ServerState>,
     listener: TcpListener,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let app = crate::http::router(state);
-    tokio::spawn(async move {
-        let r = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await;
-        if let Err(e) = r {
-            tracing::error!(error = %e, "HTTP server failed");
-        }
-    })
+    let serve = axum::serve(listener, app).with_graceful_shutdown(stopped(stop));
+    spawn_serving("HTTP", std::future::IntoFuture::into_future(serve))
 }
 
 /// Forgets expired leases and empty resources every `every`.
@@ -307,9 +309,11 @@ fn spawn_election(
     stop: &watch::Receiver<bool>,
 ) -> [JoinHandle<()>; 2] {
     let (views_tx, views_rx) = watch::channel(MasterView::default());
-    let election = opts
-        .election
-        .run(server_id.to_string(), views_tx, stop.clone());
+    let election = opts.election.run(Candidacy {
+        me: server_id.to_string(),
+        out: views_tx,
+        stop: stop.clone(),
+    });
     [
         tokio::spawn(election),
         tokio::spawn(crate::election::follow(

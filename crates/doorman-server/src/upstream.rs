@@ -73,15 +73,12 @@ async fn ask_parent(
         .get_server_capacity(upstream_request(node_id, chunk))
         .await;
     let now = state.now();
-    match r {
+    match backoff.outcome(r) {
         Ok(resp) => {
-            backoff.reset();
-            state
-                .core()
-                .upstream_response(now, &ids, &upstream_grants(&resp));
+            let grants = upstream_grants(&resp);
+            state.core().upstream_response(now, &ids, &grants);
         }
-        Err(e) => {
-            let delay = backoff.next_delay();
+        Err((e, delay)) => {
             tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
             state
                 .core()

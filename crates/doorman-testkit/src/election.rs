@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use doorman_server::election::{Election, ElectionFuture, MasterView};
+use doorman_server::election::{Candidacy, Election, ElectionFuture, MasterView};
 use tokio::sync::watch;
 
 /// An election inside one process: the first candidate to run is master;
@@ -80,12 +80,7 @@ impl InMemoryElection {
 }
 
 impl Election for InMemoryElection {
-    fn run(
-        &self,
-        me: String,
-        out: watch::Sender<MasterView>,
-        stop: watch::Receiver<bool>,
-    ) -> ElectionFuture {
-        Box::pin(self.clone().campaign(me, out, stop))
+    fn run(&self, c: Candidacy) -> ElectionFuture {
+        Box::pin(self.clone().campaign(c.me, c.out, c.stop))
     }
 }

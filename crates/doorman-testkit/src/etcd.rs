@@ -6,6 +6,8 @@
 //! If no `etcd` binary is found, [`EtcdProcess::start`] fails with a message
 //! saying how to install it (`apt-get install etcd-server`); tests that need
 //! etcd therefore fail instead of silently passing.
+//!
+//! Must not: bind anything but 127.0.0.1 or outlive its test (stopped on drop).
 
 use std::net::TcpListener;
 use std::path::PathBuf;

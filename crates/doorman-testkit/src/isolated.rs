@@ -2,6 +2,8 @@
 //! crashed process: every task ends and every socket closes at once (a
 //! `RunningServer` sharing the caller's runtime would keep serving open
 //! connections). For tests, demos and experiments.
+//!
+//! Must not: be used by production code (it is a dev-dependency only).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -106,15 +106,9 @@ impl Sim {
     ) {
         let now = self.now;
         let cl = &mut self.clients[c];
-        match grants {
-            Some(g) => {
-                cl.backoff.reset();
-                cl.core.on_response(now, &ids, &g);
-            }
-            None => {
-                let d = cl.backoff.next_delay();
-                cl.core.on_failure(now, &ids, Time::from_duration(d));
-            }
+        match cl.backoff.outcome(grants.ok_or(())) {
+            Ok(g) => cl.core.on_response(now, &ids, &g),
+            Err((_, d)) => cl.core.on_failure(now, &ids, Time::from_duration(d)),
         }
         self.schedule_client(c);
     }
@@ -166,15 +160,9 @@ impl Sim {
     ) {
         let now = self.now;
         let n = &mut self.nodes[node];
-        match grants {
-            Some(g) => {
-                n.backoff.reset();
-                n.core.upstream_response(now, &ids, &g);
-            }
-            None => {
-                let d = n.backoff.next_delay();
-                n.core.upstream_failure(now, &ids, Time::from_duration(d));
-            }
+        match n.backoff.outcome(grants.ok_or(())) {
+            Ok(g) => n.core.upstream_response(now, &ids, &g),
+            Err((_, d)) => n.core.upstream_failure(now, &ids, Time::from_duration(d)),
         }
         self.schedule_upstream(node, None);
     }

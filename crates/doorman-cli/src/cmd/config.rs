@@ -1,5 +1,7 @@
 //! `doorman config check|push|get`: validate config files without running a
 //! server, push a validated file to an etcd key, print the stored one.
+//!
+//! Must not: write anything to etcd that did not validate.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

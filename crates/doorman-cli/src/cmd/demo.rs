@@ -3,6 +3,8 @@
 //! leaves and twenty clients using `RateResource` with varying demand (some
 //! above their fair share of 25, one spiking to 200 midway). Prints a table
 //! every second and a summary at the end.
+//!
+//! Must not: bind anything but 127.0.0.1, or run longer than `--duration`.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -93,38 +95,39 @@ fn demand(i: usize, base: f64, t: u64, duration: u64) -> f64 {
     (base * (1.0 + wobble)).max(1.0)
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.duration == 0 {
-        anyhow::bail!("--duration must be at least 1 second");
-    }
-    println!("doorman demo: 1 root (capacity {CAPACITY} on {RESOURCE}, FAIR_SHARE), 2 parents, 4 leaves, 20 clients\n");
+/// The root, its two parents and four leaves, in that order.
+struct Tree {
+    root: RunningServer,
+    parents: Vec<RunningServer>,
+    leaves: Vec<RunningServer>,
+}
+
+async fn tree(http: Option<SocketAddr>) -> anyhow::Result<Tree> {
     let root_cfg = Arc::new(Config::parse(CONFIG, "demo").context("demo config")?);
     let empty = Arc::new(Config::empty());
-    let root = node("root", root_cfg, None, http_addr(args.http, 0)).await?;
+    let root = node("root", root_cfg, None, http_addr(http, 0)).await?;
     let mut parents = Vec::new();
-    for p in 0..2 {
-        parents.push(
-            node(
-                &format!("parent-{}", p + 1),
-                empty.clone(),
-                Some(&root),
-                http_addr(args.http, 1 + p as u16),
-            )
-            .await?,
-        );
+    for p in 0..2u16 {
+        let name = format!("parent-{}", p + 1);
+        let addr = http_addr(http, 1 + p);
+        parents.push(node(&name, empty.clone(), Some(&root), addr).await?);
     }
     let mut leaves = Vec::new();
-    for l in 0..4 {
-        leaves.push(
-            node(
-                &format!("leaf-{}", l + 1),
-                empty.clone(),
-                Some(&parents[l / 2]),
-                http_addr(args.http, 3 + l as u16),
-            )
-            .await?,
-        );
+    for l in 0..4u16 {
+        let name = format!("leaf-{}", l + 1);
+        let parent = &parents[usize::from(l / 2)];
+        let addr = http_addr(http, 3 + l);
+        leaves.push(node(&name, empty.clone(), Some(parent), addr).await?);
     }
+    Ok(Tree {
+        root,
+        parents,
+        leaves,
+    })
+}
+
+/// Twenty clients, five per leaf, each using its capacity as fast as it may.
+async fn clients(leaves: &[RunningServer], duration: u64) -> anyhow::Result<Vec<DemoClient>> {
     let mut clients = Vec::new();
     for i in 0..20 {
         let leaf = i % 4;
@@ -135,10 +138,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .fallback(Fallback::Pessimistic)
             .build()
             .await?;
-        let resource = client.rate_resource(
-            RESOURCE,
-            RateOptions::wants(demand(i, base, 0, args.duration)),
-        )?;
+        let wants = RateOptions::wants(demand(i, base, 0, duration));
+        let resource = client.rate_resource(RESOURCE, wants)?;
         let ops = Arc::new(AtomicU64::new(0));
         let (r, o) = (resource.clone(), ops.clone());
         tokio::spawn(async move {
@@ -155,6 +156,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ops,
         });
     }
+    Ok(clients)
+}
+
+/// What the table and the summary are made of.
+#[derive(Default)]
+struct Watch {
+    last_ops: u64,
+    /// (Σ has, min(Σ wants, capacity)) per second.
+    samples: Vec<(f64, f64)>,
+    peak: f64,
+}
+
+fn print_header() {
     println!(
         "\n{:>4}  {:>13} {:>13} {:>13} {:>13}  {:>16}  {:>5}  {:>6}",
         "t",
@@ -166,55 +180,54 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "util",
         "ops/s"
     );
-    let start_time = Instant::now();
-    let mut last_ops = 0u64;
-    let mut samples: Vec<(f64, f64)> = Vec::new();
-    let mut peak: f64 = 0.0;
-    for t in 1..=args.duration {
-        tokio::time::sleep_until((start_time + Duration::from_secs(t)).into()).await;
-        for (i, c) in clients.iter().enumerate() {
-            c.resource
-                .set_wants(Wants::Fixed(demand(i, c.base, t, args.duration)));
-        }
-        let mut wants = [0.0f64; 4];
-        let mut has = [0.0f64; 4];
-        for c in &clients {
-            wants[c.leaf] += c.resource.current_wants();
-            has[c.leaf] += c.resource.capacity();
-        }
-        let total_has: f64 = has.iter().sum();
-        let total_wants: f64 = wants.iter().sum();
-        let target = total_wants.min(CAPACITY);
-        let util = if target > 0.0 {
-            total_has / target * 100.0
-        } else {
-            100.0
-        };
-        peak = peak.max(total_has);
-        samples.push((total_has, target));
-        let ops: u64 = clients.iter().map(|c| c.ops.load(Ordering::Relaxed)).sum();
-        let cells: Vec<String> = (0..4)
-            .map(|l| format!("{:>6.1}/{:<6.1}", wants[l], has[l]))
-            .collect();
-        let spike = if t == args.duration * 2 / 5 {
-            "  <- client 0 spikes to 200"
-        } else if t == args.duration * 3 / 5 {
-            "  <- spike over"
-        } else {
-            ""
-        };
-        println!(
-            "{:>3}s  {}  {:>7.1} / {:<6.0}  {:>4.0}%  {:>6}{spike}",
-            t,
-            cells.join(" "),
-            total_has,
-            CAPACITY,
-            util,
-            ops - last_ops
-        );
-        last_ops = ops;
+}
+
+/// Second `t`: new demands, then one row of the table.
+fn tick(clients: &[DemoClient], t: u64, duration: u64, w: &mut Watch) {
+    for (i, c) in clients.iter().enumerate() {
+        c.resource
+            .set_wants(Wants::Fixed(demand(i, c.base, t, duration)));
     }
-    let settled: Vec<&(f64, f64)> = samples.iter().skip(5).collect();
+    let mut wants = [0.0f64; 4];
+    let mut has = [0.0f64; 4];
+    for c in clients {
+        wants[c.leaf] += c.resource.current_wants();
+        has[c.leaf] += c.resource.capacity();
+    }
+    let total_has: f64 = has.iter().sum();
+    let target = wants.iter().sum::<f64>().min(CAPACITY);
+    let util = if target > 0.0 {
+        total_has / target * 100.0
+    } else {
+        100.0
+    };
+    w.peak = w.peak.max(total_has);
+    w.samples.push((total_has, target));
+    let ops: u64 = clients.iter().map(|c| c.ops.load(Ordering::Relaxed)).sum();
+    let cells: Vec<String> = (0..4)
+        .map(|l| format!("{:>6.1}/{:<6.1}", wants[l], has[l]))
+        .collect();
+    let spike = if t == duration * 2 / 5 {
+        "  <- client 0 spikes to 200"
+    } else if t == duration * 3 / 5 {
+        "  <- spike over"
+    } else {
+        ""
+    };
+    println!(
+        "{:>3}s  {}  {:>7.1} / {:<6.0}  {:>4.0}%  {:>6}{spike}",
+        t,
+        cells.join(" "),
+        total_has,
+        CAPACITY,
+        util,
+        ops - w.last_ops
+    );
+    w.last_ops = ops;
+}
+
+fn print_summary(w: &Watch, duration: u64, root_leases: usize) {
+    let settled: Vec<&(f64, f64)> = w.samples.iter().skip(5).collect();
     let mean_util = if settled.is_empty() {
         0.0
     } else {
@@ -225,31 +238,42 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             / settled.len() as f64
             * 100.0
     };
-    let ops: u64 = clients.iter().map(|c| c.ops.load(Ordering::Relaxed)).sum();
-    println!("\nsummary after {} s:", args.duration);
+    let peak = w.peak;
+    println!("\nsummary after {duration} s:");
     println!("  mean utilisation after the first 5 s: {mean_util:.1} % of min(Σ wants, capacity)");
     println!(
         "  peak handed out: {peak:.1} of {CAPACITY} ({:.1} %)",
         peak / CAPACITY * 100.0
     );
     println!(
-        "  operations done by the clients: {ops} ({:.0}/s on average)",
-        ops as f64 / args.duration as f64
+        "  operations done by the clients: {} ({:.0}/s on average)",
+        w.last_ops,
+        w.last_ops as f64 / duration as f64
     );
-    println!(
-        "  root: {} lease(s) (the two parents)",
-        root.state.core().lease_count()
-    );
+    println!("  root: {root_leases} lease(s) (the two parents)");
+}
+
+/// Runs `doorman demo`.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    println!("doorman demo: 1 root (capacity {CAPACITY} on {RESOURCE}, FAIR_SHARE), 2 parents, 4 leaves, 20 clients\n");
+    let tree = tree(args.http).await?;
+    let clients = clients(&tree.leaves, args.duration).await?;
+    print_header();
+    let start_time = Instant::now();
+    let mut watch = Watch::default();
+    for t in 1..=args.duration {
+        tokio::time::sleep_until((start_time + Duration::from_secs(t)).into()).await;
+        tick(&clients, t, args.duration, &mut watch);
+    }
+    watch.last_ops = clients.iter().map(|c| c.ops.load(Ordering::Relaxed)).sum();
+    print_summary(&watch, args.duration, tree.root.state.core().lease_count());
     for c in &clients {
         c.client.close().await;
     }
     drop(clients);
-    for l in leaves {
-        l.shutdown().await;
+    for s in tree.leaves.into_iter().chain(tree.parents) {
+        s.shutdown().await;
     }
-    for p in parents {
-        p.shutdown().await;
-    }
-    root.shutdown().await;
+    tree.root.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

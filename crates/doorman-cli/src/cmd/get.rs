@@ -1,5 +1,7 @@
 //! `doorman get`: one GetCapacity against a server, following a mastership
 //! redirect once, printing the lease.
+//!
+//! Must not: follow more than one redirect or wait past `--timeout`.
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -1,5 +1,8 @@
-//! `doorman server`: run a standalone (always master) lease server until
-//! SIGINT or SIGTERM, then shut down gracefully.
+//! `doorman server`: run a lease server (a root with `--config`, or below a
+//! parent with `--parent`; always master, or electing one through etcd with
+//! `--election-key`) until SIGINT or SIGTERM, then shut down gracefully.
+//!
+//! Must not: hold server logic (it maps flags onto `ServerOptions`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

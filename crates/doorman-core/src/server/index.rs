@@ -3,6 +3,8 @@
 //! (`Record::who`), and the table hashes it from there; a `HashMap<Who, _>`
 //! would store every client id a second time (≈ 60 bytes per lease at 1 M
 //! leases, bucket slack included).
+//!
+//! Must not: own requester data (`Shares` does) or change grants.
 
 use std::hash::BuildHasher;
 

@@ -10,6 +10,7 @@
 //! Must not: do I/O, read the clock, or panic on anything a request or a
 //! config can contain.
 
+mod decide;
 mod index;
 mod request;
 mod resource;

@@ -1,6 +1,8 @@
-//! Validated requests going into the core and grants coming out. The gRPC
-//! layer builds these from protobufs (see `validate.rs`); the simulation
-//! builds them directly.
+//! Validated requests going into the core and grants coming out: the
+//! core's own types, free of protobufs. `doorman-server`'s `grpc/validate.rs`
+//! builds them from the wire; the simulator builds them directly.
+//!
+//! Must not: validate (the shells do) or decide anything.
 
 use std::fmt;
 use std::sync::Arc;

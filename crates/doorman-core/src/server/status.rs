@@ -1,11 +1,15 @@
 //! A serialisable snapshot of the core for the status page, the JSON API
 //! and metrics. Taking it is O(resources + leases shown).
+//!
+//! Must not: change leases, grants or learning mode.
 
 use serde::Serialize;
 
 use doorman_algorithms::Time;
 
+use super::resource::Resource;
 use super::ServerCore;
+use crate::config::Template;
 
 /// The whole server.
 #[derive(Debug, Clone, Serialize)]
@@ -149,79 +153,14 @@ impl ServerCore {
         let mut resources: Vec<ResourceStatus> = self
             .resources
             .iter_mut()
-            .map(|(id, r)| {
-                let totals = r.shares.totals();
-                let bands = r
-                    .shares
-                    .bands()
-                    .into_iter()
-                    .map(|b| BandStatus {
-                        priority: b.priority,
-                        demands: b.demands,
-                        subclients: b.subclients,
-                        wants: b.wants,
-                    })
-                    .collect();
-                let ids: Vec<_> = r.shares.ids().take(max_leases).collect();
-                let mut leases = Vec::with_capacity(ids.len());
-                for rid in ids {
-                    let target = r.shares.target(rid);
-                    let demands = r.shares.demands(rid);
-                    let Some(rec) = r.shares.get(rid) else {
-                        continue;
-                    };
-                    leases.push(LeaseStatus {
-                        kind: rec.who.kind(),
-                        id: rec.who.id().to_string(),
-                        has: r.shares.has(rid),
-                        wants: demands.iter().map(|d| d.2).sum(),
-                        target,
-                        subclients: demands.iter().map(|d| d.1).sum(),
-                        priority: demands.first().map(|d| d.0).unwrap_or(0),
-                        expires_in: (rec.expiry - now).as_secs_f64(),
-                        last_request_ago: (now - rec.last_request).as_secs_f64(),
-                        outstanding: rec.outstanding(),
-                    });
-                }
-                ResourceStatus {
-                    id: id.clone(),
-                    template: r.template.identifier_glob.clone(),
-                    kind: r.template.algorithm.kind.to_string(),
-                    capacity: r.shares.capacity(),
-                    safe_capacity: r.shares.safe_capacity(r.template.safe_capacity),
-                    learning: r.in_learning(now),
-                    learning_remaining: (r.learning_until - now).as_secs_f64().max(0.0),
-                    requesters: totals.requesters,
-                    subclients: totals.subclients,
-                    wants: totals.wants,
-                    has: totals.has,
-                    bands,
-                    leases_truncated: totals.requesters > leases.len(),
-                    leases,
-                    upstream: r.upstream.as_ref().map(|u| UpstreamStatus {
-                        capacity: u.lease.map(|l| l.capacity).unwrap_or(0.0),
-                        expires_in: u.lease.map(|l| (l.expiry - now).as_secs_f64()),
-                        refresh_interval: u.lease.map(|l| l.refresh_interval),
-                        algorithm_from_parent: u.parent_algorithm.is_some(),
-                    }),
-                }
-            })
+            .map(|(id, r)| resource_status(id, r, now, max_leases))
             .collect();
         resources.sort_by(|a, b| a.id.cmp(&b.id));
         let templates = self
             .config
             .templates()
             .iter()
-            .map(|t| TemplateStatus {
-                identifier_glob: t.identifier_glob.clone(),
-                capacity: t.capacity,
-                safe_capacity: t.safe_capacity,
-                kind: t.algorithm.kind.to_string(),
-                lease_length: t.algorithm.lease_length,
-                refresh_interval: t.algorithm.refresh_interval,
-                learning_mode_duration: t.algorithm.learning_mode_duration,
-                description: t.description.clone(),
-            })
+            .map(|t| template_status(t))
             .collect();
         Status {
             server_id: self.opts.server_id.clone(),
@@ -241,4 +180,80 @@ impl ServerCore {
             unmatched_requests: self.counters.unmatched_requests,
         }
     }
+}
+
+fn template_status(t: &Template) -> TemplateStatus {
+    TemplateStatus {
+        identifier_glob: t.identifier_glob.clone(),
+        capacity: t.capacity,
+        safe_capacity: t.safe_capacity,
+        kind: t.algorithm.kind.to_string(),
+        lease_length: t.algorithm.lease_length,
+        refresh_interval: t.algorithm.refresh_interval,
+        learning_mode_duration: t.algorithm.learning_mode_duration,
+        description: t.description.clone(),
+    }
+}
+
+fn resource_status(id: &str, r: &mut Resource, now: Time, max_leases: usize) -> ResourceStatus {
+    let totals = r.shares.totals();
+    let bands = r
+        .shares
+        .bands()
+        .into_iter()
+        .map(|b| BandStatus {
+            priority: b.priority,
+            demands: b.demands,
+            subclients: b.subclients,
+            wants: b.wants,
+        })
+        .collect();
+    let leases = lease_statuses(r, now, max_leases);
+    ResourceStatus {
+        id: id.to_string(),
+        template: r.template.identifier_glob.clone(),
+        kind: r.template.algorithm.kind.to_string(),
+        capacity: r.shares.capacity(),
+        safe_capacity: r.shares.safe_capacity(r.template.safe_capacity),
+        learning: r.in_learning(now),
+        learning_remaining: (r.learning_until - now).as_secs_f64().max(0.0),
+        requesters: totals.requesters,
+        subclients: totals.subclients,
+        wants: totals.wants,
+        has: totals.has,
+        bands,
+        leases_truncated: totals.requesters > leases.len(),
+        leases,
+        upstream: r.upstream.as_ref().map(|u| UpstreamStatus {
+            capacity: u.lease.map(|l| l.capacity).unwrap_or(0.0),
+            expires_in: u.lease.map(|l| (l.expiry - now).as_secs_f64()),
+            refresh_interval: u.lease.map(|l| l.refresh_interval),
+            algorithm_from_parent: u.parent_algorithm.is_some(),
+        }),
+    }
+}
+
+fn lease_statuses(r: &mut Resource, now: Time, max_leases: usize) -> Vec<LeaseStatus> {
+    let ids: Vec<_> = r.shares.ids().take(max_leases).collect();
+    let mut leases = Vec::with_capacity(ids.len());
+    for rid in ids {
+        let target = r.shares.target(rid);
+        let demands = r.shares.demands(rid);
+        let Some(rec) = r.shares.get(rid) else {
+            continue;
+        };
+        leases.push(LeaseStatus {
+            kind: rec.who.kind(),
+            id: rec.who.id().to_string(),
+            has: r.shares.has(rid),
+            wants: demands.iter().map(|d| d.2).sum(),
+            target,
+            subclients: demands.iter().map(|d| d.1).sum(),
+            priority: demands.first().map(|d| d.0).unwrap_or(0),
+            expires_in: (rec.expiry - now).as_secs_f64(),
+            last_request_ago: (now - rec.last_request).as_secs_f64(),
+            outstanding: rec.outstanding(),
+        });
+    }
+    leases
 }

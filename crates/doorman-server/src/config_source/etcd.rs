@@ -4,6 +4,8 @@
 //! every problem, counted in `doorman_server_config_reloads_total{result="error"}`,
 //! and the running config stays. After a lost connection the watcher
 //! re-reads the key, so no change is missed.
+//!
+//! Must not: apply an invalid config or block the server on etcd.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,6 +3,8 @@
 //! a whole; a bad one is logged with every problem, counted in
 //! `doorman_server_config_reloads_total{result="error"}`, and the running
 //! config stays. Leases survive reloads.
+//!
+//! Must not: apply an invalid config or stop on a transient read error.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

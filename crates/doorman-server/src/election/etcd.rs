@@ -8,6 +8,8 @@
 //! two masters never overlap beyond clock skew; if etcd restarts and the
 //! lease survived, the master stays master. On graceful stop the master
 //! resigns and revokes its lease, so a standby takes over at once.
+//!
+//! Must not: stay master after etcd can have expired its lease.
 
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOp
 use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};
 
-use super::{Election, ElectionFuture, MasterView};
+use super::{Candidacy, Election, ElectionFuture, MasterView};
 use crate::etcd::connect;
 
 /// Settings of an etcd election.
@@ -188,13 +190,8 @@ impl EtcdElection {
 }
 
 impl Election for EtcdElection {
-    fn run(
-        &self,
-        me: String,
-        out: watch::Sender<MasterView>,
-        stop: watch::Receiver<bool>,
-    ) -> ElectionFuture {
-        Box::pin(self.clone().campaign_until_stopped(me, out, stop))
+    fn run(&self, c: Candidacy) -> ElectionFuture {
+        Box::pin(self.clone().campaign_until_stopped(c.me, c.out, c.stop))
     }
 
     fn node_id(&self) -> Option<String> {

@@ -32,19 +32,24 @@ pub struct MasterView {
 /// The future an election runs as.
 pub type ElectionFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
+/// One server's part in an election.
+#[derive(Debug)]
+pub struct Candidacy {
+    /// The address clients should be redirected to when this server is
+    /// master.
+    pub me: String,
+    /// Where the election publishes what this server knows.
+    pub out: watch::Sender<MasterView>,
+    /// Turns true when the server stops.
+    pub stop: watch::Receiver<bool>,
+}
+
 /// How a server takes part in its node's master election: standalone
 /// ([`Standalone`], the default), etcd ([`etcd::EtcdElection`]), or an
 /// in-process election for tests (`doorman_testkit::InMemoryElection`).
 pub trait Election: Send + Sync + fmt::Debug + 'static {
-    /// Runs the election until `stop` turns true, publishing what this
-    /// server knows on `out`. `me` is the address clients should be
-    /// redirected to.
-    fn run(
-        &self,
-        me: String,
-        out: watch::Sender<MasterView>,
-        stop: watch::Receiver<bool>,
-    ) -> ElectionFuture;
+    /// Runs the election until the candidacy's `stop` turns true.
+    fn run(&self, candidacy: Candidacy) -> ElectionFuture;
 
     /// True for a server that is always master (it becomes master at
     /// start, before the first request).
@@ -64,15 +69,10 @@ pub trait Election: Send + Sync + fmt::Debug + 'static {
 pub struct Standalone;
 
 impl Election for Standalone {
-    fn run(
-        &self,
-        me: String,
-        out: watch::Sender<MasterView>,
-        _stop: watch::Receiver<bool>,
-    ) -> ElectionFuture {
-        out.send_replace(MasterView {
+    fn run(&self, c: Candidacy) -> ElectionFuture {
+        c.out.send_replace(MasterView {
             is_master: true,
-            master: Some(me),
+            master: Some(c.me),
         });
         Box::pin(std::future::ready(()))
     }

@@ -17,47 +17,47 @@ pub fn redirect(n: NotMaster) -> Option<pb::Mastership> {
     })
 }
 
+/// The grants to answer with, or none and a redirect.
+fn answer(r: Result<Vec<Grant>, NotMaster>) -> (Vec<Grant>, Option<pb::Mastership>) {
+    match r {
+        Ok(grants) => (grants, None),
+        Err(n) => (Vec::new(), redirect(n)),
+    }
+}
+
 /// A GetCapacity answer.
 pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityResponse {
-    match r {
-        Ok(grants) => pb::GetCapacityResponse {
-            response: grants
-                .iter()
-                .map(|g| pb::ResourceResponse {
-                    resource_id: g.resource_id.clone(),
-                    gets: doorman_proto::lease_to_wire(&g.lease),
-                    safe_capacity: Some(g.safe_capacity),
-                })
-                .collect(),
-            mastership: None,
-        },
-        Err(n) => pb::GetCapacityResponse {
-            response: vec![],
-            mastership: redirect(n),
-        },
+    let (grants, mastership) = answer(r);
+    let response = grants
+        .iter()
+        .map(|g| pb::ResourceResponse {
+            resource_id: g.resource_id.clone(),
+            gets: doorman_proto::lease_to_wire(&g.lease),
+            safe_capacity: Some(g.safe_capacity),
+        })
+        .collect();
+    pb::GetCapacityResponse {
+        response,
+        mastership,
     }
 }
 
 /// A GetServerCapacity answer: like GetCapacity's, plus the algorithm once
 /// this server knows it.
 pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacityResponse {
-    match r {
-        Ok(grants) => pb::GetServerCapacityResponse {
-            response: grants
-                .iter()
-                .map(|g| pb::ServerCapacityResourceResponse {
-                    resource_id: g.resource_id.clone(),
-                    gets: doorman_proto::lease_to_wire(&g.lease),
-                    algorithm: g.algorithm_known.then(|| algorithm_to_proto(&g.algorithm)),
-                    safe_capacity: Some(g.safe_capacity),
-                })
-                .collect(),
-            mastership: None,
-        },
-        Err(n) => pb::GetServerCapacityResponse {
-            response: vec![],
-            mastership: redirect(n),
-        },
+    let (grants, mastership) = answer(r);
+    let response = grants
+        .iter()
+        .map(|g| pb::ServerCapacityResourceResponse {
+            resource_id: g.resource_id.clone(),
+            gets: doorman_proto::lease_to_wire(&g.lease),
+            algorithm: g.algorithm_known.then(|| algorithm_to_proto(&g.algorithm)),
+            safe_capacity: Some(g.safe_capacity),
+        })
+        .collect();
+    pb::GetServerCapacityResponse {
+        response,
+        mastership,
     }
 }
 

@@ -31,12 +31,14 @@ impl CapacityService {
         CapacityService { state }
     }
 
-    fn finish<T>(
+    /// Runs a handler, timing it and counting its outcome.
+    fn timed<T>(
         &self,
         method: &str,
-        start: Instant,
-        r: Result<T, Status>,
+        handler: impl FnOnce() -> Result<T, Status>,
     ) -> Result<Response<T>, Status> {
+        let start = Instant::now();
+        let r = handler();
         let code = r.as_ref().err().map(|s| s.code());
         self.state
             .metrics
@@ -51,51 +53,51 @@ impl doorman_proto::Capacity for CapacityService {
         &self,
         _request: Request<pb::DiscoveryRequest>,
     ) -> Result<Response<pb::DiscoveryResponse>, Status> {
-        let start = Instant::now();
-        let core = self.state.core();
-        let r = pb::DiscoveryResponse {
-            mastership: pb::Mastership {
-                master_address: core.master_address().map(str::to_string),
-            },
-            is_master: core.is_master(),
-        };
-        drop(core);
-        self.finish("Discovery", start, Ok(r))
+        self.timed("Discovery", || {
+            let core = self.state.core();
+            Ok(pb::DiscoveryResponse {
+                mastership: pb::Mastership {
+                    master_address: core.master_address().map(str::to_string),
+                },
+                is_master: core.is_master(),
+            })
+        })
     }
 
     async fn get_capacity(
         &self,
         request: Request<pb::GetCapacityRequest>,
     ) -> Result<Response<pb::GetCapacityResponse>, Status> {
-        let start = Instant::now();
-        let r = validate::get_capacity(request.get_ref())
-            .map(|req| client_response(self.state.decide(&req)));
-        self.finish("GetCapacity", start, r)
+        let req = request.get_ref();
+        self.timed("GetCapacity", || {
+            validate::get_capacity(req).map(|r| client_response(self.state.decide(&r)))
+        })
     }
 
     async fn get_server_capacity(
         &self,
         request: Request<pb::GetServerCapacityRequest>,
     ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
-        let start = Instant::now();
-        let r = validate::get_server_capacity(request.get_ref())
-            .map(|req| server_response(self.state.decide(&req)));
-        self.finish("GetServerCapacity", start, r)
+        let req = request.get_ref();
+        self.timed("GetServerCapacity", || {
+            validate::get_server_capacity(req).map(|r| server_response(self.state.decide(&r)))
+        })
     }
 
     async fn release_capacity(
         &self,
         request: Request<pb::ReleaseCapacityRequest>,
     ) -> Result<Response<pb::ReleaseCapacityResponse>, Status> {
-        let start = Instant::now();
-        let r = validate::release_capacity(request.get_ref()).map(|(who, ids)| {
-            match self.state.core().release(&who, &ids) {
-                Ok(_) => pb::ReleaseCapacityResponse { mastership: None },
-                Err(n) => pb::ReleaseCapacityResponse {
-                    mastership: redirect(n),
-                },
-            }
-        });
-        self.finish("ReleaseCapacity", start, r)
+        let req = request.get_ref();
+        self.timed("ReleaseCapacity", || {
+            let (who, ids) = validate::release_capacity(req)?;
+            let mastership = self
+                .state
+                .core()
+                .release(&who, &ids)
+                .err()
+                .and_then(redirect);
+            Ok(pb::ReleaseCapacityResponse { mastership })
+        })
     }
 }

@@ -2,10 +2,13 @@
 //! service as requests happen; per-resource gauges and core counters are
 //! refreshed from a core snapshot when `/metrics` is scraped, so resources
 //! that disappear also disappear from the metrics.
+//!
+//! Must not: change server state or keep anything but the metrics.
 
+use prometheus::core::Collector;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
 };
 
 use doorman_core::server::{Counters, Status};
@@ -17,11 +20,7 @@ pub struct Metrics {
     requests: IntCounterVec,
     errors: IntCounterVec,
     latency: HistogramVec,
-    capacity: prometheus::GaugeVec,
-    has: prometheus::GaugeVec,
-    wants: prometheus::GaugeVec,
-    clients: prometheus::GaugeVec,
-    learning: prometheus::GaugeVec,
+    resources: ResourceGauges,
     unmatched: IntCounter,
     expired: IntCounter,
     config_reloads: IntCounterVec,
@@ -41,94 +40,134 @@ impl Default for Metrics {
     }
 }
 
-impl Metrics {
-    /// Creates and registers every metric.
-    pub fn new() -> Self {
-        let registry = Registry::new();
-        let counter_vec = |name: &str, help: &str, labels: &[&str]| {
-            let c = must(IntCounterVec::new(Opts::new(name, help), labels));
-            must(registry.register(Box::new(c.clone())));
-            c
+/// Registers `metric` and returns it.
+fn register<T: Collector + Clone + 'static>(
+    registry: &Registry,
+    metric: prometheus::Result<T>,
+) -> T {
+    let metric = must(metric);
+    must(registry.register(Box::new(metric.clone())));
+    metric
+}
+
+/// Handling-time buckets, 10 µs to 100 ms.
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1,
+];
+
+/// The per-resource gauges, rebuilt from each snapshot.
+#[derive(Debug, Clone)]
+struct ResourceGauges {
+    capacity: GaugeVec,
+    has: GaugeVec,
+    wants: GaugeVec,
+    clients: GaugeVec,
+    learning: GaugeVec,
+}
+
+impl ResourceGauges {
+    fn new(r: &Registry) -> Self {
+        let gauge = |name: &str, help: &str| {
+            register(r, GaugeVec::new(Opts::new(name, help), &["resource"]))
         };
-        let gauge_vec = |name: &str, help: &str| {
-            let g = must(prometheus::GaugeVec::new(
-                Opts::new(name, help),
-                &["resource"],
-            ));
-            must(registry.register(Box::new(g.clone())));
-            g
-        };
-        let requests = counter_vec(
-            "doorman_server_requests_total",
-            "RPCs received, by method.",
-            &["method"],
-        );
-        let errors = counter_vec(
-            "doorman_server_request_errors_total",
-            "RPCs that failed, by method and gRPC code.",
-            &["method", "code"],
-        );
-        let config_reloads = counter_vec(
-            "doorman_server_config_reloads_total",
-            "Config loads, by result (ok, error).",
-            &["result"],
-        );
-        let latency = must(HistogramVec::new(
-            HistogramOpts::new(
-                "doorman_server_request_duration_seconds",
-                "RPC handling time, by method.",
-            )
-            .buckets(vec![
-                0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                0.025, 0.1,
-            ]),
-            &["method"],
-        ));
-        must(registry.register(Box::new(latency.clone())));
-        let unmatched = must(IntCounter::new(
-            "doorman_server_unmatched_resource_requests_total",
-            "Resource requests no template matched (granted what they asked for).",
-        ));
-        must(registry.register(Box::new(unmatched.clone())));
-        let expired = must(IntCounter::new(
-            "doorman_server_expired_leases_total",
-            "Leases forgotten because they expired.",
-        ));
-        must(registry.register(Box::new(expired.clone())));
-        let is_master = must(IntGauge::new(
-            "doorman_server_is_master",
-            "1 if this server is the master.",
-        ));
-        must(registry.register(Box::new(is_master.clone())));
-        let leases = must(IntGauge::new(
-            "doorman_server_leases",
-            "Live leases over all resources.",
-        ));
-        must(registry.register(Box::new(leases.clone())));
-        Metrics {
-            requests,
-            errors,
-            latency,
-            capacity: gauge_vec("doorman_server_resource_capacity", "Capacity being shared."),
-            has: gauge_vec(
+        ResourceGauges {
+            capacity: gauge("doorman_server_resource_capacity", "Capacity being shared."),
+            has: gauge(
                 "doorman_server_resource_has",
                 "Capacity handed out (sum of has).",
             ),
-            wants: gauge_vec("doorman_server_resource_wants", "Sum of wants."),
-            clients: gauge_vec(
+            wants: gauge("doorman_server_resource_wants", "Sum of wants."),
+            clients: gauge(
                 "doorman_server_resource_clients",
                 "Requesters holding a lease.",
             ),
-            learning: gauge_vec(
+            learning: gauge(
                 "doorman_server_resource_learning_mode",
                 "1 while in learning mode.",
             ),
-            unmatched,
-            expired,
-            config_reloads,
-            is_master,
-            leases,
-            registry,
+        }
+    }
+
+    /// Resources that are gone disappear from the metrics too.
+    fn update(&self, status: &Status) {
+        for g in [
+            &self.capacity,
+            &self.has,
+            &self.wants,
+            &self.clients,
+            &self.learning,
+        ] {
+            g.reset();
+        }
+        for r in &status.resources {
+            let l = [r.id.as_str()];
+            self.capacity.with_label_values(&l).set(r.capacity);
+            self.has.with_label_values(&l).set(r.has);
+            self.wants.with_label_values(&l).set(r.wants);
+            self.clients.with_label_values(&l).set(r.requesters as f64);
+            self.learning
+                .with_label_values(&l)
+                .set(if r.learning { 1.0 } else { 0.0 });
+        }
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> Self {
+        let r = Registry::new();
+        let counters = |name: &str, help: &str, labels: &[&str]| {
+            register(&r, IntCounterVec::new(Opts::new(name, help), labels))
+        };
+        let latency = HistogramOpts::new(
+            "doorman_server_request_duration_seconds",
+            "RPC handling time, by method.",
+        )
+        .buckets(LATENCY_BUCKETS.to_vec());
+        Metrics {
+            requests: counters(
+                "doorman_server_requests_total",
+                "RPCs received, by method.",
+                &["method"],
+            ),
+            errors: counters(
+                "doorman_server_request_errors_total",
+                "RPCs that failed, by method and gRPC code.",
+                &["method", "code"],
+            ),
+            config_reloads: counters(
+                "doorman_server_config_reloads_total",
+                "Config loads, by result (ok, error).",
+                &["result"],
+            ),
+            latency: register(&r, HistogramVec::new(latency, &["method"])),
+            resources: ResourceGauges::new(&r),
+            unmatched: register(
+                &r,
+                IntCounter::new(
+                    "doorman_server_unmatched_resource_requests_total",
+                    "Resource requests no template matched (granted what they asked for).",
+                ),
+            ),
+            expired: register(
+                &r,
+                IntCounter::new(
+                    "doorman_server_expired_leases_total",
+                    "Leases forgotten because they expired.",
+                ),
+            ),
+            is_master: register(
+                &r,
+                IntGauge::new(
+                    "doorman_server_is_master",
+                    "1 if this server is the master.",
+                ),
+            ),
+            leases: register(
+                &r,
+                IntGauge::new("doorman_server_leases", "Live leases over all resources."),
+            ),
+            registry: r,
         }
     }
 
@@ -162,25 +201,7 @@ impl Metrics {
 
     /// Refreshes gauges from a snapshot and renders the text format.
     pub fn render(&self, status: &Status, counters: Counters) -> String {
-        for g in [
-            &self.capacity,
-            &self.has,
-            &self.wants,
-            &self.clients,
-            &self.learning,
-        ] {
-            g.reset();
-        }
-        for r in &status.resources {
-            let l = [r.id.as_str()];
-            self.capacity.with_label_values(&l).set(r.capacity);
-            self.has.with_label_values(&l).set(r.has);
-            self.wants.with_label_values(&l).set(r.wants);
-            self.clients.with_label_values(&l).set(r.requesters as f64);
-            self.learning
-                .with_label_values(&l)
-                .set(if r.learning { 1.0 } else { 0.0 });
-        }
+        self.resources.update(status);
         self.unmatched.inc_by(
             counters
                 .unmatched_requests

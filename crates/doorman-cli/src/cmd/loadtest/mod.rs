@@ -9,6 +9,8 @@
 //! followed only to the host that was given (another port on it), so the
 //! load never goes anywhere but the address given. It stops by itself after
 //! warmup + duration.
+//!
+//! Must not: send load anywhere but the host given, or run unbounded.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};

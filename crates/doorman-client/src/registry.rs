@@ -1,0 +1,94 @@
+//! The registry of a client's open resources, shared by the `Client`
+//! handle, the resources' handles and the background task: the client core
+//! and the resources under one lock, the wake-up of the task, and what to
+//! release on the server.
+//!
+//! Must not: do I/O (the background task does).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use doorman_core::client::ClientCore;
+use doorman_core::Time;
+use tokio::sync::Notify;
+
+use crate::identity::Clock;
+use crate::metrics::ClientMetrics;
+use crate::resource::{Owner, Shared};
+
+/// What the client's handle, its resources' handles and its background
+/// task share.
+pub(crate) struct ClientShared {
+    pub(crate) state: Mutex<ClientState>,
+    /// Wakes the background task (a resource opened or released).
+    pub wake: Notify,
+    pub(crate) clock: Clock,
+    pub(crate) metrics: Option<ClientMetrics>,
+    pub(crate) closed: AtomicBool,
+}
+
+impl std::fmt::Debug for ClientShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientShared").finish_non_exhaustive()
+    }
+}
+
+/// The client core and the open resources, under one lock.
+pub(crate) struct ClientState {
+    pub core: ClientCore,
+    pub resources: HashMap<String, Arc<Shared>>,
+    /// Resources whose last handle was dropped, to release on the server.
+    pub to_release: Vec<String>,
+}
+
+impl ClientShared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ClientState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn now(&self) -> Time {
+        (self.clock)()
+    }
+
+    /// Applies the capacity the core says applies now to every resource.
+    pub(crate) fn publish(&self, st: &ClientState, now: Time) {
+        for (id, r) in &st.resources {
+            if let Some((cap, mode)) = st.core.capacity(id, now) {
+                r.apply(cap, mode);
+                if let Some(m) = &self.metrics {
+                    m.resource(id, cap, st.core.wants(id).unwrap_or(0.0), mode);
+                }
+            }
+        }
+    }
+}
+
+impl Owner for ClientShared {
+    /// The last handle was dropped: the resource is removed and the
+    /// background task releases it on the server.
+    fn release(&self, shared: &Arc<Shared>) {
+        let mut st = self.lock();
+        if shared.handles.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let current = st
+            .resources
+            .get(&shared.id)
+            .is_some_and(|s| Arc::ptr_eq(s, shared));
+        if current {
+            st.resources.remove(&shared.id);
+            st.core.remove(&shared.id);
+            st.to_release.push(shared.id.clone());
+            if let Some(m) = &self.metrics {
+                m.forget(&shared.id);
+            }
+        }
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    fn wake(&self) {
+        self.wake.notify_one();
+    }
+}

@@ -1,0 +1,184 @@
+//! The client's background task (the bottom half's I/O): one bulk
+//! GetCapacity for every resource that is due, ReleaseCapacity for dropped
+//! resources, the leases or fallbacks applied to the resources, and a last
+//! release of everything at close. The decisions are the client core's.
+//!
+//! Must not: decide when to refresh or what capacity applies (the core
+//! does), or wait without a deadline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_core::client::{GrantItem, RequestItem};
+use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
+use doorman_core::{Backoff, Time};
+use doorman_proto::doorman as pb;
+use tokio::sync::watch;
+
+use crate::connection::Connector;
+use crate::registry::ClientShared;
+
+fn grants(resp: &pb::GetCapacityResponse) -> Vec<GrantItem> {
+    resp.response
+        .iter()
+        .map(|r| GrantItem {
+            resource_id: r.resource_id.clone(),
+            lease: doorman_proto::lease_from_wire(&r.gets),
+            safe_capacity: r.safe_capacity,
+        })
+        .collect()
+}
+
+/// How often Auto wants are sampled while idle.
+const AUTO_SAMPLE: Time = Time::from_millis(1000);
+
+/// What one turn of the loop has to send.
+struct Turn {
+    client_id: String,
+    release: Vec<String>,
+    request: Option<Vec<RequestItem>>,
+}
+
+/// Samples wants and asks the core what is due.
+fn next_turn(shared: &ClientShared) -> Turn {
+    let now = shared.now();
+    let instant = tokio::time::Instant::now();
+    let mut guard = shared.lock();
+    let st = &mut *guard;
+    let release = std::mem::take(&mut st.to_release);
+    for r in st.resources.values() {
+        st.core.set_wants(&r.id, r.wants(instant), now);
+    }
+    Turn {
+        client_id: st.core.client_id().to_string(),
+        release,
+        request: st.core.poll_request(now),
+    }
+}
+
+/// Releases dropped resources; a failure is ignored (the lease expires).
+async fn release(conn: &mut Connector, client_id: &str, ids: Vec<String>) {
+    let req = pb::ReleaseCapacityRequest {
+        client_id: client_id.to_string(),
+        resource_id: ids,
+    };
+    if let Err(e) = conn.release_capacity(req).await {
+        tracing::debug!(error = %e, "ReleaseCapacity failed (ignored; the lease will expire)");
+    }
+}
+
+fn get_capacity_request(client_id: &str, chunk: &[RequestItem]) -> pb::GetCapacityRequest {
+    pb::GetCapacityRequest {
+        client_id: client_id.to_string(),
+        resource: chunk
+            .iter()
+            .map(|i| pb::ResourceRequest {
+                resource_id: i.resource_id.clone(),
+                priority: i.priority,
+                has: i.has.as_ref().map(doorman_proto::lease_to_wire),
+                wants: i.wants,
+            })
+            .collect(),
+    }
+}
+
+/// One GetCapacity for `chunk`; the answer or the failure goes to the core.
+async fn refresh(
+    shared: &ClientShared,
+    conn: &mut Connector,
+    backoff: &mut Backoff,
+    client_id: &str,
+    chunk: &[RequestItem],
+) {
+    let ids: Vec<String> = chunk.iter().map(|i| i.resource_id.clone()).collect();
+    let r = conn
+        .get_capacity(get_capacity_request(client_id, chunk))
+        .await;
+    let now = shared.now();
+    let mut st = shared.lock();
+    match backoff.outcome(r) {
+        Ok(resp) => st.core.on_response(now, &ids, &grants(&resp)),
+        Err((e, delay)) => {
+            tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
+            st.core.on_failure(now, &ids, Time::from_duration(delay));
+        }
+    }
+}
+
+/// Applies what the core says to the resources; returns how long to sleep.
+fn publish_and_plan(shared: &ClientShared) -> Duration {
+    let now = shared.now();
+    let st = shared.lock();
+    shared.publish(&st, now);
+    let mut next = st.core.next_wakeup(now);
+    let auto = st
+        .resources
+        .values()
+        .any(|r| r.lock().fixed_wants.is_none());
+    if auto {
+        next = Some(next.map_or(now + AUTO_SAMPLE, |t| t.min(now + AUTO_SAMPLE)));
+    }
+    next.map(|t| (t - now).to_duration())
+        .unwrap_or(Duration::from_secs(3600))
+}
+
+/// Runs until `stop` turns true, then releases everything still open.
+pub(crate) async fn run(
+    shared: Arc<ClientShared>,
+    mut conn: Connector,
+    mut backoff: Backoff,
+    mut stop: watch::Receiver<bool>,
+) {
+    while !*stop.borrow() {
+        let turn = next_turn(&shared);
+        if !turn.release.is_empty() {
+            tokio::select! {
+                _ = release(&mut conn, &turn.client_id, turn.release) => {}
+                _ = stop.changed() => break,
+            }
+        }
+        for chunk in turn
+            .request
+            .iter()
+            .flat_map(|r| r.chunks(MAX_RESOURCES_PER_REQUEST))
+        {
+            tokio::select! {
+                _ = refresh(&shared, &mut conn, &mut backoff, &turn.client_id, chunk) => {}
+                _ = stop.changed() => break,
+            }
+        }
+        if *stop.borrow() {
+            break;
+        }
+        let sleep = publish_and_plan(&shared);
+        tokio::select! {
+            _ = tokio::time::sleep(sleep) => {}
+            _ = shared.wake.notified() => {}
+            _ = stop.changed() => {}
+        }
+    }
+    release_all(&shared, &mut conn).await;
+}
+
+/// Shutting down: release everything still open, under the deadline.
+async fn release_all(shared: &ClientShared, conn: &mut Connector) {
+    let (ids, client_id) = {
+        let st = shared.lock();
+        let mut ids: Vec<String> = st.core.resource_ids().map(str::to_string).collect();
+        ids.extend(st.to_release.iter().cloned());
+        (ids, st.core.client_id().to_string())
+    };
+    if ids.is_empty() {
+        return;
+    }
+    let req = pb::ReleaseCapacityRequest {
+        client_id,
+        resource_id: ids,
+    };
+    let limit = conn.timeout();
+    match tokio::time::timeout(limit, conn.release_capacity(req)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "ReleaseCapacity at close failed"),
+        Err(_) => tracing::debug!("ReleaseCapacity at close timed out"),
+    }
+}

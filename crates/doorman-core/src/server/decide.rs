@@ -1,0 +1,204 @@
+//! The request path of one resource on one server (steps 2–4 of the design
+//! doc): a repeat inside the minimum interval gets the lease it holds; else
+//! the demand is recorded, the grant decided (learning mode, the algorithm,
+//! or a new master's inheritance at its parent), and the lease stored.
+//!
+//! Must not: read a clock or know about protobufs.
+
+use doorman_algorithms::{Amount, RequesterId, Time};
+
+use super::request::{Decision, Grant, ResourceAsk, Who};
+use super::resource::{Context, Record, Resource};
+
+impl Resource {
+    /// Steps 2–4 of the design doc for one resource of one request.
+    pub fn request(&mut self, cx: &Context, who: &Who, ask: &ResourceAsk) -> Grant {
+        let now = cx.now;
+        let learning = self.in_learning(now);
+        let existing = self.index.get(&self.shares, who);
+        if let Some(lease) = existing.and_then(|id| self.repeat(cx, id)) {
+            return self.grant(ask, lease, Decision::Repeat);
+        }
+        if existing.is_none() && ask.claimed_has.is_some() && !learning {
+            tracing::debug!(
+                resource = %ask.resource_id, %who,
+                "request claims a lease this server has no record of; treating it as new"
+            );
+        }
+        let inherited = self.inherited(existing, who, ask, now);
+        let id = self.record_demand(existing, who, ask, now);
+        if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
+            let (since, until) = (cx.master_since, self.learning_until);
+            if let Some(u) = self.upstream.as_mut() {
+                u.hold_for_claim(since, refresh, until);
+            }
+        }
+        let (capacity, decision) = self.decide(id, ask, learning, now);
+        let capacity = self.inherit(id, capacity, inherited);
+        // The root hands out its template's refresh interval; an
+        // intermediate server scales its own lease's refresh interval once.
+        let level = u32::from(self.upstream.is_some());
+        let lease =
+            self.template
+                .algorithm
+                .terms()
+                .lease(now, level, self.lease_cap(now), capacity);
+        let claimed = ask.claimed_has.is_some() || inherited.is_some();
+        self.store(id, &lease, now, claimed, ask.outstanding);
+        self.grant(ask, lease, decision)
+    }
+
+    /// The lease held, for a repeat request inside the minimum interval.
+    fn repeat(&self, cx: &Context, id: RequesterId) -> Option<doorman_algorithms::Lease> {
+        let rec = self.shares.get(id)?;
+        let repeat = cx.min_request_interval > Time::ZERO
+            && cx.now < rec.last_request + cx.min_request_interval
+            && rec.expiry > cx.now;
+        if repeat {
+            self.held_lease(id)
+        } else {
+            None
+        }
+    }
+
+    /// A downstream server that used to claim its lease and now claims
+    /// none, although it holds an unexpired one here, is a newly elected
+    /// master of that node (replicas share the node id). Its predecessor's
+    /// sub-leases stay out until that lease expires, so the new master
+    /// inherits at least it, within what the others leave free (the
+    /// capacity may have shrunk since). It keeps inheriting if its first
+    /// answer was lost and it asks again without a claim; from its next
+    /// request on it claims the lease, and the algorithm rules.
+    fn inherited(
+        &self,
+        existing: Option<RequesterId>,
+        who: &Who,
+        ask: &ResourceAsk,
+        now: Time,
+    ) -> Option<f64> {
+        match (existing, who, ask.claimed_has) {
+            (Some(id), Who::Server(_), None) => self
+                .shares
+                .get(id)
+                .filter(|rec| rec.claimed && rec.expiry > now)
+                .map(|_| self.shares.has(id))
+                .filter(|&h| h > 0.0),
+            _ => None,
+        }
+    }
+
+    /// Records the requester's demands (a new requester gets a record).
+    fn record_demand(
+        &mut self,
+        existing: Option<RequesterId>,
+        who: &Who,
+        ask: &ResourceAsk,
+        now: Time,
+    ) -> RequesterId {
+        if let Some(id) = existing {
+            self.shares.set_demands(id, &ask.demands);
+            return id;
+        }
+        let rec = Record {
+            who: who.clone(),
+            expiry: now,
+            last_request: now,
+            refresh_interval: 0,
+            claimed: false,
+            outstanding: f64::NAN,
+        };
+        let id = self.shares.insert(&ask.demands, rec);
+        self.index.insert(&self.shares, who, id);
+        self.expiries.insert((now, id));
+        id
+    }
+
+    /// The grant: learning mode echoes claims (within the parent's grant
+    /// on an intermediate server), else the algorithm decides.
+    fn decide(
+        &mut self,
+        id: RequesterId,
+        ask: &ResourceAsk,
+        learning: bool,
+        now: Time,
+    ) -> (f64, Decision) {
+        if !learning {
+            return (self.shares.decide(id), Decision::Algorithm);
+        }
+        let claimed = ask.claimed_has.unwrap_or(Amount::ZERO);
+        let pending = self
+            .upstream
+            .as_ref()
+            .is_some_and(|u| u.valid_lease(now).is_none());
+        let capacity = if pending {
+            // Capacity not known yet: echo the claim; the lease ends with
+            // learning mode.
+            self.shares.set_has(id, claimed);
+            claimed.get()
+        } else if self.upstream.is_some() {
+            // The parent's new grant may be smaller than what the previous
+            // master handed out: echo claims only within it.
+            self.shares.decide_learning_within(id, claimed)
+        } else {
+            self.shares.decide_learning(id, claimed)
+        };
+        (capacity, Decision::Learning)
+    }
+
+    /// A new master keeps at least its inherited lease (see
+    /// [`Resource::inherited`]), within what the others leave free.
+    fn inherit(&mut self, id: RequesterId, capacity: f64, inherited: Option<f64>) -> f64 {
+        match inherited {
+            Some(h) if h > capacity => {
+                let kept = Amount::new("has", h).unwrap_or(Amount::ZERO);
+                // min(h, free) ≥ the decision, which was capped by free too.
+                self.shares.decide_learning_within(id, kept).max(capacity)
+            }
+            _ => capacity,
+        }
+    }
+
+    /// Stores the lease in the requester's record and the expiry index.
+    fn store(
+        &mut self,
+        id: RequesterId,
+        lease: &doorman_algorithms::Lease,
+        now: Time,
+        claimed: bool,
+        outstanding: Option<Amount>,
+    ) {
+        let Some(rec) = self.shares.get_mut(id) else {
+            return;
+        };
+        let old = rec.expiry;
+        rec.expiry = lease.expiry;
+        rec.last_request = now;
+        rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
+        rec.claimed = claimed;
+        rec.outstanding = outstanding.map_or(f64::NAN, Amount::get);
+        if old != lease.expiry {
+            self.expiries.remove(&(old, id));
+            self.expiries.insert((lease.expiry, id));
+        }
+    }
+
+    fn grant(
+        &self,
+        ask: &ResourceAsk,
+        lease: doorman_algorithms::Lease,
+        decision: Decision,
+    ) -> Grant {
+        let algorithm_known = self
+            .upstream
+            .as_ref()
+            .is_none_or(|u| u.parent_algorithm.is_some());
+        Grant {
+            resource_id: ask.resource_id.clone(),
+            lease,
+            safe_capacity: self.shares.safe_capacity(self.template.safe_capacity),
+            algorithm: self.template.algorithm.clone(),
+            algorithm_known,
+            decision,
+        }
+    }
+}
