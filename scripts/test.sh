@@ -34,5 +34,15 @@ cargo fmt --all -- --check
 log "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+log "doorman-core stays sans-IO (no runtime, RPC, HTTP or etcd crates)"
+core_tree=$(cargo tree -p doorman-core -e normal --prefix none)
+if echo "$core_tree" | grep -E '^(tokio|tonic|hyper|axum|etcd-client|tracing-subscriber) ' ; then
+  echo "doorman-core must not depend on the crates above" >&2
+  exit 1
+fi
+
+log "no module cycles"
+python3 scripts/module-cycles.py crates/*/src simulations/src
+
 log "cargo test"
 cargo test --workspace "$@"

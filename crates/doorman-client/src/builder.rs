@@ -43,6 +43,13 @@ impl std::fmt::Debug for ClientBuilder {
     }
 }
 
+impl Client {
+    /// Starts building a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::new()
+    }
+}
+
 impl ClientBuilder {
     /// Defaults: pessimistic fallback, 1 s minimum refresh interval, 5 s
     /// RPC deadline, backoff from 100 ms to 30 s, no metrics, wall clock.

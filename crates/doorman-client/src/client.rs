@@ -16,7 +16,6 @@ use doorman_core::{Backoff, Lease};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::builder::ClientBuilder;
 use crate::connection::Connector;
 use crate::error::ClientError;
 use crate::gauge::{GaugeOptions, GaugeResource};
@@ -71,11 +70,6 @@ fn check_wants(id: &str, wants: Wants) -> Result<f64, ClientError> {
 }
 
 impl Client {
-    /// Starts building a client.
-    pub fn builder() -> ClientBuilder {
-        ClientBuilder::new()
-    }
-
     /// Starts the background task over `shared`.
     pub(crate) fn start(
         shared: Arc<ClientShared>,

@@ -4,6 +4,7 @@
 //! * [`grpc`]: the tonic `doorman.Capacity` service, request validation and
 //!   the wire conversions.
 //! * [`http`]: `/metrics`, `/debug/status`, `/api/v1/status`, `/healthz`.
+//! * [`metrics`]: the Prometheus registry the boundaries record into.
 //! * [`election`]: the [`election::Election`] trait, standalone and etcd.
 //! * [`config_source`]: the config from a file or an etcd key, watched.
 //! * [`upstream`]: an intermediate server's link to its parent.
@@ -21,6 +22,7 @@ pub mod election;
 mod etcd;
 pub mod grpc;
 pub mod http;
+pub mod metrics;
 pub mod server;
 pub mod state;
 pub mod upstream;

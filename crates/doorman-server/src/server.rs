@@ -21,7 +21,7 @@ pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
 use crate::election::{Candidacy, Election, MasterView, Standalone};
 use crate::grpc::CapacityService;
-use crate::http::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::state::{Clock, ServerState};
 
 /// How to run a server.

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 use doorman_core::server::{CapacityRequest, Grant, NotMaster, ServerCore};
 use doorman_core::Time;
 
-use crate::http::metrics::Metrics;
+use crate::metrics::Metrics;
 
 /// Where the server gets the time from (the wall clock in production).
 pub type Clock = std::sync::Arc<dyn Fn() -> Time + Send + Sync>;

@@ -8,7 +8,8 @@
 use doorman_algorithms::{Amount, RequesterId, Time};
 
 use super::request::{Decision, Grant, ResourceAsk, Who};
-use super::resource::{Context, Record, Resource};
+use super::record::Record;
+use super::resource::{Context, Resource};
 
 impl Resource {
     /// Steps 2–4 of the design doc for one resource of one request.

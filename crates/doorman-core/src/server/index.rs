@@ -12,7 +12,7 @@ use doorman_algorithms::{RequesterId, Shares};
 use hashbrown::HashTable;
 
 use super::request::Who;
-use super::resource::Record;
+use super::record::Record;
 
 #[derive(Debug, Default)]
 pub(crate) struct Index {

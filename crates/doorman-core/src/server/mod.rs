@@ -12,6 +12,7 @@
 
 mod decide;
 mod index;
+mod record;
 mod request;
 mod resource;
 mod status;

@@ -10,30 +10,13 @@ use std::sync::Arc;
 use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Time};
 
 use super::index::Index;
+use super::record::Record;
 use super::request::Who;
-use super::upstream::UpstreamState;
+use super::upstream::{
+    aggregate_bands, keep_while_learning, UpstreamAsk, UpstreamState, MIN_UPSTREAM_INTERVAL,
+};
+use crate::limits::MAX_AMOUNT;
 use crate::config::Template;
-
-/// What the server keeps per requester besides its demand and grant.
-#[derive(Debug, Clone)]
-pub(crate) struct Record {
-    pub who: Who,
-    pub expiry: Time,
-    pub last_request: Time,
-    pub refresh_interval: u32,
-    /// The last request claimed a lease (`has`).
-    pub claimed: bool,
-    /// What a downstream server reports having handed out (extension);
-    /// NaN when not reported (keeps the record small).
-    pub(super) outstanding: f64,
-}
-
-impl Record {
-    /// What a downstream server reported having handed out.
-    pub fn outstanding(&self) -> Option<f64> {
-        (!self.outstanding.is_nan()).then_some(self.outstanding)
-    }
-}
 
 /// One resource.
 #[derive(Debug)]
@@ -179,6 +162,35 @@ impl Resource {
             capacity: self.shares.has(id),
             expiry: rec.expiry,
             refresh_interval: i64::from(rec.refresh_interval),
+        })
+    }
+}
+
+impl Resource {
+    /// This resource's part of a bulk upstream request, if the minimum
+    /// interval and the hold let it through; records it as sent.
+    pub(super) fn upstream_ask(&mut self, id: &str, now: Time) -> Option<UpstreamAsk> {
+        let mut bands = aggregate_bands(&self.shares.bands());
+        let outstanding = self.shares.totals().has.min(MAX_AMOUNT);
+        let learning = self.in_learning(now);
+        let u = self.upstream.as_mut()?;
+        if !u.schedule.allowed(now, MIN_UPSTREAM_INTERVAL) {
+            return None;
+        }
+        u.schedule.sent(now);
+        let has = u.valid_lease(now).map(|l| Lease {
+            capacity: l.capacity.min(MAX_AMOUNT),
+            ..l
+        });
+        if let (true, Some(l)) = (learning, &has) {
+            keep_while_learning(&mut bands, l.capacity);
+        }
+        u.reported_wants = bands.iter().map(|b| b.2).sum();
+        Some(UpstreamAsk {
+            resource_id: id.to_string(),
+            has,
+            bands,
+            outstanding,
         })
     }
 }

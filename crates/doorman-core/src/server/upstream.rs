@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
 
-use super::resource::Resource;
 use super::{Role, ServerCore};
 use crate::config::{AlgorithmConfig, Template};
 use crate::limits::{MAX_AMOUNT, MAX_BANDS};
@@ -207,7 +206,7 @@ pub struct UpstreamGrant {
 /// acceptable to a parent: wants at most [`MAX_AMOUNT`], at most
 /// [`MAX_BANDS`] bands (the lowest ones merged into the
 /// last, which keeps the highest of their priorities).
-fn aggregate_bands(bands: &[doorman_algorithms::BandSummary]) -> Vec<(i64, i64, f64)> {
+pub(super) fn aggregate_bands(bands: &[doorman_algorithms::BandSummary]) -> Vec<(i64, i64, f64)> {
     let max = MAX_BANDS;
     let mut out: Vec<(i64, i64, f64)> = Vec::with_capacity(bands.len().min(max));
     for (i, b) in bands.iter().enumerate() {
@@ -230,7 +229,7 @@ fn aggregate_bands(bands: &[doorman_algorithms::BandSummary]) -> Vec<(i64, i64, 
 /// (still sub-leased below) to other nodes. The difference goes to the
 /// highest band present: the unheard requesters' bands are unknown, and
 /// this keeps the most.
-fn keep_while_learning(bands: &mut [(i64, i64, f64)], held: f64) {
+pub(super) fn keep_while_learning(bands: &mut [(i64, i64, f64)], held: f64) {
     let known: f64 = bands.iter().map(|b| b.2).sum();
     if let Some(top) = bands.iter_mut().max_by_key(|b| b.0) {
         if held > known {
@@ -340,34 +339,5 @@ impl ServerCore {
                 u.schedule.failed(now, u.lease.as_ref(), backoff);
             }
         }
-    }
-}
-
-impl Resource {
-    /// This resource's part of a bulk upstream request, if the minimum
-    /// interval and the hold let it through; records it as sent.
-    fn upstream_ask(&mut self, id: &str, now: Time) -> Option<UpstreamAsk> {
-        let mut bands = aggregate_bands(&self.shares.bands());
-        let outstanding = self.shares.totals().has.min(MAX_AMOUNT);
-        let learning = self.in_learning(now);
-        let u = self.upstream.as_mut()?;
-        if !u.schedule.allowed(now, MIN_UPSTREAM_INTERVAL) {
-            return None;
-        }
-        u.schedule.sent(now);
-        let has = u.valid_lease(now).map(|l| Lease {
-            capacity: l.capacity.min(MAX_AMOUNT),
-            ..l
-        });
-        if let (true, Some(l)) = (learning, &has) {
-            keep_while_learning(&mut bands, l.capacity);
-        }
-        u.reported_wants = bands.iter().map(|b| b.2).sum();
-        Some(UpstreamAsk {
-            resource_id: id.to_string(),
-            has,
-            bands,
-            outstanding,
-        })
     }
 }

@@ -1,10 +1,10 @@
-//! The HTTP boundary of a server: `/metrics` (Prometheus, [`metrics`]),
+//! The HTTP boundary of a server: `/metrics` (Prometheus, rendered by
+//! [`crate::metrics`]),
 //! `/debug/status` (HTML, `page.rs`), `/api/v1/status` (JSON) and
 //! `/healthz`, all read from one core snapshot per request.
 //!
 //! Must not: change server state.
 
-pub mod metrics;
 mod page;
 
 use std::sync::Arc;

@@ -1,5 +1,7 @@
-//! Prometheus metrics of a lease server. Request metrics are recorded by the
-//! service as requests happen; per-resource gauges and core counters are
+//! Prometheus metrics of a lease server, recorded by the boundaries (the
+//! gRPC service per request, the config sources per reload) and rendered by
+//! the HTTP boundary's `/metrics`. Request metrics are recorded as requests
+//! happen; per-resource gauges and core counters are
 //! refreshed from a core snapshot when `/metrics` is scraped, so resources
 //! that disappear also disappear from the metrics.
 //!
