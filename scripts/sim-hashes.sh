@@ -14,7 +14,7 @@ out=${1:?usage: scripts/sim-hashes.sh OUT_DIR [SEEDS]}
 seeds=${2:-5}
 cargo build --release -q -p doorman-sim
 for s in $(seq 1 "$seeds"); do
-  ./target/release/doorman-sim all --seed "$s" --out "$out/seed$s" >/dev/null 2>&1
+  "${CARGO_TARGET_DIR:-target}/release/doorman-sim" all --seed "$s" --out "$out/seed$s" >/dev/null
 done
 cd "$out"
 find . -type f ! -name summary.json ! -name 'summary.md' ! -name hashes.txt | sort | xargs sha256sum

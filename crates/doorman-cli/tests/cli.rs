@@ -234,15 +234,9 @@ fn server_process_reloads_on_sighup_and_stops_on_sigterm() {
         .status()
         .unwrap()
         .success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !status().contains("\"capacity\":33.0") {
-        assert!(
-            Instant::now() < deadline,
-            "SIGHUP reload not applied: {}",
-            status()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    doorman_testkit::eventually_blocking("SIGHUP reload applied", Duration::from_secs(10), || {
+        status().contains("\"capacity\":33.0")
+    });
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
         .status()

@@ -137,18 +137,16 @@ pub(crate) async fn run(
                 _ = stop.changed() => break,
             }
         }
-        for chunk in turn
-            .request
-            .iter()
-            .flat_map(|r| r.chunks(MAX_RESOURCES_PER_REQUEST))
-        {
-            tokio::select! {
-                _ = refresh(&shared, &mut conn, &mut backoff, &turn.client_id, chunk) => {}
-                _ = stop.changed() => break,
+        if let Some(items) = &turn.request {
+            for chunk in items.chunks(MAX_RESOURCES_PER_REQUEST) {
+                tokio::select! {
+                    _ = refresh(&shared, &mut conn, &mut backoff, &turn.client_id, chunk) => {}
+                    _ = stop.changed() => break,
+                }
             }
-        }
-        if *stop.borrow() {
-            break;
+            if *stop.borrow() {
+                break;
+            }
         }
         let sleep = publish_and_plan(&shared);
         tokio::select! {

@@ -288,7 +288,8 @@ fn spawn_cleanup(
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
+        // A zero period would panic in tokio; 1 ms is the floor.
+        let mut tick = tokio::time::interval(every.max(Duration::from_millis(1)));
         loop {
             tokio::select! {
                 _ = tick.tick() => {

@@ -119,11 +119,10 @@ async fn a_killed_master_is_replaced_within_ttl_and_the_new_one_learns() {
 async fn graceful_shutdown_hands_over_in_under_a_second() {
     let e = etcd();
     let a = start(opts(etcd_election(&e, 10))).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !a.state.core().is_master() {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually("a is master", Duration::from_secs(5), || {
+        a.state.core().is_master()
+    })
+    .await;
     let b = IsolatedServer::start(opts(etcd_election(&e, 10))).unwrap();
     eventually("b is a standby", Duration::from_secs(5), || {
         b.state.core().master_address() == Some(a.grpc_addr.to_string().as_str())
@@ -202,10 +201,16 @@ async fn etcd_gone_longer_than_the_ttl_makes_the_master_step_down() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_memory_election_hands_over_on_abdication() {
     let election = InMemoryElection::new();
+    // The first candidate to run wins: let a's election task run before b
+    // exists (each server has its own runtime, so b could otherwise be first).
     let a = IsolatedServer::start(opts(Arc::new(election.clone()))).unwrap();
-    let b = IsolatedServer::start(opts(Arc::new(election.clone()))).unwrap();
     eventually("a master", Duration::from_secs(2), || is_master(&a)).await;
-    assert!(!is_master(&b));
+    let b = IsolatedServer::start(opts(Arc::new(election.clone()))).unwrap();
+    eventually("b knows a is master", Duration::from_secs(2), || {
+        b.state.core().master_address() == Some(a.addr().as_str())
+    })
+    .await;
+    assert!(is_master(&a) && !is_master(&b));
     assert_redirects(&b.addr(), Some(&a.addr())).await;
     election.abdicate();
     eventually("b master", Duration::from_secs(2), || {

@@ -144,7 +144,8 @@ pub struct Sample {
     pub nodes: Vec<(f64, f64, f64)>,
     /// Σ wants of all clients.
     pub client_wants: f64,
-    /// Σ capacity the clients hold (valid leases and fallbacks).
+    /// Σ capacity the clients hold under valid leases (a client in
+    /// fallback counts 0).
     pub client_has: f64,
     /// Clients' has and wants (for fairness), only when asked.
     #[serde(skip)]

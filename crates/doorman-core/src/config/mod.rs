@@ -72,10 +72,7 @@ impl AlgorithmConfig {
         learning_mode_duration: Option<i64>,
         parameters: Vec<(String, String)>,
     ) -> AlgorithmConfig {
-        let kind = kind.unwrap_or_else(|| {
-            tracing::warn!("parent sent an unknown algorithm kind; using FAIR_SHARE");
-            Kind::FairShare
-        });
+        let kind = kind.unwrap_or(Kind::FairShare);
         let lease_length = lease_length.clamp(1, MAX_PARENT_SECONDS);
         let decay_factor = parameters
             .iter()

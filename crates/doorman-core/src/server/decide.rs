@@ -7,8 +7,8 @@
 
 use doorman_algorithms::{Amount, RequesterId, Time};
 
-use super::request::{Decision, Grant, ResourceAsk, Who};
 use super::record::Record;
+use super::request::{Decision, Grant, ResourceAsk, Who};
 use super::resource::{Context, Resource};
 
 impl Resource {

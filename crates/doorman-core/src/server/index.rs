@@ -11,8 +11,8 @@ use std::hash::BuildHasher;
 use doorman_algorithms::{RequesterId, Shares};
 use hashbrown::HashTable;
 
-use super::request::Who;
 use super::record::Record;
+use super::request::Who;
 
 #[derive(Debug, Default)]
 pub(crate) struct Index {

@@ -21,7 +21,7 @@ mod upstream;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use doorman_algorithms::{Lease, Time};
+use doorman_algorithms::Time;
 
 pub use request::{CapacityRequest, Decision, Grant, NotMaster, ResourceAsk, Who};
 use resource::{Context, Resource};
@@ -304,8 +304,13 @@ impl ServerCore {
         self.resources.values().map(|r| r.shares.len()).sum()
     }
 
-    /// The current lease of a requester, if any (for tests and tools).
-    pub fn lease_of(&self, resource_id: &str, who: &Who) -> Option<Lease> {
+    /// The current lease of a requester, if any.
+    #[cfg(test)]
+    pub(crate) fn lease_of(
+        &self,
+        resource_id: &str,
+        who: &Who,
+    ) -> Option<doorman_algorithms::Lease> {
         let r = self.resources.get(resource_id)?;
         r.held_lease(r.index.get(&r.shares, who)?)
     }

@@ -15,8 +15,8 @@ use super::request::Who;
 use super::upstream::{
     aggregate_bands, keep_while_learning, UpstreamAsk, UpstreamState, MIN_UPSTREAM_INTERVAL,
 };
-use crate::limits::MAX_AMOUNT;
 use crate::config::Template;
+use crate::limits::MAX_AMOUNT;
 
 /// One resource.
 #[derive(Debug)]

@@ -58,7 +58,8 @@ pub async fn watch_file(
     let mut last = Some(initial);
     #[cfg(unix)]
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let mut tick = tokio::time::interval(interval);
+    // A zero period would panic in tokio; 1 ms is the floor.
+    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(1)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         #[cfg(unix)]

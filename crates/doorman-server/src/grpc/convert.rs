@@ -92,7 +92,13 @@ pub fn algorithm_from_proto(a: &pb::Algorithm) -> AlgorithmConfig {
         Ok(pb::algorithm::Kind::Static) => Some(Kind::Static),
         Ok(pb::algorithm::Kind::ProportionalShare) => Some(Kind::ProportionalShare),
         Ok(pb::algorithm::Kind::FairShare) => Some(Kind::FairShare),
-        Err(_) => None,
+        Err(_) => {
+            tracing::warn!(
+                kind = a.kind,
+                "parent sent an unknown algorithm kind; using FAIR_SHARE"
+            );
+            None
+        }
     };
     let parameters = a
         .parameters
