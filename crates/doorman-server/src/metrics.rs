@@ -26,6 +26,7 @@ pub struct Metrics {
     unmatched: IntCounter,
     expired: IntCounter,
     config_reloads: IntCounterVec,
+    rejected: IntCounterVec,
     is_master: IntGauge,
     leases: IntGauge,
 }
@@ -142,6 +143,11 @@ impl Metrics {
                 "Config loads, by result (ok, error).",
                 &["result"],
             ),
+            rejected: counters(
+                "doorman_server_rejected_resources_total",
+                "Resource entries left out of a request, by method and reason.",
+                &["method", "reason"],
+            ),
             latency: register(&r, HistogramVec::new(latency, &["method"])),
             resources: ResourceGauges::new(&r),
             unmatched: register(
@@ -187,6 +193,11 @@ impl Metrics {
                 .with_label_values(&[method, &format!("{code:?}")])
                 .inc();
         }
+    }
+
+    /// Counts a resource entry left out of a `method` request.
+    pub fn rejected(&self, method: &str, reason: &str) {
+        self.rejected.with_label_values(&[method, reason]).inc();
     }
 
     /// RPCs of `method` received so far.

@@ -267,10 +267,12 @@ async fn bad_requests_get_invalid_argument_naming_the_field() {
     assert_eq!(
         invalid(
             &mut c,
-            req("c", vec![rr("fair", 1.0, None), rr("fair", 2.0, None)])
+            req("c", vec![rr("", 1.0, None), rr("fair", f64::NAN, None)])
         )
         .await,
-        "resource[1].resource_id: resource \"fair\" appears more than once in the request"
+        "resource[0].resource_id: must not be empty; \
+         resource[1].wants: must be a finite number from 0 to 1e15, got NaN",
+        "no valid entry: every bad one is named"
     );
     let e = c
         .get_server_capacity(pb::GetServerCapacityRequest {
@@ -338,5 +340,79 @@ async fn http_endpoints_answer() {
     );
     assert_eq!(metric(&body, "doorman_server_is_master"), Some(1.0));
     assert!(body.contains("doorman_server_request_duration_seconds_bucket"));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_bulk_request_answers_its_valid_entries_and_counts_the_others() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    let r = get(
+        &mut c,
+        "bulk",
+        vec![
+            rr("fair", 30.0, None),
+            rr("db/1", f64::NAN, None),
+            rr("fair", 50.0, None),
+            rr("", 1.0, None),
+            rr("db/2", 10.0, Some(-1.0)),
+            rr("db/3", 10.0, None),
+        ],
+    )
+    .await;
+    let got: Vec<(&str, f64)> = r
+        .response
+        .iter()
+        .map(|x| (x.resource_id.as_str(), x.gets.capacity))
+        .collect();
+    assert_eq!(got, [("fair", 30.0), ("db/3", 10.0)]);
+    let (_, body) = http_get(s.http_addr.unwrap(), "/metrics").await;
+    let counted = |reason: &str| {
+        let name = format!(
+            "doorman_server_rejected_resources_total{{method=\"GetCapacity\",reason=\"{reason}\"}}"
+        );
+        metric(&body, &name)
+    };
+    assert_eq!(counted("wants"), Some(1.0));
+    assert_eq!(counted("duplicate"), Some(1.0));
+    assert_eq!(counted("resource_id"), Some(1.0));
+    assert_eq!(counted("has"), Some(1.0));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_original_go_clients_close_releases_its_leases() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(cap(&mut c, "go", "fair", 100.0, None).await, 100.0);
+    assert_eq!(cap(&mut c, "go", "db/7", 50.0, None).await, 50.0);
+    assert_eq!(cap(&mut c, "other", "fair", 100.0, None).await, 0.0);
+    // Close() in the original Go client builds its id list with
+    // make([]string, n) and then appends: n empty ids, then the real ones.
+    let r = c
+        .release_capacity(pb::ReleaseCapacityRequest {
+            client_id: "go".into(),
+            resource_id: vec![String::new(), String::new(), "fair".into(), "db/7".into()],
+        })
+        .await
+        .expect("the release is answered OK")
+        .into_inner();
+    assert!(r.mastership.is_none());
+    assert_eq!(
+        s.state.core().lease_count(),
+        1,
+        "only other's lease is left"
+    );
+    assert_eq!(cap(&mut c, "other", "fair", 100.0, None).await, 100.0);
+    // Unknown ids are ignored too.
+    let r = c
+        .release_capacity(pb::ReleaseCapacityRequest {
+            client_id: "go".into(),
+            resource_id: vec!["never/seen".into(), "fair".into()],
+        })
+        .await;
+    assert!(r.is_ok(), "{r:?}");
     s.shutdown().await;
 }

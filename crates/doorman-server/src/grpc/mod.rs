@@ -18,6 +18,7 @@ use tonic::{Request, Response, Status};
 
 use crate::state::ServerState;
 use convert::{client_response, redirect, server_response};
+use doorman_core::server::CapacityRequest;
 
 /// The gRPC service.
 #[derive(Debug, Clone)]
@@ -29,6 +30,22 @@ impl CapacityService {
     /// A service over shared state.
     pub fn new(state: Arc<ServerState>) -> Self {
         CapacityService { state }
+    }
+
+    /// The core's part of a validated request; each entry left out is
+    /// logged and counted by reason.
+    fn checked(
+        &self,
+        method: &str,
+        r: Result<validate::Checked, Status>,
+    ) -> Result<CapacityRequest, Status> {
+        let checked = r?;
+        for x in &checked.rejected {
+            let who = &checked.request.who;
+            tracing::warn!(%who, reason = x.reason, "resource left out of the request: {}", x.message);
+            self.state.metrics.rejected(method, x.reason);
+        }
+        Ok(checked.request)
     }
 
     /// Runs a handler, timing it and counting its outcome.
@@ -70,7 +87,8 @@ impl doorman_proto::Capacity for CapacityService {
     ) -> Result<Response<pb::GetCapacityResponse>, Status> {
         let req = request.get_ref();
         self.timed("GetCapacity", || {
-            validate::get_capacity(req).map(|r| client_response(self.state.decide(&r)))
+            let checked = self.checked("GetCapacity", validate::get_capacity(req))?;
+            Ok(client_response(self.state.decide(&checked)))
         })
     }
 
@@ -80,7 +98,8 @@ impl doorman_proto::Capacity for CapacityService {
     ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
         let req = request.get_ref();
         self.timed("GetServerCapacity", || {
-            validate::get_server_capacity(req).map(|r| server_response(self.state.decide(&r)))
+            let checked = self.checked("GetServerCapacity", validate::get_server_capacity(req))?;
+            Ok(server_response(self.state.decide(&checked)))
         })
     }
 

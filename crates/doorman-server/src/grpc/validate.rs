@@ -1,6 +1,14 @@
-//! Turns protobuf requests into validated core requests. Every refusal is a
-//! gRPC `INVALID_ARGUMENT` whose message names the field and the reason,
-//! e.g. `resource[2].wants: must be a finite number from 0 to 1e15, got NaN`.
+//! Turns protobuf requests into validated core requests.
+//!
+//! A request whose requester id or size is wrong is refused whole with
+//! `INVALID_ARGUMENT`. Otherwise each resource entry is checked alone: the
+//! valid ones go to the core and the invalid ones are left out, each with
+//! its reason (the original Doorman server answers the valid entries too);
+//! only when no entry is valid is the request refused, naming every bad
+//! entry, e.g. `resource[2].wants: must be a finite number from 0 to 1e15,
+//! got NaN`. ReleaseCapacity ignores empty, over-long and repeated ids, as
+//! the original server does (the original Go client's `Close()` sends one
+//! empty id per resource before the real ones).
 //!
 //! Must not: touch server state. Nothing here can panic on any input.
 
@@ -17,141 +25,196 @@ use doorman_core::limits::{
 };
 use doorman_core::server::{CapacityRequest, ResourceAsk, Who};
 
+/// A resource entry left out of a request, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    /// What was wrong, as a metrics label: `resource_id`, `duplicate`,
+    /// `wants`, `has`, `bands`, `num_clients` or `outstanding`.
+    pub reason: &'static str,
+    /// `field: reason`, e.g. `resource[2].wants: must be …, got NaN`.
+    pub message: String,
+}
+
+/// A request for the core (its valid entries) and the entries left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// What goes to the core.
+    pub request: CapacityRequest,
+    /// What was left out.
+    pub rejected: Vec<Rejected>,
+}
+
 fn invalid(field: impl std::fmt::Display, reason: impl std::fmt::Display) -> Status {
     Status::invalid_argument(format!("{field}: {reason}"))
 }
 
-fn check_id(field: &str, id: &str) -> Result<(), Status> {
-    match id_length_problem(id.len(), MAX_ID_BYTES) {
-        Some(reason) => Err(invalid(field, reason)),
-        None => Ok(()),
+fn reject(
+    reason: &'static str,
+    field: impl std::fmt::Display,
+    why: impl std::fmt::Display,
+) -> Rejected {
+    Rejected {
+        reason,
+        message: format!("{field}: {why}"),
     }
 }
 
-fn check_resource_id(field: &str, id: &str, seen: &mut HashSet<String>) -> Result<(), Status> {
-    if let Some(reason) = id_length_problem(id.len(), MAX_RESOURCE_ID_BYTES) {
-        return Err(invalid(field, reason));
+/// The requester's id and the number of entries: wrong ones refuse the
+/// whole request.
+fn check_request(id_field: &str, id: &str, entries: usize) -> Result<(), Status> {
+    if let Some(reason) = id_length_problem(id.len(), MAX_ID_BYTES) {
+        return Err(invalid(id_field, reason));
     }
-    if !seen.insert(id.to_string()) {
-        return Err(invalid(
-            field,
-            format!("resource {id:?} appears more than once in the request"),
-        ));
-    }
-    Ok(())
-}
-
-fn check_count(n: usize) -> Result<(), Status> {
-    if n > MAX_RESOURCES_PER_REQUEST {
+    if entries > MAX_RESOURCES_PER_REQUEST {
         return Err(invalid(
             "resource",
-            format!("at most {MAX_RESOURCES_PER_REQUEST} resources per request, got {n}"),
+            format!("at most {MAX_RESOURCES_PER_REQUEST} resources per request, got {entries}"),
         ));
     }
     Ok(())
 }
 
-fn amount(field: &str, value: f64) -> Result<Amount, Status> {
+fn check_resource_id(field: &str, id: &str, seen: &mut HashSet<String>) -> Result<(), Rejected> {
+    if let Some(why) = id_length_problem(id.len(), MAX_RESOURCE_ID_BYTES) {
+        return Err(reject("resource_id", field, why));
+    }
+    if !seen.insert(id.to_string()) {
+        let why = format!("resource {id:?} appears more than once in the request");
+        return Err(reject("duplicate", field, why));
+    }
+    Ok(())
+}
+
+fn amount(reason: &'static str, field: &str, value: f64) -> Result<Amount, Rejected> {
     match Amount::new("value", value) {
         Ok(a) if a.get() <= MAX_AMOUNT => Ok(a),
-        _ => Err(invalid(
+        _ => Err(reject(
+            reason,
             field,
             format!("must be a finite number from 0 to {MAX_AMOUNT:e}, got {value}"),
         )),
     }
 }
 
-fn has(field: &str, lease: Option<&pb::Lease>) -> Result<Option<Amount>, Status> {
+fn has(field: &str, lease: Option<&pb::Lease>) -> Result<Option<Amount>, Rejected> {
     lease
-        .map(|l| amount(&format!("{field}.has.capacity"), l.capacity))
+        .map(|l| amount("has", &format!("{field}.has.capacity"), l.capacity))
         .transpose()
 }
 
-/// Checks the requester's id and the number of resources; returns the set
-/// that catches a resource named twice.
-fn check_request(id_field: &str, id: &str, resources: usize) -> Result<HashSet<String>, Status> {
-    check_id(id_field, id)?;
-    check_count(resources)?;
-    Ok(HashSet::with_capacity(resources))
+/// The valid entries go to the core; none valid (but some given) refuses
+/// the request, naming every bad entry.
+fn collect(
+    who: Who,
+    entries: impl Iterator<Item = Result<ResourceAsk, Rejected>>,
+) -> Result<Checked, Status> {
+    let mut resources = Vec::new();
+    let mut rejected = Vec::new();
+    for e in entries {
+        match e {
+            Ok(ask) => resources.push(ask),
+            Err(r) => rejected.push(r),
+        }
+    }
+    if resources.is_empty() && !rejected.is_empty() {
+        let all: Vec<&str> = rejected.iter().map(|r| r.message.as_str()).collect();
+        return Err(Status::invalid_argument(all.join("; ")));
+    }
+    Ok(Checked {
+        request: CapacityRequest { who, resources },
+        rejected,
+    })
+}
+
+fn client_entry(
+    i: usize,
+    r: &pb::ResourceRequest,
+    seen: &mut HashSet<String>,
+) -> Result<ResourceAsk, Rejected> {
+    let f = format!("resource[{i}]");
+    check_resource_id(&format!("{f}.resource_id"), &r.resource_id, seen)?;
+    let wants = amount("wants", &format!("{f}.wants"), r.wants)?;
+    Ok(ResourceAsk {
+        resource_id: r.resource_id.clone(),
+        demands: vec![Demand::client(r.priority, wants)],
+        claimed_has: has(&f, r.has.as_ref())?,
+        claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
+        outstanding: None,
+    })
 }
 
 /// Validates a GetCapacity request.
-pub fn get_capacity(req: &pb::GetCapacityRequest) -> Result<CapacityRequest, Status> {
-    let mut seen = check_request("client_id", &req.client_id, req.resource.len())?;
-    let mut resources = Vec::with_capacity(req.resource.len());
-    for (i, r) in req.resource.iter().enumerate() {
-        let f = format!("resource[{i}]");
-        check_resource_id(&format!("{f}.resource_id"), &r.resource_id, &mut seen)?;
-        let wants = amount(&format!("{f}.wants"), r.wants)?;
-        resources.push(ResourceAsk {
-            resource_id: r.resource_id.clone(),
-            demands: vec![Demand::client(r.priority, wants)],
-            claimed_has: has(&f, r.has.as_ref())?,
-            claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
-            outstanding: None,
-        });
+pub fn get_capacity(req: &pb::GetCapacityRequest) -> Result<Checked, Status> {
+    check_request("client_id", &req.client_id, req.resource.len())?;
+    let mut seen = HashSet::with_capacity(req.resource.len());
+    let who = Who::Client(Arc::from(req.client_id.as_str()));
+    let entries = req.resource.iter().enumerate();
+    collect(who, entries.map(|(i, r)| client_entry(i, r, &mut seen)))
+}
+
+fn bands(f: &str, r: &pb::ServerCapacityResourceRequest) -> Result<Vec<Demand>, Rejected> {
+    if r.wants.len() > MAX_BANDS {
+        let why = format!("at most {MAX_BANDS} priority bands, got {}", r.wants.len());
+        return Err(reject("bands", format!("{f}.wants"), why));
     }
-    Ok(CapacityRequest {
-        who: Who::Client(Arc::from(req.client_id.as_str())),
-        resources,
+    let mut demands = Vec::with_capacity(r.wants.len());
+    for (j, band) in r.wants.iter().enumerate() {
+        let bf = format!("{f}.wants[{j}]");
+        if band.num_clients < 1 {
+            let why = format!("must be >= 1, got {}", band.num_clients);
+            return Err(reject("num_clients", format!("{bf}.num_clients"), why));
+        }
+        let wants = amount("wants", &format!("{bf}.wants"), band.wants)?;
+        let d = Demand::new(band.priority, band.num_clients, wants.get())
+            .map_err(|e| reject("bands", &bf, e))?;
+        demands.push(d);
+    }
+    Ok(demands)
+}
+
+fn server_entry(
+    i: usize,
+    r: &pb::ServerCapacityResourceRequest,
+    seen: &mut HashSet<String>,
+) -> Result<ResourceAsk, Rejected> {
+    let f = format!("resource[{i}]");
+    check_resource_id(&format!("{f}.resource_id"), &r.resource_id, seen)?;
+    let demands = bands(&f, r)?;
+    let outstanding = r
+        .outstanding
+        .map(|o| amount("outstanding", &format!("{f}.outstanding"), o))
+        .transpose()?;
+    Ok(ResourceAsk {
+        resource_id: r.resource_id.clone(),
+        demands,
+        claimed_has: has(&f, r.has.as_ref())?,
+        claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
+        outstanding,
     })
 }
 
 /// Validates a GetServerCapacity request.
-pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<CapacityRequest, Status> {
-    let mut seen = check_request("server_id", &req.server_id, req.resource.len())?;
-    let mut resources = Vec::with_capacity(req.resource.len());
-    for (i, r) in req.resource.iter().enumerate() {
-        let f = format!("resource[{i}]");
-        check_resource_id(&format!("{f}.resource_id"), &r.resource_id, &mut seen)?;
-        if r.wants.len() > MAX_BANDS {
-            return Err(invalid(
-                format!("{f}.wants"),
-                format!("at most {MAX_BANDS} priority bands, got {}", r.wants.len()),
-            ));
-        }
-        let mut demands = Vec::with_capacity(r.wants.len());
-        for (j, band) in r.wants.iter().enumerate() {
-            let bf = format!("{f}.wants[{j}]");
-            if band.num_clients < 1 {
-                return Err(invalid(
-                    format!("{bf}.num_clients"),
-                    format!("must be >= 1, got {}", band.num_clients),
-                ));
-            }
-            let wants = amount(&format!("{bf}.wants"), band.wants)?;
-            let d = Demand::new(band.priority, band.num_clients, wants.get())
-                .map_err(|e| invalid(&bf, e))?;
-            demands.push(d);
-        }
-        let outstanding = r
-            .outstanding
-            .map(|o| amount(&format!("{f}.outstanding"), o))
-            .transpose()?;
-        resources.push(ResourceAsk {
-            resource_id: r.resource_id.clone(),
-            demands,
-            claimed_has: has(&f, r.has.as_ref())?,
-            claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
-            outstanding,
-        });
-    }
-    Ok(CapacityRequest {
-        who: Who::Server(Arc::from(req.server_id.as_str())),
-        resources,
-    })
+pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<Checked, Status> {
+    check_request("server_id", &req.server_id, req.resource.len())?;
+    let mut seen = HashSet::with_capacity(req.resource.len());
+    let who = Who::Server(Arc::from(req.server_id.as_str()));
+    let entries = req.resource.iter().enumerate();
+    collect(who, entries.map(|(i, r)| server_entry(i, r, &mut seen)))
 }
 
-/// Validates a ReleaseCapacity request.
+/// Validates a ReleaseCapacity request: the ids to release, each once.
+/// Empty and over-long ids name no resource and are ignored.
 pub fn release_capacity(req: &pb::ReleaseCapacityRequest) -> Result<(Who, Vec<String>), Status> {
-    let mut seen = check_request("client_id", &req.client_id, req.resource_id.len())?;
-    for (i, r) in req.resource_id.iter().enumerate() {
-        check_resource_id(&format!("resource_id[{i}]"), r, &mut seen)?;
-    }
-    Ok((
-        Who::Client(Arc::from(req.client_id.as_str())),
-        req.resource_id.clone(),
-    ))
+    check_request("client_id", &req.client_id, req.resource_id.len())?;
+    let mut seen = HashSet::with_capacity(req.resource_id.len());
+    let ids = req
+        .resource_id
+        .iter()
+        .filter(|id| id_length_problem(id.len(), MAX_RESOURCE_ID_BYTES).is_none())
+        .filter(|id| seen.insert(id.as_str()))
+        .cloned()
+        .collect();
+    Ok((Who::Client(Arc::from(req.client_id.as_str())), ids))
 }
 
 #[cfg(test)]
@@ -174,7 +237,7 @@ mod tests {
         }
     }
 
-    fn msg(r: Result<CapacityRequest, Status>) -> String {
+    fn msg(r: Result<Checked, Status>) -> String {
         let s = r.unwrap_err();
         assert_eq!(s.code(), tonic::Code::InvalidArgument);
         s.message().to_string()
@@ -183,8 +246,9 @@ mod tests {
     #[test]
     fn accepts_a_good_request() {
         let r = get_capacity(&req("c", vec![rr("a", 1.0), rr("b", 0.0)])).unwrap();
-        assert_eq!(r.resources.len(), 2);
-        assert_eq!(r.who, Who::Client(Arc::from("c")));
+        assert_eq!(r.request.resources.len(), 2);
+        assert_eq!(r.request.who, Who::Client(Arc::from("c")));
+        assert!(r.rejected.is_empty());
     }
 
     #[test]
@@ -196,8 +260,8 @@ mod tests {
         assert!(msg(get_capacity(&req(&"x".repeat(257), vec![])))
             .starts_with("client_id: must be at most 256 bytes"));
         assert_eq!(
-            msg(get_capacity(&req("c", vec![rr("a", 1.0), rr("", 1.0)]))),
-            "resource[1].resource_id: must not be empty"
+            msg(get_capacity(&req("c", vec![rr("", 1.0)]))),
+            "resource[0].resource_id: must not be empty"
         );
         assert!(
             msg(get_capacity(&req("c", vec![rr(&"r".repeat(1025), 1.0)])))
@@ -224,10 +288,7 @@ mod tests {
             msg(get_capacity(&req("c", vec![with_has]))),
             "resource[0].has.capacity: must be a finite number from 0 to 1e15, got -5"
         );
-        assert_eq!(
-            msg(get_capacity(&req("c", vec![rr("a", 1.0), rr("a", 2.0)]))),
-            "resource[1].resource_id: resource \"a\" appears more than once in the request"
-        );
+
         let many: Vec<_> = (0..10_001).map(|i| rr(&i.to_string(), 1.0)).collect();
         assert_eq!(
             msg(get_capacity(&req("c", many))),
@@ -252,7 +313,7 @@ mod tests {
             }],
         };
         let ok = get_server_capacity(&sreq(vec![band(3, 4.0)])).unwrap();
-        assert_eq!(ok.resources[0].demands[0].subclients(), 3);
+        assert_eq!(ok.request.resources[0].demands[0].subclients(), 3);
         let e = get_server_capacity(&sreq(vec![band(2, 1.0), band(0, 4.0)])).unwrap_err();
         assert_eq!(e.code(), tonic::Code::InvalidArgument);
         assert_eq!(
@@ -303,14 +364,78 @@ mod tests {
     }
 
     #[test]
-    fn release_is_checked() {
+    fn bad_entries_are_left_out_when_others_are_valid() {
+        let mut bad_has = rr("c", 1.0);
+        bad_has.has = Some(pb::Lease {
+            expiry_time: 0,
+            refresh_interval: 0,
+            capacity: f64::NAN,
+        });
+        let entries = vec![
+            rr("a", 1.0),
+            rr("", 1.0),
+            rr("a", 2.0),
+            bad_has,
+            rr("b", -1.0),
+            rr("d", 3.0),
+        ];
+        let r = get_capacity(&req("c", entries)).unwrap();
+        let ids: Vec<&str> = r
+            .request
+            .resources
+            .iter()
+            .map(|a| a.resource_id.as_str())
+            .collect();
+        assert_eq!(ids, ["a", "d"]);
+        assert_eq!(
+            r.request.resources[0].demands[0].wants(),
+            1.0,
+            "the first of a repeated id"
+        );
+        let reasons: Vec<&str> = r.rejected.iter().map(|x| x.reason).collect();
+        assert_eq!(reasons, ["resource_id", "duplicate", "has", "wants"]);
+        assert_eq!(
+            r.rejected[1].message,
+            "resource[2].resource_id: resource \"a\" appears more than once in the request"
+        );
+    }
+
+    #[test]
+    fn no_valid_entry_names_every_bad_one() {
+        assert_eq!(
+            msg(get_capacity(&req(
+                "c",
+                vec![rr("", 1.0), rr("x", f64::NAN)]
+            ))),
+            "resource[0].resource_id: must not be empty; \
+             resource[1].wants: must be a finite number from 0 to 1e15, got NaN"
+        );
+        let none = get_capacity(&req("c", vec![])).unwrap();
+        assert!(none.request.resources.is_empty() && none.rejected.is_empty());
+    }
+
+    #[test]
+    fn release_ignores_empty_long_and_repeated_ids() {
+        // The original Go client's Close(): one empty id per resource first.
+        let (who, ids) = release_capacity(&pb::ReleaseCapacityRequest {
+            client_id: "go".into(),
+            resource_id: vec![
+                String::new(),
+                String::new(),
+                "a".into(),
+                "b".into(),
+                "a".into(),
+                "r".repeat(1025),
+            ],
+        })
+        .unwrap();
+        assert_eq!(who, Who::Client(Arc::from("go")));
+        assert_eq!(ids, ["a", "b"]);
         let e = release_capacity(&pb::ReleaseCapacityRequest {
-            client_id: "c".into(),
-            resource_id: vec!["a".into(), "a".into()],
+            client_id: String::new(),
+            resource_id: vec!["a".into()],
         })
         .unwrap_err();
-        assert!(e
-            .message()
-            .starts_with("resource_id[1]: resource \"a\" appears more than once"));
+        assert_eq!(e.message(), "client_id: must not be empty");
     }
 }
