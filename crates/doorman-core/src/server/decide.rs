@@ -44,8 +44,12 @@ impl Resource {
                 .algorithm
                 .terms()
                 .lease(now, level, self.lease_cap(now), capacity);
-        let claimed = ask.claimed_has.is_some() || inherited.is_some();
-        self.store(id, &lease, now, claimed, ask.outstanding);
+        let inherit_until = match (ask.claimed_has, inherited) {
+            (Some(_), _) => lease.expiry,
+            (None, Some(_)) => self.shares.get(id).map_or(Time::ZERO, |r| r.inherit_until),
+            (None, None) => Time::ZERO,
+        };
+        self.store(id, &lease, now, inherit_until, ask.outstanding);
         self.grant(ask, lease, decision)
     }
 
@@ -68,8 +72,10 @@ impl Resource {
     /// sub-leases stay out until that lease expires, so the new master
     /// inherits at least it, within what the others leave free (the
     /// capacity may have shrunk since). It keeps inheriting if its first
-    /// answer was lost and it asks again without a claim; from its next
-    /// request on it claims the lease, and the algorithm rules.
+    /// answer was lost and it asks again without a claim, but never past
+    /// the expiry of the lease it inherits (a server that claimed `has`
+    /// once and then stopped does not keep its grant forever); from its
+    /// next request on it claims the lease, and the algorithm rules.
     fn inherited(
         &self,
         existing: Option<RequesterId>,
@@ -81,7 +87,7 @@ impl Resource {
             (Some(id), Who::Server(_), None) => self
                 .shares
                 .get(id)
-                .filter(|rec| rec.claimed && rec.expiry > now)
+                .filter(|rec| now < rec.inherit_until)
                 .map(|_| self.shares.has(id))
                 .filter(|&h| h > 0.0),
             _ => None,
@@ -105,7 +111,7 @@ impl Resource {
             expiry: now,
             last_request: now,
             refresh_interval: 0,
-            claimed: false,
+            inherit_until: Time::ZERO,
             outstanding: f64::NAN,
         };
         let id = self.shares.insert(&ask.demands, rec);
@@ -165,7 +171,7 @@ impl Resource {
         id: RequesterId,
         lease: &doorman_algorithms::Lease,
         now: Time,
-        claimed: bool,
+        inherit_until: Time,
         outstanding: Option<Amount>,
     ) {
         let Some(rec) = self.shares.get_mut(id) else {
@@ -175,7 +181,7 @@ impl Resource {
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
-        rec.claimed = claimed;
+        rec.inherit_until = inherit_until;
         rec.outstanding = outstanding.map_or(f64::NAN, Amount::get);
         if old != lease.expiry {
             self.expiries.remove(&(old, id));

@@ -14,8 +14,10 @@ pub(crate) struct Record {
     pub expiry: Time,
     pub last_request: Time,
     pub refresh_interval: u32,
-    /// The last request claimed a lease (`has`).
-    pub claimed: bool,
+    /// Until when a downstream server that stops claiming `has` may
+    /// inherit its lease: the expiry of the lease granted to its last
+    /// request that claimed one (`Time::ZERO`: never).
+    pub inherit_until: Time,
     /// What a downstream server reports having handed out (extension);
     /// NaN when not reported (keeps the record small).
     pub outstanding: f64,

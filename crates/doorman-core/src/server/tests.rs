@@ -362,6 +362,36 @@ fn a_new_master_of_a_downstream_node_inherits_its_predecessors_lease() {
 }
 
 #[test]
+fn an_inherited_lease_lives_only_until_the_lease_it_came_from_expires() {
+    let mut c = core_with(0);
+    // nolearn: leases of 20 s. The node claims its lease at t5 (until t25).
+    c.get_capacity(t(1), &region(60.0, None)).unwrap();
+    let g = c
+        .get_capacity(t(5), &region(60.0, Some(60.0)))
+        .unwrap()
+        .remove(0);
+    assert_eq!((g.lease.capacity, g.lease.expiry), (60.0, t(25)));
+    get(&mut c, t(6), "other", ask("nolearn", 100.0, None));
+    // It never claims again: it inherits its 60 while that lease runs, even
+    // though each inherited grant is a new lease that ends later.
+    for s in [7, 15, 24] {
+        let g = c.get_capacity(t(s), &region(10.0, None)).unwrap().remove(0);
+        assert_eq!(g.lease.capacity, 60.0, "inherited at t{s}");
+    }
+    // Past t25 the inheritance is over: the algorithm decides (wants 10).
+    let g = c
+        .get_capacity(t(26), &region(10.0, None))
+        .unwrap()
+        .remove(0);
+    assert_eq!(g.lease.capacity, 10.0);
+    let g = c
+        .get_capacity(t(40), &region(10.0, None))
+        .unwrap()
+        .remove(0);
+    assert_eq!(g.lease.capacity, 10.0, "and it does not come back");
+}
+
+#[test]
 fn an_inherited_lease_never_exceeds_what_the_others_leave_free() {
     let mut c = core_with(0);
     c.get_capacity(t(1), &region(60.0, None)).unwrap();
