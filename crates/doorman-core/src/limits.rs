@@ -18,6 +18,11 @@ pub const MAX_RESOURCES_PER_REQUEST: usize = 10_000;
 /// Most priority bands for one resource in one GetServerCapacity.
 pub const MAX_BANDS: usize = 1_000;
 
+/// Longest lease, refresh interval or learning mode, in seconds (365
+/// days): a config asking for more is rejected, a parent's algorithm is
+/// clamped to it, so no lease outlives any plausible restart of the tree.
+pub const MAX_DURATION_SECS: i64 = 365 * 86_400;
+
 /// Largest accepted amount (wants, has, capacity): far beyond any real
 /// rate, small enough that sums of many amounts stay exact enough.
 pub const MAX_AMOUNT: f64 = 1e15;

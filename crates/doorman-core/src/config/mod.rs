@@ -18,11 +18,9 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Kind, LeaseTerms, DEFAULT_DECAY_FACTOR};
 
-pub use error::{ConfigError, Problem};
+use crate::limits::MAX_DURATION_SECS;
 
-/// The longest lease or learning mode a parent may impose, in seconds (a
-/// year); longer values from the wire are clamped.
-const MAX_PARENT_SECONDS: i64 = 86_400 * 365;
+pub use error::{ConfigError, Problem};
 
 /// The algorithm part of a template, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +71,7 @@ impl AlgorithmConfig {
         parameters: Vec<(String, String)>,
     ) -> AlgorithmConfig {
         let kind = kind.unwrap_or(Kind::FairShare);
-        let lease_length = lease_length.clamp(1, MAX_PARENT_SECONDS);
+        let lease_length = lease_length.clamp(1, MAX_DURATION_SECS);
         let decay_factor = parameters
             .iter()
             .rev()
@@ -87,7 +85,7 @@ impl AlgorithmConfig {
             refresh_interval: refresh_interval.clamp(1, lease_length),
             learning_mode_duration: learning_mode_duration
                 .unwrap_or(lease_length)
-                .clamp(0, MAX_PARENT_SECONDS),
+                .clamp(0, MAX_DURATION_SECS),
             decay_factor,
             parameters,
         }

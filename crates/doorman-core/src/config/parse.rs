@@ -8,7 +8,7 @@ use std::sync::Arc;
 use doorman_algorithms::{Kind, DEFAULT_DECAY_FACTOR};
 
 use super::{AlgorithmConfig, Problem, Template};
-use crate::limits::MAX_AMOUNT;
+use crate::limits::{MAX_AMOUNT, MAX_DURATION_SECS};
 
 const TEMPLATE_KEYS: [&str; 5] = [
     "identifier_glob",
@@ -109,6 +109,13 @@ impl Ctx<'_> {
 
     fn seconds(&mut self, t: &toml::Table, field: &str) -> Option<i64> {
         match t.get(field)? {
+            toml::Value::Integer(i) if *i > MAX_DURATION_SECS => {
+                let name = format!("algorithm.{field}");
+                let why =
+                    format!("must be at most {MAX_DURATION_SECS} seconds (365 days), got {i}");
+                self.problem(&name, why);
+                None
+            }
             toml::Value::Integer(i) => Some(*i),
             other => {
                 let name = format!("algorithm.{field}");

@@ -202,3 +202,25 @@ mod no_panic {
         }
     }
 }
+
+#[test]
+fn absurd_durations_are_rejected_with_resource_field_and_reason() {
+    let text = |lease: &str, refresh: &str, learning: &str| {
+        format!(
+            "[[resources]]\nidentifier_glob = \"x\"\ncapacity = 1\n[resources.algorithm]\n\
+             kind = \"FAIR_SHARE\"\nlease_length = {lease}\nrefresh_interval = {refresh}\n\
+             learning_mode_duration = {learning}\n"
+        )
+    };
+    let e = Config::parse(&text("9223372036854775807", "5", "0"), "t.toml").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.toml: invalid config (1 problem)\n  t.toml: resources[0] (\"x\"): algorithm.lease_length: \
+         must be at most 31536000 seconds (365 days), got 9223372036854775807"
+    );
+    let e = Config::parse(&text("60", "31536001", "0"), "t.toml").unwrap_err();
+    assert_eq!(e.problems[0].field, "algorithm.refresh_interval");
+    let e = Config::parse(&text("60", "5", "99999999999"), "t.toml").unwrap_err();
+    assert_eq!(e.problems[0].field, "algorithm.learning_mode_duration");
+    assert!(Config::parse(&text("31536000", "5", "31536000"), "t.toml").is_ok());
+}
