@@ -333,13 +333,26 @@ impl<T> Shares<T> {
     }
 
     /// Learning mode (a new master rebuilding its state): grants and records
-    /// what the requester claims to hold (0 for a newcomer), never more than
-    /// the capacity.
+    /// what the requester claims to hold (0 for a newcomer), but never more
+    /// than the algorithm could ever grant it: the capacity for FAIR_SHARE,
+    /// PROPORTIONAL_SHARE and NO_ALGORITHM, the capacity × its subclients
+    /// for STATIC. For the share algorithms a claim is also honoured only
+    /// within what the others' grants leave free: claims are honoured first
+    /// come, first served, and Σ has stays within the capacity however
+    /// much the requesters claim.
     pub fn decide_learning(&mut self, id: RequesterId, claimed_has: Amount) -> f64 {
         if self.slot(id).is_none() {
             return 0.0;
         }
-        let grant = claimed_has.get().min(self.capacity);
+        let claimed = claimed_has.get();
+        let grant = match self.kind {
+            Kind::FairShare | Kind::ProportionalShare => claimed.min(self.free_for(id)),
+            Kind::Static => {
+                let subclients: f64 = self.demands(id).iter().map(|d| d.1).sum();
+                claimed.min(self.capacity * subclients)
+            }
+            Kind::NoAlgorithm => claimed.min(self.capacity),
+        };
         self.has.set(id.index(), grant);
         grant
     }

@@ -244,15 +244,15 @@ fn capacity_drop_shrinks_grants_without_overcommitting() {
 }
 
 #[test]
-fn learning_mode_echoes_claims_capped_at_capacity() {
+fn learning_mode_echoes_claims_within_what_is_free() {
     let mut s = Shares::new(Kind::FairShare, amt(100.0));
     let a = s.insert(&[client(80.0)], ());
     let b = s.insert(&[client(80.0)], ());
     let c = s.insert(&[client(80.0)], ());
     assert_eq!(s.decide_learning(a, amt(70.0)), 70.0);
     assert_eq!(s.decide_learning(b, Amount::ZERO), 0.0);
-    assert_eq!(s.decide_learning(c, amt(500.0)), 100.0);
-    assert_eq!(s.totals().has, 170.0);
+    assert_eq!(s.decide_learning(c, amt(500.0)), 30.0, "only what a leaves free");
+    assert_eq!(s.totals().has, 100.0);
 }
 
 #[test]
@@ -308,4 +308,22 @@ fn kind_change_applies_at_next_decision() {
     s.set_kind(Kind::FairShare);
     assert_eq!(s.target(ids[0]), 10.0);
     assert_eq!(s.decide(ids[0]), 10.0);
+}
+
+#[test]
+fn learning_honours_claims_first_come_within_capacity() {
+    let mut s = Shares::new(Kind::FairShare, Amount::new("c", 100.0).unwrap());
+    let d = |w| [Demand::new(0, 1, w).unwrap()];
+    let (a, b, c) = (s.insert(&d(10.0), ()), s.insert(&d(10.0), ()), s.insert(&d(10.0), ()));
+    let claim = |x| Amount::new("has", x).unwrap();
+    assert_eq!(s.decide_learning(a, claim(450.0)), 100.0, "never above capacity");
+    assert_eq!(s.decide_learning(b, claim(50.0)), 0.0, "nothing left");
+    assert_eq!(s.decide_learning(a, claim(60.0)), 60.0, "a claims less now");
+    assert_eq!(s.decide_learning(b, claim(50.0)), 40.0);
+    assert_eq!(s.decide_learning(c, claim(5.0)), 0.0);
+    assert!(s.totals().has <= 100.0);
+    // STATIC: per requester, capacity × subclients.
+    let mut st = Shares::new(Kind::Static, Amount::new("c", 10.0).unwrap());
+    let x = st.insert(&[Demand::new(0, 3, 5.0).unwrap()], ());
+    assert_eq!(st.decide_learning(x, claim(450.0)), 30.0);
 }

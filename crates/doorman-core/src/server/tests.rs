@@ -101,6 +101,21 @@ fn learning_grant_never_exceeds_capacity() {
 }
 
 #[test]
+fn learning_honours_claims_within_capacity_first_come() {
+    // After a restart a liar claims 450 of a resource of capacity 100.
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "liar", ask("fair", 10.0, Some(450.0)));
+    assert_eq!((g.lease.capacity, g.decision), (100.0, Decision::Learning));
+    let g = get(&mut c, t(2), "honest", ask("fair", 80.0, Some(40.0)));
+    assert_eq!(g.lease.capacity, 0.0, "nothing is left to honour");
+    assert_eq!(c.status(t(2), 0).resources[0].has, 100.0, "Σ has ≤ capacity");
+    // Outside learning mode a claim never raises a grant: the liar gets its
+    // fair share of what is free once the algorithm runs.
+    let g = get(&mut c, t(31), "liar", ask("fair", 10.0, Some(450.0)));
+    assert_eq!((g.lease.capacity, g.decision), (10.0, Decision::Algorithm));
+}
+
+#[test]
 fn a_new_master_starts_learning_again_with_empty_state() {
     let mut c = core_with(0);
     get(&mut c, t(40), "a", ask("fair", 80.0, None));
