@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
 use crate::election::{Candidacy, Election, MasterView, Standalone};
-use crate::grpc::CapacityService;
+use crate::grpc::{transport, CapacityService};
 use crate::metrics::Metrics;
 use crate::state::{Clock, ServerState};
 
@@ -254,7 +254,9 @@ fn spawn_grpc(
     listener: TcpListener,
     stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let svc = CapacityServer::new(CapacityService::new(state));
+    let svc = CapacityServer::new(CapacityService::new(state))
+        .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
     // Small request/response pairs: without TCP_NODELAY, Nagle and
     // delayed ACKs add ~40 ms to every response that spans two writes.
     let incoming = tokio_stream::StreamExt::map(
@@ -266,6 +268,12 @@ fn spawn_grpc(
         },
     );
     let serve = tonic::transport::Server::builder()
+        .max_concurrent_streams(transport::MAX_CONCURRENT_STREAMS)
+        .http2_keepalive_interval(Some(transport::KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(transport::KEEPALIVE_TIMEOUT))
+        .layer(tower::util::MapResponseLayer::new(
+            transport::undecodable_is_invalid_argument,
+        ))
         .add_service(svc)
         .serve_with_incoming_shutdown(incoming, stopped(stop));
     spawn_serving("gRPC", serve)

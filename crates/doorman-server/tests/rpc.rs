@@ -416,3 +416,55 @@ async fn the_original_go_clients_close_releases_its_leases() {
     assert!(r.is_ok(), "{r:?}");
     s.shutdown().await;
 }
+
+/// A GetCapacityRequest whose client_id is not UTF-8: undecodable.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RawGetCapacity {
+    #[prost(bytes = "vec", tag = "1")]
+    client_id: Vec<u8>,
+}
+
+#[tokio::test]
+async fn an_undecodable_request_is_invalid_argument_and_a_maximal_one_is_served() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", s.grpc_addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    grpc.ready().await.unwrap();
+    let path =
+        tonic::codegen::http::uri::PathAndQuery::from_static("/doorman.Capacity/GetCapacity");
+    let codec: tonic_prost::ProstCodec<RawGetCapacity, pb::GetCapacityResponse> =
+        tonic_prost::ProstCodec::default();
+    let bad = RawGetCapacity {
+        client_id: vec![0xff, 0xfe, 0x00],
+    };
+    let e = grpc
+        .unary(tonic::Request::new(bad), path, codec)
+        .await
+        .expect_err("not UTF-8");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("failed to decode"), "{e:?}");
+    // The largest request the limits allow (10 000 resources with
+    // 1024-byte ids, about 10.4 MB) is answered, not refused for its size.
+    let mut c = doorman_proto::CapacityClient::new(channel)
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20);
+    let resources: Vec<_> = (0..10_000)
+        .map(|i| rr(&format!("db/{i:01021}"), 1.0, None))
+        .collect();
+    assert_eq!(resources[0].resource_id.len(), 1024);
+    let r = c
+        .get_capacity(pb::GetCapacityRequest {
+            client_id: "big".into(),
+            resource: resources,
+        })
+        .await
+        .expect("a request at the limits is served")
+        .into_inner();
+    assert_eq!(r.response.len(), 10_000);
+    s.shutdown().await;
+}

@@ -251,7 +251,11 @@ fn learning_mode_echoes_claims_within_what_is_free() {
     let c = s.insert(&[client(80.0)], ());
     assert_eq!(s.decide_learning(a, amt(70.0)), 70.0);
     assert_eq!(s.decide_learning(b, Amount::ZERO), 0.0);
-    assert_eq!(s.decide_learning(c, amt(500.0)), 30.0, "only what a leaves free");
+    assert_eq!(
+        s.decide_learning(c, amt(500.0)),
+        30.0,
+        "only what a leaves free"
+    );
     assert_eq!(s.totals().has, 100.0);
 }
 
@@ -314,9 +318,17 @@ fn kind_change_applies_at_next_decision() {
 fn learning_honours_claims_first_come_within_capacity() {
     let mut s = Shares::new(Kind::FairShare, Amount::new("c", 100.0).unwrap());
     let d = |w| [Demand::new(0, 1, w).unwrap()];
-    let (a, b, c) = (s.insert(&d(10.0), ()), s.insert(&d(10.0), ()), s.insert(&d(10.0), ()));
+    let (a, b, c) = (
+        s.insert(&d(10.0), ()),
+        s.insert(&d(10.0), ()),
+        s.insert(&d(10.0), ()),
+    );
     let claim = |x| Amount::new("has", x).unwrap();
-    assert_eq!(s.decide_learning(a, claim(450.0)), 100.0, "never above capacity");
+    assert_eq!(
+        s.decide_learning(a, claim(450.0)),
+        100.0,
+        "never above capacity"
+    );
     assert_eq!(s.decide_learning(b, claim(50.0)), 0.0, "nothing left");
     assert_eq!(s.decide_learning(a, claim(60.0)), 60.0, "a claims less now");
     assert_eq!(s.decide_learning(b, claim(50.0)), 40.0);

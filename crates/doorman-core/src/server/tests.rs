@@ -108,7 +108,11 @@ fn learning_honours_claims_within_capacity_first_come() {
     assert_eq!((g.lease.capacity, g.decision), (100.0, Decision::Learning));
     let g = get(&mut c, t(2), "honest", ask("fair", 80.0, Some(40.0)));
     assert_eq!(g.lease.capacity, 0.0, "nothing is left to honour");
-    assert_eq!(c.status(t(2), 0).resources[0].has, 100.0, "Σ has ≤ capacity");
+    assert_eq!(
+        c.status(t(2), 0).resources[0].has,
+        100.0,
+        "Σ has ≤ capacity"
+    );
     // Outside learning mode a claim never raises a grant: the liar gets its
     // fair share of what is free once the algorithm runs.
     let g = get(&mut c, t(31), "liar", ask("fair", 10.0, Some(450.0)));

@@ -1,0 +1,79 @@
+//! What the gRPC port accepts from a connection, whoever is on the other
+//! end: the largest message (enough for a request at the protocol's
+//! limits, see [`MAX_MESSAGE_BYTES`]), concurrent streams per connection,
+//! HTTP/2 keep-alive pings that drop dead peers, and an undecodable
+//! protobuf answered `INVALID_ARGUMENT` (the peer sent bad bytes) rather
+//! than tonic's `INTERNAL` (which says the server is broken).
+//!
+//! Must not: look into valid requests (validation is `validate.rs`).
+
+use std::time::Duration;
+
+use doorman_core::limits::{MAX_RESOURCES_PER_REQUEST, MAX_RESOURCE_ID_BYTES};
+use tonic::codegen::http;
+
+/// Largest gRPC message accepted or sent: a request with the most
+/// resources, each with the longest id and its other fields (≤ 64 bytes of
+/// framing and numbers), fits: 10 000 × (1024 + 64) ≈ 10.4 MiB, rounded up
+/// to 16 MiB. tonic's default of 4 MiB would refuse a valid request.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+const _: () =
+    assert!(MAX_RESOURCES_PER_REQUEST * (MAX_RESOURCE_ID_BYTES + 64) <= MAX_MESSAGE_BYTES);
+
+/// Concurrent streams (RPCs in flight) per HTTP/2 connection.
+pub const MAX_CONCURRENT_STREAMS: u32 = 1024;
+
+/// How often an idle connection is pinged, and how long the answer may
+/// take before the connection is dropped.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// See [`KEEPALIVE_INTERVAL`].
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The start of tonic's message for a protobuf it could not decode, as
+/// percent-encoded in the `grpc-message` header.
+const DECODE_ERROR: &str = "failed%20to%20decode%20Protobuf%20message";
+
+/// Rewrites tonic's `INTERNAL` for an undecodable request into
+/// `INVALID_ARGUMENT`, keeping the message. Other responses pass untouched.
+pub fn undecodable_is_invalid_argument<B>(mut resp: http::Response<B>) -> http::Response<B> {
+    let headers = resp.headers_mut();
+    let internal = headers.get("grpc-status").is_some_and(|v| v == "13");
+    let decode = headers
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|m| m.starts_with(DECODE_ERROR));
+    if internal && decode {
+        let code = (tonic::Code::InvalidArgument as i32).to_string();
+        if let Ok(v) = http::HeaderValue::from_str(&code) {
+            headers.insert("grpc-status", v);
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_decode_failures_are_rewritten() {
+        let resp = |status: &str, msg: &str| {
+            http::Response::builder()
+                .header("grpc-status", status)
+                .header("grpc-message", msg)
+                .body(())
+                .unwrap()
+        };
+        let r = undecodable_is_invalid_argument(resp(
+            "13",
+            "failed%20to%20decode%20Protobuf%20message%3A%20x",
+        ));
+        assert_eq!(r.headers()["grpc-status"], "3");
+        let r = undecodable_is_invalid_argument(resp("13", "something%20else"));
+        assert_eq!(r.headers()["grpc-status"], "13");
+        let r =
+            undecodable_is_invalid_argument(resp("0", "failed%20to%20decode%20Protobuf%20message"));
+        assert_eq!(r.headers()["grpc-status"], "0");
+    }
+}
