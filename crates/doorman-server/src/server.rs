@@ -21,6 +21,7 @@ pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
 use crate::election::{Candidacy, Election, MasterView, Standalone};
 use crate::grpc::{transport, CapacityService};
+use crate::http::serve::HttpLimits;
 use crate::metrics::Metrics;
 use crate::state::{Clock, ServerState};
 
@@ -31,6 +32,8 @@ pub struct ServerOptions {
     pub listen: SocketAddr,
     /// HTTP listen address for metrics and status, if any.
     pub http: Option<SocketAddr>,
+    /// Connection cap and deadlines of the HTTP listener.
+    pub http_limits: HttpLimits,
     /// Id returned by Discovery; defaults to the bound gRPC address.
     pub server_id: Option<String>,
     /// The config.
@@ -73,6 +76,7 @@ impl ServerOptions {
         ServerOptions {
             listen,
             http: None,
+            http_limits: HttpLimits::default(),
             server_id: None,
             config,
             min_request_interval: Duration::from_secs(1),
@@ -179,7 +183,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     let state = build_state(&opts, &server_id, config.clone());
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = vec![spawn_grpc(state.clone(), grpc, stop_rx.clone())];
-    tasks.extend(http.map(|l| spawn_http(state.clone(), l, stop_rx.clone())));
+    tasks.extend(http.map(|l| spawn_http(state.clone(), l, opts.http_limits, stop_rx.clone())));
     tasks.push(spawn_cleanup(
         state.clone(),
         opts.cleanup_interval,
@@ -282,11 +286,11 @@ fn spawn_grpc(
 fn spawn_http(
     state: Arc<ServerState>,
     listener: TcpListener,
+    limits: HttpLimits,
     stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let app = crate::http::router(state);
-    let serve = axum::serve(listener, app).with_graceful_shutdown(stopped(stop));
-    spawn_serving("HTTP", std::future::IntoFuture::into_future(serve))
+    tokio::spawn(crate::http::serve::serve(listener, app, limits, stop))
 }
 
 /// Forgets expired leases and empty resources every `every`.

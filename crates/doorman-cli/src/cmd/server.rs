@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::{Election, Standalone};
+use doorman_server::http::serve::HttpLimits;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
 
 #[derive(Debug, clap::Args)]
@@ -47,6 +48,13 @@ pub struct Args {
     /// HTTP address for /metrics, /debug/status, /api/v1/status, /healthz.
     #[arg(long)]
     http: Option<SocketAddr>,
+    /// Most open connections to the HTTP address (1 to 65536); one more is
+    /// closed at once.
+    #[arg(long, default_value_t = 256, value_parser = crate::args::count(65_536))]
+    http_max_connections: usize,
+    /// Seconds an HTTP peer has to send its request headers (0.1 to 600).
+    #[arg(long, default_value = "10", value_parser = crate::args::seconds(0.1, 600.0))]
+    http_header_timeout: Duration,
     /// Id returned by Discovery (default: the listen address).
     #[arg(long)]
     server_id: Option<String>,
@@ -116,6 +124,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     opts.election = election;
     opts.node_id = args.node_id.clone();
     opts.http = args.http;
+    opts.http_limits = HttpLimits {
+        max_connections: args.http_max_connections,
+        header_timeout: args.http_header_timeout,
+        ..HttpLimits::default()
+    };
     opts.server_id = args.server_id;
     opts.min_request_interval = args.min_request_interval;
     opts.reload_interval = args.config_poll_interval;

@@ -6,6 +6,7 @@
 //! Must not: change server state.
 
 mod page;
+pub mod serve;
 
 use std::sync::Arc;
 

@@ -1,0 +1,91 @@
+//! The HTTP listener against peers that hold connections: slow-loris
+//! headers are cut off, a connection over the cap is closed at once, and
+//! the pages keep answering.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use doorman_core::config::Config;
+use doorman_server::http::serve::HttpLimits;
+use doorman_server::server::{start, ConfigSource, RunningServer};
+use doorman_testkit::eventually_async;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn server(limits: HttpLimits) -> RunningServer {
+    let clock = ManualClock::new();
+    let cfg = Arc::new(Config::parse(CONFIG, "t.toml").unwrap());
+    let mut o = opts(ConfigSource::Inline(cfg), &clock);
+    o.http_limits = limits;
+    start(o).await.unwrap()
+}
+
+/// Everything the server sends until it closes the connection.
+async fn until_closed(s: &mut TcpStream, limit: Duration) -> Vec<u8> {
+    let mut buf = Vec::new();
+    tokio::time::timeout(limit, s.read_to_end(&mut buf))
+        .await
+        .expect("the server closes the connection in time")
+        .ok();
+    buf
+}
+
+#[tokio::test]
+async fn headers_that_never_end_are_cut_off() {
+    let s = server(HttpLimits {
+        header_timeout: Duration::from_millis(300),
+        ..HttpLimits::default()
+    })
+    .await;
+    let mut loris = TcpStream::connect(s.http_addr.unwrap()).await.unwrap();
+    loris
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let got = until_closed(&mut loris, Duration::from_secs(5)).await;
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(!String::from_utf8_lossy(&got).contains("200 OK"));
+    let (status, body) = http_get(s.http_addr.unwrap(), "/healthz").await;
+    assert!(
+        status.contains("200") && body.starts_with("ok"),
+        "{status} {body}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_connection_over_the_cap_is_closed_and_the_pages_recover() {
+    let s = server(HttpLimits {
+        max_connections: 1,
+        ..HttpLimits::default()
+    })
+    .await;
+    let addr = s.http_addr.unwrap();
+    let mut holder = TcpStream::connect(addr).await.unwrap();
+    holder
+        .write_all(b"GET /healthz HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    // Give the server the time to accept the holder first.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut over = TcpStream::connect(addr).await.unwrap();
+    over.write_all(b"GET /healthz HTTP/1.0\r\n\r\n")
+        .await
+        .unwrap();
+    let got = until_closed(&mut over, Duration::from_secs(2)).await;
+    assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
+    drop(holder);
+    eventually_async("the pages answer again", Duration::from_secs(5), || async {
+        http_get(addr, "/healthz").await.0.contains("200")
+    })
+    .await;
+    s.shutdown().await;
+}
