@@ -162,8 +162,12 @@ impl ServerCore {
     }
 
     /// Replaces the config (already validated). Leases and learning end
-    /// times survive; resources re-bind to their new templates; a resource
-    /// no template matches any more is dropped (it is served as unmatched).
+    /// times survive; resources re-bind to their new templates (a new
+    /// capacity applies at the next decision, and leases already handed out
+    /// keep counting against it). A resource no template matches any more
+    /// keeps its old template until its last live lease expires, and no
+    /// lease handed out meanwhile outlives that; then it is served as
+    /// unmatched. A reload never lets Σ of unexpired grants jump.
     pub fn replace_config(&mut self, config: Arc<Config>) {
         if self.is_intermediate() {
             // Resources come from the parent; the local config only narrows.
@@ -180,11 +184,14 @@ impl ServerCore {
         self.resources.retain(|id, r| match config.find(id) {
             Some(t) => {
                 let capacity = t.capacity;
+                r.retired_until = None;
                 r.rebind(t.clone());
                 r.set_capacity(capacity);
                 true
             }
-            None => false,
+            // Its live leases keep counting against the old capacity until
+            // they expire; then it is served as unmatched.
+            None => r.retire(),
         });
         self.config = config;
     }
@@ -207,6 +214,13 @@ impl ServerCore {
     }
 
     fn one(&mut self, now: Time, who: &Who, ask: &request::ResourceAsk) -> Grant {
+        if self
+            .resources
+            .get(&ask.resource_id)
+            .is_some_and(|r| r.retired(now))
+        {
+            self.resources.remove(&ask.resource_id);
+        }
         let cx = Context {
             now,
             min_request_interval: self.opts.min_request_interval,
@@ -289,7 +303,7 @@ impl ServerCore {
         let mut expired = 0;
         self.resources.retain(|_, r| {
             expired += r.expire(now);
-            !r.shares.is_empty() || r.in_learning(now)
+            (!r.shares.is_empty() || r.in_learning(now)) && !r.retired(now)
         });
         self.counters.expired_leases += expired as u64;
     }

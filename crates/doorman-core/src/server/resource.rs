@@ -28,6 +28,10 @@ pub(crate) struct Resource {
     pub learning_until: Time,
     /// Present on intermediate servers: the capacity comes from the parent.
     pub upstream: Option<UpstreamState>,
+    /// Set when a config reload removed the resource's template while
+    /// leases were live: the old template keeps applying, and no lease
+    /// outlives, until then (the latest expiry of those leases).
+    pub retired_until: Option<Time>,
 }
 
 /// Settings the core passes to each request.
@@ -54,6 +58,7 @@ impl Resource {
             expiries: BTreeSet::new(),
             learning_until,
             upstream: None,
+            retired_until: None,
         }
     }
 
@@ -98,12 +103,31 @@ impl Resource {
     /// How long leases may last: never past the upstream lease; without
     /// one, not past the end of learning mode (echoed claims) or now.
     pub(super) fn lease_cap(&self, now: Time) -> Option<Time> {
+        if let Some(until) = self.retired_until {
+            return Some(until);
+        }
         let u = self.upstream.as_ref()?;
         Some(match u.valid_lease(now) {
             Some(l) => l.expiry,
             None if self.in_learning(now) => self.learning_until,
             None => now,
         })
+    }
+
+    /// The config no longer has a template for this resource: keep it, and
+    /// its leases counting against the old capacity, until the last live
+    /// lease expires; false when no lease is live (drop it now).
+    pub fn retire(&mut self) -> bool {
+        let Some(&(last, _)) = self.expiries.last() else {
+            return false;
+        };
+        self.retired_until = Some(last);
+        true
+    }
+
+    /// True once a retired resource's last lease has expired.
+    pub fn retired(&self, now: Time) -> bool {
+        self.retired_until.is_some_and(|until| now >= until)
     }
 
     /// True while claims are echoed (learning mode).

@@ -295,9 +295,28 @@ fn config_replacement_keeps_leases_and_rebinds() {
         get(&mut c, t(29), "a", ask("fair", 60.0, Some(60.0))).decision,
         Decision::Learning
     );
-    // A config that drops a template drops that resource's state.
+}
+
+#[test]
+fn a_removed_template_keeps_its_leases_counted_until_they_expire() {
+    let mut c = core_with(0);
+    // nolearn: capacity 100, leases of 20 s; a holds 60 until t21.
+    let g = get(&mut c, t(1), "a", ask("nolearn", 60.0, None));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (60.0, t(21)));
     let only_db = "[[resources]]\nidentifier_glob = \"db/*\"\ncapacity = 10\n[resources.algorithm]\nkind = \"STATIC\"\nlease_length = 20\nrefresh_interval = 5\n";
     c.replace_config(Arc::new(Config::parse(only_db, "db.toml").unwrap()));
+    // b asks for 480: a's 60 still count, and nothing outlives them.
+    let g = get(&mut c, t(2), "b", ask("nolearn", 480.0, None));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (40.0, t(21)));
+    let total = c.status(t(2), 0).resources[0].has;
+    assert!(total <= 100.0, "Σ has {total}");
+    // Once a's lease has run out, the resource is unmatched: no limit.
+    let g = get(&mut c, t(21), "b", ask("nolearn", 480.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (480.0, Decision::Unmatched));
+    // A resource with no live lease is dropped at once.
+    get(&mut c, t(22), "a", ask("db/x", 5.0, None));
+    c.replace_config(Arc::new(Config::parse(CFG, "test.toml").unwrap()));
+    c.cleanup(t(50));
     assert_eq!(c.resource_count(), 0);
 }
 
