@@ -23,6 +23,15 @@ pub const MAX_BANDS: usize = 1_000;
 /// clamped to it, so no lease outlives any plausible restart of the tree.
 pub const MAX_DURATION_SECS: i64 = 365 * 86_400;
 
+/// Default of a template's `max_clients_per_server`: the most subclients
+/// one downstream server may claim for a resource (Σ `num_clients` over its
+/// bands). The default only stops absurd claims (10× the largest node of
+/// the simulator's biggest scenario); set it to the client count of the
+/// largest real node, so a server that lies about its clients weighs no
+/// more than that. Who may call GetServerCapacity at all is the security
+/// configuration's business.
+pub const DEFAULT_MAX_CLIENTS_PER_SERVER: u32 = 100_000;
+
 /// Largest accepted amount (wants, has, capacity): far beyond any real
 /// rate, small enough that sums of many amounts stay exact enough.
 pub const MAX_AMOUNT: f64 = 1e15;

@@ -116,6 +116,10 @@ pub struct Template {
     pub description: Option<String>,
     /// The algorithm.
     pub algorithm: Arc<AlgorithmConfig>,
+    /// The most subclients one downstream server may claim for a resource
+    /// of this template (default
+    /// [`crate::limits::DEFAULT_MAX_CLIENTS_PER_SERVER`]).
+    pub max_clients_per_server: u32,
 }
 
 /// A validated configuration with its lookup tables.

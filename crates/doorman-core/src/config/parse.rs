@@ -8,14 +8,15 @@ use std::sync::Arc;
 use doorman_algorithms::{Kind, DEFAULT_DECAY_FACTOR};
 
 use super::{AlgorithmConfig, Problem, Template};
-use crate::limits::{MAX_AMOUNT, MAX_DURATION_SECS};
+use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_DURATION_SECS};
 
-const TEMPLATE_KEYS: [&str; 5] = [
+const TEMPLATE_KEYS: [&str; 6] = [
     "identifier_glob",
     "capacity",
     "safe_capacity",
     "description",
     "algorithm",
+    "max_clients_per_server",
 ];
 const ALGORITHM_KEYS: [&str; 5] = [
     "kind",
@@ -185,6 +186,7 @@ fn parse_template(
     let capacity = cx.amount(t, "capacity", true);
     let safe_capacity = cx.amount(t, "safe_capacity", false);
     let description = cx.string(t, "description");
+    let max_clients = parse_max_clients(&mut cx, t);
     let algorithm = match t.get("algorithm") {
         Some(toml::Value::Table(a)) => parse_algorithm(&mut cx, a),
         Some(other) => {
@@ -206,7 +208,26 @@ fn parse_template(
         safe_capacity,
         description,
         algorithm: Arc::new(algorithm?),
+        max_clients_per_server: max_clients,
     })
+}
+
+/// `max_clients_per_server`: a whole number from 1 to 10⁹.
+fn parse_max_clients(cx: &mut Ctx<'_>, t: &toml::Table) -> u32 {
+    const FIELD: &str = "max_clients_per_server";
+    const MAX: i64 = 1_000_000_000;
+    match t.get(FIELD) {
+        None => DEFAULT_MAX_CLIENTS_PER_SERVER,
+        Some(toml::Value::Integer(n)) if (1..=MAX).contains(n) => *n as u32,
+        Some(toml::Value::Integer(n)) => {
+            cx.problem(FIELD, format!("must be from 1 to {MAX}, got {n}"));
+            0
+        }
+        Some(other) => {
+            cx.wrong_type(FIELD, "a whole number", other);
+            0
+        }
+    }
 }
 
 fn parse_kind(cx: &mut Ctx<'_>, a: &toml::Table) -> Option<Kind> {

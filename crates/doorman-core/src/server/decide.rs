@@ -5,7 +5,9 @@
 //!
 //! Must not: read a clock or know about protobufs.
 
-use doorman_algorithms::{Amount, RequesterId, Time};
+use std::borrow::Cow;
+
+use doorman_algorithms::{Amount, Demand, RequesterId, Time};
 
 use super::record::Record;
 use super::request::{Decision, Grant, ResourceAsk, Who};
@@ -94,7 +96,9 @@ impl Resource {
         }
     }
 
-    /// Records the requester's demands (a new requester gets a record).
+    /// Records the requester's demands (a new requester gets a record). A
+    /// downstream server's claimed subclients are bounded by the template's
+    /// `max_clients_per_server`.
     fn record_demand(
         &mut self,
         existing: Option<RequesterId>,
@@ -102,8 +106,12 @@ impl Resource {
         ask: &ResourceAsk,
         now: Time,
     ) -> RequesterId {
+        let demands = match who {
+            Who::Server(_) => bound_subclients(&ask.demands, self.template.max_clients_per_server),
+            Who::Client(_) => Cow::Borrowed(ask.demands.as_slice()),
+        };
         if let Some(id) = existing {
-            self.shares.set_demands(id, &ask.demands);
+            self.shares.set_demands(id, &demands);
             return id;
         }
         let rec = Record {
@@ -114,7 +122,7 @@ impl Resource {
             inherit_until: Time::ZERO,
             outstanding: f64::NAN,
         };
-        let id = self.shares.insert(&ask.demands, rec);
+        let id = self.shares.insert(&demands, rec);
         self.index.insert(&self.shares, who, id);
         self.expiries.insert((now, id));
         id
@@ -208,4 +216,25 @@ impl Resource {
             decision,
         }
     }
+}
+
+/// A downstream server's bands with at most `max` subclients in all: the
+/// bands keep their order (highest priority first) and each keeps at least
+/// one, so a server that claims more clients than it may weighs `max` (or
+/// its band count, if larger) and no more.
+pub(super) fn bound_subclients(demands: &[Demand], max: u32) -> Cow<'_, [Demand]> {
+    let total: u64 = demands.iter().map(|d| u64::from(d.subclients())).sum();
+    if total <= u64::from(max) {
+        return Cow::Borrowed(demands);
+    }
+    let mut left = i64::from(max);
+    let bounded = demands
+        .iter()
+        .map(|d| {
+            let n = i64::from(d.subclients()).min(left).max(1);
+            left = (left - n).max(0);
+            Demand::new(d.priority(), n, d.wants()).unwrap_or(*d)
+        })
+        .collect();
+    Cow::Owned(bounded)
 }

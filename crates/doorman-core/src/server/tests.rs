@@ -794,3 +794,68 @@ mod intermediate {
         assert!(c.next_upstream_wakeup().is_none());
     }
 }
+
+#[test]
+fn a_downstream_server_weighs_at_most_its_templates_client_bound() {
+    let text = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\nmax_clients_per_server = 10\n\
+                [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n\
+                learning_mode_duration = 0\n";
+    let cfg = Arc::new(Config::parse(text, "t.toml").unwrap());
+    let mut c = ServerCore::new(CoreOptions::default(), cfg);
+    c.become_master(t(0));
+    let server = |id: &str, clients: i64, wants: f64| CapacityRequest {
+        who: Who::Server(Arc::from(id)),
+        resources: vec![ResourceAsk {
+            resource_id: "r".into(),
+            demands: vec![Demand::new(0, clients, wants).unwrap()],
+            claimed_has: None,
+            claimed_refresh: None,
+            outstanding: None,
+        }],
+    };
+    let grant = |c: &mut ServerCore, now, req: CapacityRequest| {
+        c.get_capacity(now, &req).unwrap()[0].lease.capacity
+    };
+    // Two real nodes of 5 clients, and a liar claiming a billion clients:
+    // it weighs 10 (the bound), so the water level is 100 / 20 = 5.
+    // A first round registers everyone (the first comer holds it all).
+    for id in ["real-1", "real-2"] {
+        grant(&mut c, t(1), server(id, 5, 100.0));
+    }
+    grant(&mut c, t(1), server("liar", 1_000_000_000, 1e9));
+    assert_eq!(grant(&mut c, t(2), server("real-1", 5, 100.0)), 25.0);
+    assert_eq!(grant(&mut c, t(2), server("real-2", 5, 100.0)), 25.0);
+    assert_eq!(
+        grant(&mut c, t(2), server("liar", 1_000_000_000, 1e9)),
+        50.0
+    );
+    let status = c.status(t(2), 10);
+    let liar = status.resources[0]
+        .leases
+        .iter()
+        .find(|l| l.id == "liar")
+        .unwrap();
+    assert_eq!(liar.subclients, 10.0);
+    // The default bound when the template says nothing.
+    let dflt = Config::parse(CFG, "t.toml").unwrap();
+    assert_eq!(
+        dflt.templates()[0].max_clients_per_server,
+        crate::limits::DEFAULT_MAX_CLIENTS_PER_SERVER
+    );
+}
+
+#[test]
+fn several_bands_share_the_client_bound_highest_first() {
+    let bands = [
+        Demand::new(2, 8, 10.0).unwrap(),
+        Demand::new(1, 8, 10.0).unwrap(),
+        Demand::new(0, 8, 10.0).unwrap(),
+    ];
+    let b = super::decide::bound_subclients(&bands, 10);
+    let n: Vec<u32> = b.iter().map(|d| d.subclients()).collect();
+    assert_eq!(n, [8, 2, 1], "each band keeps at least one");
+    assert!(matches!(
+        super::decide::bound_subclients(&bands, 24),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}

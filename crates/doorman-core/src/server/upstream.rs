@@ -22,7 +22,7 @@ use doorman_algorithms::{Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
 
 use super::{Role, ServerCore};
 use crate::config::{AlgorithmConfig, Template};
-use crate::limits::{MAX_AMOUNT, MAX_BANDS};
+use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_BANDS};
 use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
 
 /// Learning mode of a resource whose algorithm is not known yet (the
@@ -172,6 +172,10 @@ impl UpstreamState {
             safe_capacity: safe,
             description: Some(format!("capacity for {resource_id} leased from the parent")),
             algorithm: Arc::new(alg),
+            max_clients_per_server: self
+                .local
+                .as_ref()
+                .map_or(DEFAULT_MAX_CLIENTS_PER_SERVER, |t| t.max_clients_per_server),
         })
     }
 }
