@@ -11,6 +11,7 @@
 //! etcd values and hand the bytes in).
 
 mod error;
+mod lookup;
 mod parse;
 
 use std::collections::HashMap;
@@ -21,6 +22,7 @@ use doorman_algorithms::{Kind, LeaseTerms, DEFAULT_DECAY_FACTOR};
 use crate::limits::MAX_DURATION_SECS;
 
 pub use error::{ConfigError, Problem};
+use lookup::PatternIndex;
 
 /// The algorithm part of a template, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,7 +129,7 @@ pub struct Template {
 pub struct Config {
     templates: Vec<Arc<Template>>,
     exact: HashMap<String, usize>,
-    patterns: Vec<(glob::Pattern, usize)>,
+    patterns: PatternIndex,
     source: String,
 }
 
@@ -152,7 +154,7 @@ impl Config {
         };
         let (templates, mut problems) = parse::templates(text).map_err(|p| fail(vec![p]))?;
         let mut exact = HashMap::new();
-        let mut patterns = Vec::new();
+        let mut globs = Vec::new();
         for t in &templates {
             if let Some(&first) = exact.get(&t.identifier_glob) {
                 problems.push(Problem {
@@ -166,16 +168,17 @@ impl Config {
             }
             exact.insert(t.identifier_glob.clone(), t.index);
             if let Ok(p) = glob::Pattern::new(&t.identifier_glob) {
-                patterns.push((p, t.index));
+                globs.push((t.identifier_glob.as_str(), p, t.index));
             }
         }
         if !problems.is_empty() {
             return Err(fail(problems));
         }
+        let patterns = PatternIndex::new(globs);
         Ok(Config {
             templates: templates.into_iter().map(Arc::new).collect(),
-            exact,
             patterns,
+            exact,
             source: source_name.to_string(),
         })
     }
@@ -185,7 +188,7 @@ impl Config {
         Config {
             templates: Vec::new(),
             exact: HashMap::new(),
-            patterns: Vec::new(),
+            patterns: PatternIndex::default(),
             source: "<empty>".into(),
         }
     }
@@ -193,12 +196,11 @@ impl Config {
     /// The template for a resource id: exact match first, then the first
     /// glob in file order.
     pub fn find(&self, resource_id: &str) -> Option<&Arc<Template>> {
-        let idx = self.exact.get(resource_id).copied().or_else(|| {
-            self.patterns
-                .iter()
-                .find(|(p, _)| p.matches(resource_id))
-                .map(|(_, i)| *i)
-        })?;
+        let idx = self
+            .exact
+            .get(resource_id)
+            .copied()
+            .or_else(|| self.patterns.find(resource_id))?;
         self.templates.get(idx)
     }
 

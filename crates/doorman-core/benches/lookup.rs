@@ -1,0 +1,51 @@
+//! Template lookup at the documented scale: 10 000 ids that match no glob
+//! (the worst case: every candidate is tried) against a config of 50 000
+//! templates, with the literal-prefix index (`Config::find`) and with a
+//! plain scan of every glob in file order (what `find` did before), in one
+//! run. Results and the command are in BENCHMARKS.md.
+
+// criterion_group! generates an undocumented public function.
+#![allow(missing_docs)]
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use doorman_core::config::Config;
+
+const TEMPLATES: usize = 50_000;
+const IDS: usize = 10_000;
+
+fn config() -> Config {
+    let mut text = String::new();
+    for i in 0..TEMPLATES {
+        text.push_str(&format!(
+            "[[resources]]\nidentifier_glob = \"svc{i}/db/*\"\ncapacity = 10\n\
+             [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n"
+        ));
+    }
+    Config::parse(&text, "bench").expect("valid config")
+}
+
+fn bench(c: &mut Criterion) {
+    let cfg = config();
+    let globs: Vec<glob::Pattern> = cfg
+        .templates()
+        .iter()
+        .map(|t| glob::Pattern::new(&t.identifier_glob).expect("valid glob"))
+        .collect();
+    let ids: Vec<String> = (0..IDS).map(|i| format!("unknown{i}/db/x")).collect();
+    let mut g = c.benchmark_group("lookup_10k_unknown_ids_50k_templates");
+    g.sample_size(10);
+    g.bench_function("indexed", |b| {
+        b.iter(|| ids.iter().filter(|id| cfg.find(id).is_some()).count())
+    });
+    g.bench_function("plain_scan", |b| {
+        b.iter(|| {
+            ids.iter()
+                .filter(|id| globs.iter().any(|p| p.matches(id)))
+                .count()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
