@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
 use crate::election::{Candidacy, Election, MasterView, Standalone};
+use crate::grpc::incoming::Incoming;
 use crate::grpc::{transport, CapacityService};
 use crate::http::serve::HttpLimits;
 use crate::metrics::Metrics;
@@ -34,6 +35,8 @@ pub struct ServerOptions {
     pub http: Option<SocketAddr>,
     /// Connection cap and deadlines of the HTTP listener.
     pub http_limits: HttpLimits,
+    /// Most open gRPC connections; one more is closed at once.
+    pub grpc_max_connections: usize,
     /// Id returned by Discovery; defaults to the bound gRPC address.
     pub server_id: Option<String>,
     /// The config.
@@ -77,6 +80,7 @@ impl ServerOptions {
             listen,
             http: None,
             http_limits: HttpLimits::default(),
+            grpc_max_connections: 10_000,
             server_id: None,
             config,
             min_request_interval: Duration::from_secs(1),
@@ -182,7 +186,8 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .unwrap_or_else(|| default_server_id(grpc_addr));
     let state = build_state(&opts, &server_id, config.clone());
     let (stop, stop_rx) = watch::channel(false);
-    let mut tasks = vec![spawn_grpc(state.clone(), grpc, stop_rx.clone())];
+    let max = opts.grpc_max_connections;
+    let mut tasks = vec![spawn_grpc(state.clone(), grpc, max, stop_rx.clone())];
     tasks.extend(http.map(|l| spawn_http(state.clone(), l, opts.http_limits, stop_rx.clone())));
     tasks.push(spawn_cleanup(
         state.clone(),
@@ -256,21 +261,16 @@ fn spawn_serving<E: std::fmt::Display>(
 fn spawn_grpc(
     state: Arc<ServerState>,
     listener: TcpListener,
+    max_connections: usize,
     stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let svc = CapacityServer::new(CapacityService::new(state))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
-    // Small request/response pairs: without TCP_NODELAY, Nagle and
-    // delayed ACKs add ~40 ms to every response that spans two writes.
-    let incoming = tokio_stream::StreamExt::map(
-        tokio_stream::wrappers::TcpListenerStream::new(listener),
-        |conn| {
-            conn.inspect(|s| {
-                let _ = s.set_nodelay(true);
-            })
-        },
-    );
+    // Small request/response pairs: without TCP_NODELAY (set by Incoming),
+    // Nagle and delayed ACKs add ~40 ms to every response that spans two
+    // writes.
+    let incoming = Incoming::new(listener, max_connections);
     let serve = tonic::transport::Server::builder()
         .max_concurrent_streams(transport::MAX_CONCURRENT_STREAMS)
         .http2_keepalive_interval(Some(transport::KEEPALIVE_INTERVAL))

@@ -55,6 +55,11 @@ pub struct Args {
     /// Seconds an HTTP peer has to send its request headers (0.1 to 600).
     #[arg(long, default_value = "10", value_parser = crate::args::seconds(0.1, 600.0))]
     http_header_timeout: Duration,
+    /// Most open gRPC connections (1 to 1 000 000); one more is closed at
+    /// once. The soft limit of open files is raised to the hard limit at
+    /// start.
+    #[arg(long, default_value_t = 10_000, value_parser = crate::args::count(1_000_000))]
+    grpc_max_connections: usize,
     /// Id returned by Discovery (default: the listen address).
     #[arg(long)]
     server_id: Option<String>,
@@ -66,6 +71,27 @@ pub struct Args {
     /// 3600; SIGHUP always reloads at once).
     #[arg(long, default_value = "1", value_parser = crate::args::seconds(0.01, 3600.0))]
     config_poll_interval: Duration,
+}
+
+/// Raises the soft limit of open files to the hard limit, so the
+/// connection caps, not the default soft limit (often 1024), bound the
+/// server's connections.
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current == limit.maximum {
+        return;
+    }
+    let raised = Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => {
+            tracing::info!(from = ?limit.current, to = ?limit.maximum, "raised the open-files limit")
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-files limit"),
+    }
 }
 
 async fn terminated() {
@@ -123,6 +149,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     opts.parent = args.parent.clone();
     opts.election = election;
     opts.node_id = args.node_id.clone();
+    raise_open_files_limit();
+    opts.grpc_max_connections = args.grpc_max_connections;
     opts.http = args.http;
     opts.http_limits = HttpLimits {
         max_connections: args.http_max_connections,
