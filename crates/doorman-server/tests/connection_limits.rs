@@ -1,6 +1,6 @@
-//! The HTTP listener against peers that hold connections: slow-loris
-//! headers are cut off, a connection over the cap is closed at once, and
-//! the pages keep answering.
+//! The HTTP and gRPC listeners against peers that hold connections:
+//! slow-loris headers are cut off, a connection over the cap is closed at
+//! once, and the server keeps answering.
 
 mod common;
 
@@ -86,6 +86,40 @@ async fn a_connection_over_the_cap_is_closed_and_the_pages_recover() {
     eventually_async("the pages answer again", Duration::from_secs(5), || async {
         http_get(addr, "/healthz").await.0.contains("200")
     })
+    .await;
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_grpc_connection_over_the_cap_is_closed() {
+    let clock = ManualClock::new();
+    let cfg = Arc::new(Config::parse(CONFIG, "t.toml").unwrap());
+    let mut o = opts(ConfigSource::Inline(cfg), &clock);
+    o.grpc_max_connections = 1;
+    let s = start(o).await.unwrap();
+    let mut first = client(s.grpc_addr).await;
+    assert_eq!(cap(&mut first, "a", "fair", 10.0, None).await, 10.0);
+    // A second connection is closed as soon as it is accepted.
+    let mut raw = TcpStream::connect(s.grpc_addr).await.unwrap();
+    let got = until_closed(&mut raw, Duration::from_secs(2)).await;
+    assert!(got.is_empty());
+    // The first keeps working; once it is gone, a new one is served.
+    assert_eq!(cap(&mut first, "a", "fair", 10.0, None).await, 10.0);
+    drop(first);
+    let addr = s.grpc_addr;
+    eventually_async(
+        "a new connection is served",
+        Duration::from_secs(5),
+        || async {
+            match doorman_proto::CapacityClient::connect(format!("http://{addr}")).await {
+                Ok(mut c) => c
+                    .discovery(doorman_proto::doorman::DiscoveryRequest {})
+                    .await
+                    .is_ok(),
+                Err(_) => false,
+            }
+        },
+    )
     .await;
     s.shutdown().await;
 }
