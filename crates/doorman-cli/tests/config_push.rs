@@ -135,3 +135,41 @@ fn server_flags_are_checked() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--election-key needs --etcd"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_started_before_its_config_is_pushed_waits_for_it() {
+    let e = EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
+    let o = ServerOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        ConfigSource::Etcd {
+            endpoints: e.endpoints(),
+            key: KEY.into(),
+        },
+    );
+    let s = start(o)
+        .await
+        .expect("starts although the key is not pushed yet");
+    let now = doorman_server::wall_clock();
+    let why = s.state.core().readiness(now).unwrap_err();
+    assert!(
+        why.contains("no config at etcd key /doorman/config"),
+        "{why}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, config(7.0)).unwrap();
+    assert!(push(&e.endpoint(), &file).status.success());
+    eventually(
+        "the pushed config is applied",
+        Duration::from_secs(5),
+        || {
+            s.state
+                .core()
+                .readiness(doorman_server::wall_clock())
+                .is_ok()
+        },
+    )
+    .await;
+    assert_eq!(s.state.core().config().templates()[0].capacity, 7.0);
+    s.shutdown().await;
+}

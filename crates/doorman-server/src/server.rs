@@ -185,6 +185,10 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .clone()
         .unwrap_or_else(|| default_server_id(grpc_addr));
     let state = build_state(&opts, &server_id, config.clone());
+    if let Some(why) = &loaded.pending {
+        tracing::warn!("starting without a config, not ready until one arrives: {why}");
+        state.core().wait_for_config(why.clone());
+    }
     let (stop, stop_rx) = watch::channel(false);
     let max = opts.grpc_max_connections;
     let mut tasks = vec![spawn_grpc(state.clone(), grpc, max, stop_rx.clone())];

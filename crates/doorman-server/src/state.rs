@@ -5,7 +5,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use doorman_core::server::{CapacityRequest, Grant, NotMaster, ServerCore};
+use doorman_core::server::{CapacityRequest, Grant, Refusal, ServerCore};
 use doorman_core::Time;
 
 use crate::metrics::Metrics;
@@ -54,7 +54,7 @@ impl ServerState {
 
     /// Runs a capacity request through the core and wakes the upstream task
     /// if it created a resource the parent must be asked about.
-    pub fn decide(&self, req: &CapacityRequest) -> Result<Vec<Grant>, NotMaster> {
+    pub fn decide(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
         let now = self.now();
         let mut core = self.core();
         let out = core.get_capacity(now, req);

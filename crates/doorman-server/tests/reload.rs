@@ -84,3 +84,46 @@ async fn a_bad_config_at_start_is_refused_with_every_problem() {
     assert!(e.contains("capacity: must be >= 0"), "{e}");
     assert!(e.contains("unknown algorithm kind \"NOPE\""), "{e}");
 }
+
+#[tokio::test]
+async fn a_root_without_its_config_file_waits_not_ready_until_it_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("doorman.toml");
+    let clock = ManualClock::new();
+    let mut o = opts(ConfigSource::File(path.clone()), &clock);
+    o.reload_interval = Duration::from_millis(20);
+    let s = start(o).await.expect("starts without its file");
+    let http = s.http_addr.unwrap();
+    let (status, body) = http_get(http, "/readyz").await;
+    assert!(status.contains("503"), "{status}");
+    assert!(body.contains("waiting for the config file"), "{body}");
+    let (status, _) = http_get(http, "/healthz").await;
+    assert!(status.contains("200"), "alive all the same: {status}");
+    let mut c = client(s.grpc_addr).await;
+    let e = c
+        .get_capacity(pb_request("a", "fair"))
+        .await
+        .expect_err("nothing is granted without a config");
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+    assert!(e.message().starts_with("no config yet"), "{e:?}");
+    // An empty file is still no config.
+    std::fs::write(&path, "\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(http_get(http, "/readyz").await.0.contains("503"));
+    std::fs::write(&path, config(40.0)).unwrap();
+    eventually_async(
+        "ready once the file is there",
+        Duration::from_secs(5),
+        || async { http_get(http, "/readyz").await.0.contains("200") },
+    )
+    .await;
+    assert_eq!(cap(&mut c, "a", "fair", 100.0, None).await, 40.0);
+    s.shutdown().await;
+}
+
+fn pb_request(client: &str, resource: &str) -> doorman_proto::doorman::GetCapacityRequest {
+    doorman_proto::doorman::GetCapacityRequest {
+        client_id: client.into(),
+        resource: vec![rr(resource, 1.0, None)],
+    }
+}

@@ -153,6 +153,13 @@ impl Config {
             problems,
         };
         let (templates, mut problems) = parse::templates(text).map_err(|p| fail(vec![p]))?;
+        if templates.is_empty() && problems.is_empty() {
+            problems.push(Problem {
+                resource: None,
+                field: "resources".into(),
+                reason: "no [[resources]] template: a config must define at least one".into(),
+            });
+        }
         let mut exact = HashMap::new();
         let mut globs = Vec::new();
         for t in &templates {

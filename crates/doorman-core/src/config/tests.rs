@@ -224,3 +224,13 @@ fn absurd_durations_are_rejected_with_resource_field_and_reason() {
     assert_eq!(e.problems[0].field, "algorithm.learning_mode_duration");
     assert!(Config::parse(&text("31536000", "5", "31536000"), "t.toml").is_ok());
 }
+
+#[test]
+fn a_config_without_templates_is_rejected() {
+    for text in ["", "# nothing yet\n", "resources = []\n"] {
+        let e = Config::parse(text, "empty.toml").unwrap_err();
+        assert_eq!(e.problems.len(), 1, "{text:?}: {e}");
+        assert_eq!(e.problems[0].field, "resources");
+        assert!(e.problems[0].reason.contains("at least one"), "{e}");
+    }
+}

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use doorman_algorithms::Time;
 
-pub use request::{CapacityRequest, Decision, Grant, NotMaster, ResourceAsk, Who};
+pub use request::{CapacityRequest, Decision, Grant, NotMaster, Refusal, ResourceAsk, Who};
 use resource::{Context, Resource};
 pub use status::{BandStatus, LeaseStatus, ResourceStatus, Status, TemplateStatus, UpstreamStatus};
 pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
@@ -83,6 +83,8 @@ pub struct ServerCore {
     master_since: Time,
     counters: Counters,
     upstream_wake: bool,
+    /// A root waiting for its first config: what it waits for.
+    config_pending: Option<String>,
 }
 
 impl ServerCore {
@@ -98,6 +100,7 @@ impl ServerCore {
             master_since: Time::ZERO,
             counters: Counters::default(),
             upstream_wake: false,
+            config_pending: None,
         }
     }
 
@@ -155,10 +158,55 @@ impl ServerCore {
         }
     }
 
-    fn not_master(&self) -> NotMaster {
-        NotMaster {
-            master_address: self.master_address.clone(),
+    /// Why a request cannot be answered now, if it cannot.
+    fn refusal(&self) -> Option<Refusal> {
+        if !self.is_master {
+            return Some(Refusal::NotMaster(NotMaster {
+                master_address: self.master_address.clone(),
+            }));
         }
+        self.config_pending.clone().map(Refusal::NoConfig)
+    }
+
+    /// A root that starts without a config (its etcd key not pushed yet,
+    /// its file missing or empty) waits: every request is refused with
+    /// `reason` until [`ServerCore::replace_config`] brings one.
+    pub fn wait_for_config(&mut self, reason: impl Into<String>) {
+        if !self.is_intermediate() {
+            self.config_pending = Some(reason.into());
+        }
+    }
+
+    /// Whether this server can serve right now, and if not, why: a root
+    /// needs a config; a standby must know the master; an intermediate
+    /// master must hold a valid lease from its parent for the resources
+    /// its requesters use.
+    pub fn readiness(&self, now: Time) -> Result<(), String> {
+        if let Some(reason) = &self.config_pending {
+            return Err(format!("no config yet: {reason}"));
+        }
+        if !self.is_master {
+            return match &self.master_address {
+                Some(_) => Ok(()),
+                None => Err("not the master, and the master is unknown".into()),
+            };
+        }
+        let cut_off = self
+            .resources
+            .values()
+            .filter(|r| !r.shares.is_empty())
+            .filter(|r| {
+                r.upstream
+                    .as_ref()
+                    .is_some_and(|u| u.valid_lease(now).is_none())
+            })
+            .count();
+        if cut_off > 0 && !self.resources.values().any(|r| r.in_learning(now)) {
+            return Err(format!(
+                "no valid lease from the parent for {cut_off} resource(s) in use"
+            ));
+        }
+        Ok(())
     }
 
     /// Replaces the config (already validated). Leases and learning end
@@ -169,6 +217,7 @@ impl ServerCore {
     /// lease handed out meanwhile outlives that; then it is served as
     /// unmatched. A reload never lets Σ of unexpired grants jump.
     pub fn replace_config(&mut self, config: Arc<Config>) {
+        self.config_pending = None;
         if self.is_intermediate() {
             // Resources come from the parent; the local config only narrows.
             // The capacity is re-derived at each request.
@@ -202,9 +251,9 @@ impl ServerCore {
         &mut self,
         now: Time,
         req: &CapacityRequest,
-    ) -> Result<Vec<Grant>, NotMaster> {
-        if !self.is_master {
-            return Err(self.not_master());
+    ) -> Result<Vec<Grant>, Refusal> {
+        if let Some(refusal) = self.refusal() {
+            return Err(refusal);
         }
         let mut out = Vec::with_capacity(req.resources.len());
         for ask in &req.resources {
@@ -283,9 +332,9 @@ impl ServerCore {
 
     /// ReleaseCapacity: forget the requester's leases on these resources.
     /// Returns how many leases were forgotten.
-    pub fn release(&mut self, who: &Who, resource_ids: &[String]) -> Result<usize, NotMaster> {
-        if !self.is_master {
-            return Err(self.not_master());
+    pub fn release(&mut self, who: &Who, resource_ids: &[String]) -> Result<usize, Refusal> {
+        if let Some(refusal) = self.refusal() {
+            return Err(refusal);
         }
         let mut n = 0;
         for id in resource_ids {

@@ -108,3 +108,13 @@ pub struct NotMaster {
     /// The current master, if known.
     pub master_address: Option<String>,
 }
+
+/// Why the core did not answer a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not the master: the requester should ask the master.
+    NotMaster(NotMaster),
+    /// A root without a config yet (it waits for one): nothing can be
+    /// granted; the reason says what it waits for.
+    NoConfig(String),
+}

@@ -132,9 +132,9 @@ fn a_new_master_starts_learning_again_with_empty_state() {
     };
     assert_eq!(
         c.get_capacity(t(41), &req),
-        Err(NotMaster {
+        Err(Refusal::NotMaster(NotMaster {
             master_address: Some("other:2".into())
-        })
+        }))
     );
     assert_eq!(c.master_address(), Some("other:2"));
     c.become_master(t(100));
@@ -616,6 +616,28 @@ mod intermediate {
     }
 
     #[test]
+    fn an_intermediate_cut_off_from_its_parent_is_not_ready() {
+        let mut c = leaf(None);
+        assert_eq!(c.readiness(t(1)), Ok(()), "no resource in use yet");
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        assert_eq!(
+            c.readiness(t(2)),
+            Ok(()),
+            "learning: waiting for the parent is normal"
+        );
+        // Learning (60 s while the algorithm is unknown) is over and the
+        // parent never answered.
+        let why = c.readiness(t(61)).unwrap_err();
+        assert!(
+            why.contains("no valid lease from the parent for 1 resource"),
+            "{why}"
+        );
+        c.upstream_response(t(62), &["r".to_string()], &[parent_grant(10.0, 120, 8, 0)]);
+        assert_eq!(c.readiness(t(63)), Ok(()));
+        assert!(c.readiness(t(121)).is_err(), "the lease ran out");
+    }
+
+    #[test]
     fn while_learning_a_new_master_asks_for_at_least_the_lease_it_holds() {
         let mut c = leaf(None);
         let ids = vec!["r".to_string()];
@@ -858,4 +880,36 @@ fn several_bands_share_the_client_bound_highest_first() {
         super::decide::bound_subclients(&bands, 24),
         std::borrow::Cow::Borrowed(_)
     ));
+}
+
+#[test]
+fn a_root_without_config_refuses_until_one_arrives_and_says_why() {
+    let mut c = ServerCore::new(CoreOptions::default(), Arc::new(Config::empty()));
+    c.become_master(t(0));
+    c.wait_for_config("waiting for etcd key /doorman/config");
+    let req = CapacityRequest {
+        who: client("a"),
+        resources: vec![ask("fair", 1.0, None)],
+    };
+    let why = "waiting for etcd key /doorman/config".to_string();
+    assert_eq!(
+        c.get_capacity(t(1), &req),
+        Err(Refusal::NoConfig(why.clone()))
+    );
+    assert_eq!(
+        c.release(&client("a"), &["fair".into()]),
+        Err(Refusal::NoConfig(why))
+    );
+    assert_eq!(
+        c.readiness(t(1)),
+        Err("no config yet: waiting for etcd key /doorman/config".into())
+    );
+    c.replace_config(Arc::new(Config::parse(CFG, "test.toml").unwrap()));
+    assert_eq!(c.readiness(t(2)), Ok(()));
+    assert_eq!(c.get_capacity(t(2), &req).unwrap()[0].resource_id, "fair");
+    // A standby is ready when it knows the master.
+    c.step_down(None);
+    assert!(c.readiness(t(3)).unwrap_err().contains("master is unknown"));
+    c.set_master_address(Some("other:1".into()));
+    assert_eq!(c.readiness(t(3)), Ok(()));
 }

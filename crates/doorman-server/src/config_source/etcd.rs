@@ -26,19 +26,34 @@ pub fn source_name(key: &str) -> String {
     format!("etcd:{key}")
 }
 
-/// Reads the key: its value and the revision it was read at.
-pub async fn fetch(endpoints: &[String], key: &str) -> Result<(Vec<u8>, i64), String> {
+/// Reads the key: its value (none if the key does not exist) and the
+/// revision it was read at.
+pub async fn fetch_value(
+    endpoints: &[String],
+    key: &str,
+) -> Result<(Option<Vec<u8>>, i64), String> {
     let mut client = connect(endpoints, STEP).await?;
     let resp = timeout(STEP, client.get(key, None))
         .await
         .map_err(|_| format!("reading {key} from etcd timed out"))?
         .map_err(|e| format!("reading {key} from etcd: {e}"))?;
     let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-    match resp.kvs().first() {
-        Some(kv) => Ok((kv.value().to_vec(), revision)),
-        None => Err(format!(
-            "no config at etcd key {key} (push one with `doorman config push --etcd … --key {key} FILE`)"
-        )),
+    Ok((resp.kvs().first().map(|kv| kv.value().to_vec()), revision))
+}
+
+/// What a root without its config waits for.
+pub fn missing(key: &str) -> String {
+    format!(
+        "no config at etcd key {key} (push one with `doorman config push --etcd … --key {key} FILE`)"
+    )
+}
+
+/// Reads the key: its value and the revision it was read at; a missing
+/// key is an error (`doorman config get`).
+pub async fn fetch(endpoints: &[String], key: &str) -> Result<(Vec<u8>, i64), String> {
+    match fetch_value(endpoints, key).await? {
+        (Some(value), revision) => Ok((value, revision)),
+        (None, _) => Err(missing(key)),
     }
 }
 
@@ -122,8 +137,10 @@ impl Watcher {
         let mut client = connect(&self.endpoints, STEP).await?;
         if self.revision == 0 {
             // Reconnected: catch up with anything missed.
-            let (value, rev) = fetch(&self.endpoints, &key).await?;
-            self.offer(&value);
+            let (value, rev) = fetch_value(&self.endpoints, &key).await?;
+            if let Some(value) = value {
+                self.offer(&value);
+            }
             self.revision = rev;
         }
         let opts = WatchOptions::new().with_start_revision(self.revision + 1);

@@ -16,6 +16,22 @@ use tokio::sync::watch;
 use super::apply;
 use crate::state::ServerState;
 
+/// What a root starting with this file waits for, if the file is missing
+/// or empty (a Kubernetes ConfigMap not mounted yet, a file not written
+/// yet): the server then starts, is not ready, and applies the file when
+/// it appears.
+pub fn missing(path: &Path) -> Option<String> {
+    match std::fs::read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Some(format!("waiting for the config file {}", path.display()))
+        }
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {
+            Some(format!("the config file {} is empty", path.display()))
+        }
+        _ => None,
+    }
+}
+
 /// Reads and validates a config file; also returns its bytes (to notice
 /// later changes).
 pub fn read(path: &Path) -> Result<(Config, Vec<u8>), ConfigError> {
@@ -47,15 +63,15 @@ fn check(state: &ServerState, path: &PathBuf, last: &mut Option<Vec<u8>>, force:
 }
 
 /// Watches `path` until `stop` turns true. `initial` is the content the
-/// running config was loaded from.
+/// running config was loaded from (none if the file was missing).
 pub async fn watch_file(
     state: Arc<ServerState>,
     path: PathBuf,
-    initial: Vec<u8>,
+    initial: Option<Vec<u8>>,
     interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut last = Some(initial);
+    let mut last = initial;
     #[cfg(unix)]
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     // A zero period would panic in tokio; 1 ms is the floor.

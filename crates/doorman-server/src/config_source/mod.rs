@@ -1,6 +1,9 @@
 //! The config-source boundary: where a server's resource config comes from
 //! (a file, an etcd key, or given inline), reading it at start, and keeping
-//! the running config in step with it ([`file`], [`etcd`]). Every change is
+//! the running config in step with it ([`file`], [`etcd`]). A root whose
+//! file is missing or empty, or whose etcd key is not pushed yet, starts
+//! without a config, refuses requests and is not ready until one arrives.
+//! Every change is
 //! validated as a whole by the core's config model before it replaces the
 //! running config; a bad one is logged with every problem and counted, and
 //! the running config stays.
@@ -51,29 +54,42 @@ pub enum LoadError {
 /// later changes.
 #[derive(Debug)]
 pub struct Loaded {
-    /// The validated config.
+    /// The validated config (empty while `pending`).
     pub config: Arc<Config>,
-    /// The bytes it came from (none for an inline config).
+    /// What a root without a config waits for: its file missing or empty,
+    /// its etcd key not pushed yet.
+    pub pending: Option<String>,
+    /// The bytes it came from (none for an inline or missing config).
     bytes: Option<Vec<u8>>,
     /// The etcd revision it was read at (0 otherwise).
     revision: i64,
 }
 
 impl ConfigSource {
-    /// Reads and validates the config.
+    /// Reads and validates the config. A missing or empty file and a
+    /// missing etcd key are not errors: the config is then pending.
     pub async fn load(&self) -> Result<Loaded, LoadError> {
         match self {
-            ConfigSource::File(path) => {
-                let (cfg, bytes) = file::read(path)?;
-                Ok(Loaded::new(cfg, Some(bytes), 0))
-            }
+            ConfigSource::File(path) => match file::missing(path) {
+                Some(why) => Ok(Loaded::pending(why, 0)),
+                None => {
+                    let (cfg, bytes) = file::read(path)?;
+                    Ok(Loaded::new(cfg, Some(bytes), 0))
+                }
+            },
             ConfigSource::Inline(c) => Ok(Loaded {
                 config: c.clone(),
+                pending: None,
                 bytes: None,
                 revision: 0,
             }),
             ConfigSource::Etcd { endpoints, key } => {
-                let (bytes, rev) = etcd::fetch(endpoints, key).await.map_err(LoadError::Etcd)?;
+                let (value, rev) = etcd::fetch_value(endpoints, key)
+                    .await
+                    .map_err(LoadError::Etcd)?;
+                let Some(bytes) = value else {
+                    return Ok(Loaded::pending(etcd::missing(key), rev));
+                };
                 let cfg = Config::from_bytes(&bytes, &etcd::source_name(key))?;
                 Ok(Loaded::new(cfg, Some(bytes), rev))
             }
@@ -89,16 +105,19 @@ impl ConfigSource {
         poll: Duration,
         stop: watch::Receiver<bool>,
     ) -> Option<JoinHandle<()>> {
-        let bytes = loaded.bytes?;
         Some(match self {
-            ConfigSource::File(path) => {
-                tokio::spawn(file::watch_file(state, path.clone(), bytes, poll, stop))
-            }
+            ConfigSource::File(path) => tokio::spawn(file::watch_file(
+                state,
+                path.clone(),
+                loaded.bytes,
+                poll,
+                stop,
+            )),
             ConfigSource::Etcd { endpoints, key } => tokio::spawn(etcd::watch(
                 state,
                 endpoints.clone(),
                 key.clone(),
-                bytes,
+                loaded.bytes.unwrap_or_default(),
                 loaded.revision,
                 stop,
             )),
@@ -111,7 +130,17 @@ impl Loaded {
     fn new(config: Config, bytes: Option<Vec<u8>>, revision: i64) -> Self {
         Loaded {
             config: Arc::new(config),
+            pending: None,
             bytes,
+            revision,
+        }
+    }
+
+    fn pending(why: String, revision: i64) -> Self {
+        Loaded {
+            config: Arc::new(Config::empty()),
+            pending: Some(why),
+            bytes: None,
             revision,
         }
     }

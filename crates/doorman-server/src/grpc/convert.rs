@@ -7,14 +7,26 @@
 
 use doorman_algorithms::Kind;
 use doorman_core::config::AlgorithmConfig;
-use doorman_core::server::{Grant, NotMaster, UpstreamAsk, UpstreamGrant};
+use doorman_core::server::{Grant, NotMaster, Refusal, UpstreamAsk, UpstreamGrant};
 use doorman_proto::doorman as pb;
+use tonic::Status;
 
 /// The `mastership` field of a redirect.
 pub fn redirect(n: NotMaster) -> Option<pb::Mastership> {
     Some(pb::Mastership {
         master_address: n.master_address,
     })
+}
+
+/// The core's answer for the wire: grants or a redirect (both answered
+/// OK), or `UNAVAILABLE` when the server cannot serve at all (a root still
+/// waiting for its config).
+pub fn served(r: Result<Vec<Grant>, Refusal>) -> Result<Result<Vec<Grant>, NotMaster>, Status> {
+    match r {
+        Ok(grants) => Ok(Ok(grants)),
+        Err(Refusal::NotMaster(n)) => Ok(Err(n)),
+        Err(Refusal::NoConfig(why)) => Err(Status::unavailable(format!("no config yet: {why}"))),
+    }
 }
 
 /// The grants to answer with, or none and a redirect.

@@ -19,7 +19,7 @@ use doorman_proto::doorman as pb;
 use tonic::{Request, Response, Status};
 
 use crate::state::ServerState;
-use convert::{client_response, redirect, server_response};
+use convert::{client_response, redirect, served, server_response};
 use doorman_core::server::CapacityRequest;
 
 /// The gRPC service.
@@ -90,7 +90,7 @@ impl doorman_proto::Capacity for CapacityService {
         let req = request.get_ref();
         self.timed("GetCapacity", || {
             let checked = self.checked("GetCapacity", validate::get_capacity(req))?;
-            Ok(client_response(self.state.decide(&checked)))
+            Ok(client_response(served(self.state.decide(&checked))?))
         })
     }
 
@@ -101,7 +101,7 @@ impl doorman_proto::Capacity for CapacityService {
         let req = request.get_ref();
         self.timed("GetServerCapacity", || {
             let checked = self.checked("GetServerCapacity", validate::get_server_capacity(req))?;
-            Ok(server_response(self.state.decide(&checked)))
+            Ok(server_response(served(self.state.decide(&checked))?))
         })
     }
 
@@ -112,12 +112,8 @@ impl doorman_proto::Capacity for CapacityService {
         let req = request.get_ref();
         self.timed("ReleaseCapacity", || {
             let (who, ids) = validate::release_capacity(req)?;
-            let mastership = self
-                .state
-                .core()
-                .release(&who, &ids)
-                .err()
-                .and_then(redirect);
+            let released = self.state.core().release(&who, &ids).map(|_| Vec::new());
+            let mastership = served(released)?.err().and_then(redirect);
             Ok(pb::ReleaseCapacityResponse { mastership })
         })
     }

@@ -1,7 +1,8 @@
 //! The HTTP boundary of a server: `/metrics` (Prometheus, rendered by
 //! [`crate::metrics`]),
-//! `/debug/status` (HTML, `page.rs`), `/api/v1/status` (JSON) and
-//! `/healthz`, all read from one core snapshot per request.
+//! `/debug/status` (HTML, `page.rs`), `/api/v1/status` (JSON), `/healthz`
+//! (the process lives) and `/readyz` (it can serve now, or why not), all
+//! read from one core snapshot per request.
 //!
 //! Must not: change server state.
 
@@ -11,7 +12,7 @@ pub mod serve;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::header;
+use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Json};
 use axum::routing::get;
 use axum::Router;
@@ -34,6 +35,7 @@ struct StatusQuery {
 pub fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/api/v1/status", get(status_json))
         .route("/debug/status", get(status_html))
@@ -55,6 +57,21 @@ async fn healthz(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
         "standby"
     };
     format!("ok {role}\n")
+}
+
+/// 200 when the server can serve now, else 503 with the reason: no config
+/// yet, the master unknown, or (intermediate) no valid lease from the
+/// parent for the resources in use.
+async fn readyz(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
+    let now = state.now();
+    let readiness = state.core().readiness(now);
+    match readiness {
+        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
+        Err(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {why}\n"),
+        ),
+    }
 }
 
 async fn metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
