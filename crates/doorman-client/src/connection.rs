@@ -20,6 +20,14 @@ use tonic::transport::{Channel, Endpoint};
 
 type Client = CapacityClient<Channel>;
 
+/// A client that sends and reads messages up to the protocol's limit
+/// (tonic's default of 4 MiB is smaller than a request at the limits).
+fn capacity_client(ch: Channel) -> Client {
+    CapacityClient::new(ch)
+        .max_decoding_message_size(doorman_core::limits::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(doorman_core::limits::MAX_MESSAGE_BYTES)
+}
+
 /// A request carrying the RPC deadline.
 fn deadline<T: Clone>(msg: &T, timeout: Duration) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg.clone());
@@ -146,7 +154,7 @@ impl Connector {
 
     fn client(&mut self, addr: &str) -> Result<CapacityClient<Channel>, CallError> {
         if let Some(ch) = self.channels.get(addr) {
-            return Ok(CapacityClient::new(ch.clone()));
+            return Ok(capacity_client(ch.clone()));
         }
         let ep = Endpoint::from_shared(uri(addr)).map_err(|e| CallError::Rpc {
             addr: addr.to_string(),
@@ -158,7 +166,7 @@ impl Connector {
             .timeout(self.timeout)
             .connect_lazy();
         self.channels.insert(addr.to_string(), ch.clone());
-        Ok(CapacityClient::new(ch))
+        Ok(capacity_client(ch))
     }
 
     fn forget(&mut self, addr: &str) {

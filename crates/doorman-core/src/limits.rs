@@ -15,6 +15,14 @@ pub const MAX_RESOURCE_ID_BYTES: usize = 1024;
 /// ReleaseCapacity). Larger bulk requests are split by the senders.
 pub const MAX_RESOURCES_PER_REQUEST: usize = 10_000;
 
+/// Largest gRPC message a server or client accepts or sends: a
+/// GetCapacity at the limits (10 000 resources with 1024-byte ids, about
+/// 10.4 MB) fits. Senders split larger bulk requests by count.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+const _: () =
+    assert!(MAX_RESOURCES_PER_REQUEST * (MAX_RESOURCE_ID_BYTES + 64) <= MAX_MESSAGE_BYTES);
+
 /// Most priority bands for one resource in one GetServerCapacity.
 pub const MAX_BANDS: usize = 1_000;
 

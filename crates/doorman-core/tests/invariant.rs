@@ -1,14 +1,18 @@
 //! The capacity invariant under attack: honest clients next to liars
 //! (claiming `has` they never got, wanting absurd amounts), fake
-//! downstream servers claiming huge client counts, releases of ids the
-//! releaser does not hold, bursts of new clients, config reloads and time
-//! passing, all driven by proptest through the core's public API. After
+//! downstream servers claiming huge client counts (and inheriting their
+//! lease by omitting `has`), releases of ids the releaser does not hold,
+//! bursts of new clients, reloads that grow the capacity and time passing,
+//! all driven by proptest through the core's public API. After
 //! every step, Σ of unexpired grants ≤ capacity. At the end, once everyone
 //! has refreshed twice, every honest client holds its fair share.
 //!
 //! A new attack is one more `Op` variant. Not covered here: a master
 //! change, after which liars' claims can be honoured before honest clients
-//! have re-reported (see docs/algorithms.md, "Learning mode").
+//! have re-reported (see docs/algorithms.md, "Learning mode"), reloads that
+//! shrink the capacity or remove the template (leases already handed out
+//! then count against the old capacity until they expire), and
+//! intermediate servers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,8 +42,10 @@ enum Op {
     Honest(usize),
     /// Liar `i` claims `has` it never got and wants `wants`.
     Liar(usize, f64, f64),
-    /// A fake downstream server claiming `clients` clients wanting `wants`.
-    Fake(usize, i64, f64),
+    /// A fake downstream server claiming `clients` clients wanting `wants`,
+    /// claiming `has` it holds (`true`) or omitting it (a new master that
+    /// inherits).
+    Fake(usize, i64, f64, bool),
     /// Client `i` releases the resource and ids it does not hold.
     Release(usize),
     /// A burst of `n` new clients asking for `wants` each.
@@ -53,7 +59,8 @@ fn op() -> impl Strategy<Value = Op> {
         (1i64..8_000).prop_map(Op::Advance),
         (0..HONEST).prop_map(Op::Honest),
         (0usize..3, 0.0f64..1e6, 0.0f64..1e6).prop_map(|(i, h, w)| Op::Liar(i, h, w)),
-        (0usize..2, 1i64..1_000_000_000, 0.0f64..1e6).prop_map(|(i, n, w)| Op::Fake(i, n, w)),
+        (0usize..2, 1i64..1_000_000_000, 0.0f64..1e6, any::<bool>())
+            .prop_map(|(i, n, w, c)| Op::Fake(i, n, w, c)),
         (0usize..(HONEST + 3)).prop_map(Op::Release),
         (1usize..20, 0.0f64..50.0).prop_map(|(n, w)| Op::Burst(n, w)),
         (0.0f64..50.0).prop_map(Op::Grow),
@@ -123,9 +130,10 @@ impl World {
                 let who = Who::Client(Arc::from(format!("liar-{i}")));
                 self.ask(who, Demand::client(0, amount(wants)), Some(has));
             }
-            Op::Fake(i, clients, wants) => {
+            Op::Fake(i, clients, wants, claims) => {
                 let who = Who::Server(Arc::from(format!("fake-{i}")));
-                self.ask(who, Demand::new(0, clients, wants).unwrap(), None);
+                let has = if claims { self.held(&who) } else { None };
+                self.ask(who, Demand::new(0, clients, wants).unwrap(), has);
             }
             Op::Release(i) => {
                 let who = Who::Client(Arc::from(format!("honest-{}", i % HONEST)));

@@ -185,9 +185,13 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .clone()
         .unwrap_or_else(|| default_server_id(grpc_addr));
     let state = build_state(&opts, &server_id, config.clone());
-    if let Some(why) = &loaded.pending {
-        tracing::warn!("starting without a config, not ready until one arrives: {why}");
-        state.core().wait_for_config(why.clone());
+    match &loaded.pending {
+        Some(why) if opts.parent.is_empty() => {
+            tracing::warn!("starting without a config, not ready until one arrives: {why}");
+            state.core().wait_for_config(why.clone());
+        }
+        Some(why) => tracing::info!("no local config ({why}); the parent's applies"),
+        None => state.metrics.config_reload(true),
     }
     let (stop, stop_rx) = watch::channel(false);
     let max = opts.grpc_max_connections;
@@ -240,9 +244,7 @@ fn build_state(
     if opts.election.is_standalone() {
         core.become_master((opts.clock)());
     }
-    let metrics = Metrics::new();
-    metrics.config_reload(true);
-    Arc::new(ServerState::new(core, metrics, opts.clock.clone()))
+    Arc::new(ServerState::new(core, Metrics::new(), opts.clock.clone()))
 }
 
 /// Resolves when the server is told to stop.

@@ -106,10 +106,13 @@ async fn a_root_without_its_config_file_waits_not_ready_until_it_appears() {
         .expect_err("nothing is granted without a config");
     assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
     assert!(e.message().starts_with("no config yet"), "{e:?}");
-    // An empty file is still no config.
-    std::fs::write(&path, "\n").unwrap();
+    // A placeholder with only comments is still no config, and not an error.
+    std::fs::write(&path, "# the config is coming\n").unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(http_get(http, "/readyz").await.0.contains("503"));
+    let (_, metrics) = http_get(http, "/metrics").await;
+    let errors = "doorman_server_config_reloads_total{result=\"error\"}";
+    assert_eq!(metric(&metrics, errors), None, "no false alert");
     std::fs::write(&path, config(40.0)).unwrap();
     eventually_async(
         "ready once the file is there",

@@ -190,6 +190,16 @@ impl Config {
         })
     }
 
+    /// True for bytes that hold no config at all yet: empty, white space, or
+    /// TOML with nothing but comments (a placeholder file). A root treats
+    /// such a source as missing and waits; anything else is parsed.
+    pub fn is_blank(bytes: &[u8]) -> bool {
+        std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|t| t.parse::<toml::Table>().ok())
+            .is_some_and(|t| t.is_empty())
+    }
+
     /// A config with no templates (every resource is unmatched).
     pub fn empty() -> Config {
         Config {

@@ -219,7 +219,7 @@ impl Resource {
 }
 
 /// A downstream server's bands with at most `max` subclients in all: the
-/// bands keep their order (highest priority first) and each keeps at least
+/// highest priorities keep theirs first, and each band keeps at least
 /// one, so a server that claims more clients than it may weighs `max` (or
 /// its band count, if larger) and no more.
 pub(super) fn bound_subclients(demands: &[Demand], max: u32) -> Cow<'_, [Demand]> {
@@ -227,8 +227,10 @@ pub(super) fn bound_subclients(demands: &[Demand], max: u32) -> Cow<'_, [Demand]
     if total <= u64::from(max) {
         return Cow::Borrowed(demands);
     }
+    let mut sorted = demands.to_vec();
+    sorted.sort_by_key(|d| std::cmp::Reverse(d.priority()));
     let mut left = i64::from(max);
-    let bounded = demands
+    let bounded = sorted
         .iter()
         .map(|d| {
             let n = i64::from(d.subclients()).min(left).max(1);

@@ -177,6 +177,11 @@ impl ServerCore {
         }
     }
 
+    /// True while a root waits for its first config.
+    pub fn waiting_for_config(&self) -> bool {
+        self.config_pending.is_some()
+    }
+
     /// Whether this server can serve right now, and if not, why: a root
     /// needs a config; a standby must know the master; an intermediate
     /// master must hold a valid lease from its parent for the resources

@@ -313,11 +313,20 @@ fn a_removed_template_keeps_its_leases_counted_until_they_expire() {
     // Once a's lease has run out, the resource is unmatched: no limit.
     let g = get(&mut c, t(21), "b", ask("nolearn", 480.0, None));
     assert_eq!((g.lease.capacity, g.decision), (480.0, Decision::Unmatched));
-    // A resource with no live lease is dropped at once.
-    get(&mut c, t(22), "a", ask("db/x", 5.0, None));
-    c.replace_config(Arc::new(Config::parse(CFG, "test.toml").unwrap()));
-    c.cleanup(t(50));
-    assert_eq!(c.resource_count(), 0);
+    // A retired resource whose leases have all run out is unmatched at
+    // once (and gone at the next cleanup).
+    let g = get(&mut c, t(22), "a", ask("db/x", 5.0, None));
+    assert_eq!(g.lease.expiry, t(42));
+    let no_db = CFG.replace("db/*", "other/*");
+    c.replace_config(Arc::new(Config::parse(&no_db, "test.toml").unwrap()));
+    let g = get(&mut c, t(30), "b", ask("db/x", 50.0, None));
+    assert_eq!(
+        (g.decision, g.lease.expiry),
+        (Decision::Algorithm, t(42)),
+        "a's lease still counts"
+    );
+    let g = get(&mut c, t(43), "b", ask("db/x", 50.0, None));
+    assert_eq!(g.decision, Decision::Unmatched);
 }
 
 #[test]

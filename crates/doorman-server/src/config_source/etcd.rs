@@ -73,7 +73,7 @@ pub async fn watch(
     state: Arc<ServerState>,
     endpoints: Vec<String>,
     key: String,
-    last: Vec<u8>,
+    last: Option<Vec<u8>>,
     revision: i64,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -111,8 +111,8 @@ struct Watcher {
     state: Arc<ServerState>,
     endpoints: Vec<String>,
     key: String,
-    /// The value the running config came from.
-    last: Vec<u8>,
+    /// The value the running config came from (none: the key was missing).
+    last: Option<Vec<u8>>,
     /// The revision seen; 0 after a lost connection (re-read the key).
     revision: i64,
 }
@@ -120,9 +120,9 @@ struct Watcher {
 impl Watcher {
     /// Applies `value` if it differs from the running config's source.
     fn offer(&mut self, value: &[u8]) {
-        if value != self.last.as_slice() {
+        if self.last.as_deref() != Some(value) {
             apply(&self.state, value, &source_name(&self.key));
-            self.last = value.to_vec();
+            self.last = Some(value.to_vec());
         }
     }
 

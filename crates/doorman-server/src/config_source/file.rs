@@ -25,9 +25,10 @@ pub fn missing(path: &Path) -> Option<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Some(format!("waiting for the config file {}", path.display()))
         }
-        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {
-            Some(format!("the config file {} is empty", path.display()))
-        }
+        Ok(bytes) if Config::is_blank(&bytes) => Some(format!(
+            "the config file {} has no [[resources]] yet",
+            path.display()
+        )),
         _ => None,
     }
 }
@@ -56,6 +57,11 @@ fn check(state: &ServerState, path: &PathBuf, last: &mut Option<Vec<u8>>, force:
         }
     };
     if !force && last.as_deref() == Some(content.as_slice()) {
+        return;
+    }
+    if Config::is_blank(&content) && state.core().waiting_for_config() {
+        // Still no config: keep waiting without counting a rejection.
+        *last = Some(content);
         return;
     }
     apply(state, &content, &path.display().to_string());

@@ -117,7 +117,7 @@ impl ConfigSource {
                 state,
                 endpoints.clone(),
                 key.clone(),
-                loaded.bytes.unwrap_or_default(),
+                loaded.bytes,
                 loaded.revision,
                 stop,
             )),

@@ -43,9 +43,13 @@ impl CapacityService {
     ) -> Result<CapacityRequest, Status> {
         let checked = r?;
         for x in &checked.rejected {
-            let who = &checked.request.who;
-            tracing::warn!(%who, reason = x.reason, "resource left out of the request: {}", x.message);
             self.state.metrics.rejected(method, x.reason);
+        }
+        if !checked.rejected.is_empty() {
+            let who = &checked.request.who;
+            let n = checked.rejected.len();
+            let what = validate::summary(&checked.rejected);
+            tracing::warn!(%who, left_out = n, "resource entries left out of the request: {what}");
         }
         Ok(checked.request)
     }

@@ -9,17 +9,8 @@
 
 use std::time::Duration;
 
-use doorman_core::limits::{MAX_RESOURCES_PER_REQUEST, MAX_RESOURCE_ID_BYTES};
+pub use doorman_core::limits::MAX_MESSAGE_BYTES;
 use tonic::codegen::http;
-
-/// Largest gRPC message accepted or sent: a request with the most
-/// resources, each with the longest id and its other fields (≤ 64 bytes of
-/// framing and numbers), fits: 10 000 × (1024 + 64) ≈ 10.4 MiB, rounded up
-/// to 16 MiB. tonic's default of 4 MiB would refuse a valid request.
-pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
-
-const _: () =
-    assert!(MAX_RESOURCES_PER_REQUEST * (MAX_RESOURCE_ID_BYTES + 64) <= MAX_MESSAGE_BYTES);
 
 /// Concurrent streams (RPCs in flight) per HTTP/2 connection.
 pub const MAX_CONCURRENT_STREAMS: u32 = 1024;

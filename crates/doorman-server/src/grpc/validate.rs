@@ -117,13 +117,38 @@ fn collect(
         }
     }
     if resources.is_empty() && !rejected.is_empty() {
-        let all: Vec<&str> = rejected.iter().map(|r| r.message.as_str()).collect();
-        return Err(Status::invalid_argument(all.join("; ")));
+        return Err(Status::invalid_argument(summary(&rejected)));
     }
     Ok(Checked {
         request: CapacityRequest { who, resources },
         rejected,
     })
+}
+
+/// The first few entries' messages (each at most 300 bytes), and how many
+/// more: an answer or a log line stays small whatever the request.
+pub fn summary(rejected: &[Rejected]) -> String {
+    const SHOWN: usize = 5;
+    let mut parts: Vec<String> = rejected
+        .iter()
+        .take(SHOWN)
+        .map(|r| {
+            let mut m = r.message.clone();
+            if m.len() > 300 {
+                let cut = (0..=300)
+                    .rev()
+                    .find(|i| m.is_char_boundary(*i))
+                    .unwrap_or(0);
+                m.truncate(cut);
+                m.push('…');
+            }
+            m
+        })
+        .collect();
+    if rejected.len() > SHOWN {
+        parts.push(format!("and {} more", rejected.len() - SHOWN));
+    }
+    parts.join("; ")
 }
 
 fn client_entry(
@@ -205,7 +230,10 @@ pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<Checked
 /// Validates a ReleaseCapacity request: the ids to release, each once.
 /// Empty and over-long ids name no resource and are ignored.
 pub fn release_capacity(req: &pb::ReleaseCapacityRequest) -> Result<(Who, Vec<String>), Status> {
-    check_request("client_id", &req.client_id, req.resource_id.len())?;
+    // The original Go client sends one empty id per resource before the
+    // real ones: only the others count toward the limit.
+    let named = req.resource_id.iter().filter(|id| !id.is_empty()).count();
+    check_request("client_id", &req.client_id, named)?;
     let mut seen = HashSet::with_capacity(req.resource_id.len());
     let ids = req
         .resource_id
