@@ -22,6 +22,7 @@ pub mod election;
 mod etcd;
 pub mod grpc;
 pub mod http;
+pub mod idle;
 pub mod metrics;
 pub mod server;
 pub mod state;

@@ -37,6 +37,9 @@ pub struct ServerOptions {
     pub http_limits: HttpLimits,
     /// Most open gRPC connections; one more is closed at once.
     pub grpc_max_connections: usize,
+    /// A gRPC connection without any traffic for this long is closed
+    /// (HTTP/2 keep-alive pings every 30 s count as traffic).
+    pub grpc_idle_timeout: Duration,
     /// Id returned by Discovery; defaults to the bound gRPC address.
     pub server_id: Option<String>,
     /// The config.
@@ -81,6 +84,7 @@ impl ServerOptions {
             http: None,
             http_limits: HttpLimits::default(),
             grpc_max_connections: 10_000,
+            grpc_idle_timeout: Duration::from_secs(60),
             server_id: None,
             config,
             min_request_interval: Duration::from_secs(1),
@@ -194,8 +198,8 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         None => state.metrics.config_reload(true),
     }
     let (stop, stop_rx) = watch::channel(false);
-    let max = opts.grpc_max_connections;
-    let mut tasks = vec![spawn_grpc(state.clone(), grpc, max, stop_rx.clone())];
+    let incoming = Incoming::new(grpc, opts.grpc_max_connections, opts.grpc_idle_timeout);
+    let mut tasks = vec![spawn_grpc(state.clone(), incoming, stop_rx.clone())];
     tasks.extend(http.map(|l| spawn_http(state.clone(), l, opts.http_limits, stop_rx.clone())));
     tasks.push(spawn_cleanup(
         state.clone(),
@@ -266,8 +270,7 @@ fn spawn_serving<E: std::fmt::Display>(
 
 fn spawn_grpc(
     state: Arc<ServerState>,
-    listener: TcpListener,
-    max_connections: usize,
+    incoming: Incoming,
     stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let svc = CapacityServer::new(CapacityService::new(state))
@@ -276,7 +279,6 @@ fn spawn_grpc(
     // Small request/response pairs: without TCP_NODELAY (set by Incoming),
     // Nagle and delayed ACKs add ~40 ms to every response that spans two
     // writes.
-    let incoming = Incoming::new(listener, max_connections);
     let serve = tonic::transport::Server::builder()
         .max_concurrent_streams(transport::MAX_CONCURRENT_STREAMS)
         .http2_keepalive_interval(Some(transport::KEEPALIVE_INTERVAL))

@@ -123,3 +123,28 @@ async fn a_grpc_connection_over_the_cap_is_closed() {
     .await;
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn connections_without_traffic_are_closed() {
+    let clock = ManualClock::new();
+    let cfg = Arc::new(Config::parse(CONFIG, "t.toml").unwrap());
+    let mut o = opts(ConfigSource::Inline(cfg), &clock);
+    o.grpc_idle_timeout = Duration::from_millis(300);
+    o.http_limits.idle_timeout = Duration::from_millis(300);
+    let s = start(o).await.unwrap();
+    for addr in [s.grpc_addr, s.http_addr.unwrap()] {
+        // A peer that connects and never speaks gives its slot back.
+        let mut silent = TcpStream::connect(addr).await.unwrap();
+        let t = Instant::now();
+        until_closed(&mut silent, Duration::from_secs(5)).await;
+        assert!(
+            t.elapsed() >= Duration::from_millis(250),
+            "{addr}: {:?}",
+            t.elapsed()
+        );
+    }
+    // A client that talks is served as usual.
+    let mut c = client(s.grpc_addr).await;
+    assert_eq!(cap(&mut c, "a", "fair", 10.0, None).await, 10.0);
+    s.shutdown().await;
+}

@@ -1,8 +1,10 @@
 //! The gRPC port's accept loop: `TCP_NODELAY` on every connection, at most
 //! a configured number of connections open at once (one more is closed at
 //! once, so a flood of idle connections cannot take every file
-//! descriptor), and a pause instead of a spin when accepting fails (out of
-//! file descriptors): the open connections keep being served.
+//! descriptor), each closed after a while without any traffic (a peer that
+//! connects and never speaks gives its slot back), and a pause instead of
+//! a spin when accepting fails (out of file descriptors): the open
+//! connections keep being served.
 //!
 //! Must not: read from a connection (tonic does).
 
@@ -20,6 +22,8 @@ use tokio::time::Sleep;
 use tokio_stream::Stream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
+use crate::idle::Idle;
+
 /// How long to wait after a failed accept before the next one.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
@@ -29,17 +33,21 @@ pub struct Incoming {
     listener: TcpListener,
     permits: Arc<Semaphore>,
     max: usize,
+    idle: Duration,
     pause: Option<Pin<Box<Sleep>>>,
 }
 
 impl Incoming {
-    /// At most `max` connections of `listener` open at once.
-    pub fn new(listener: TcpListener, max: usize) -> Self {
+    /// At most `max` connections of `listener` open at once, each closed
+    /// after `idle` without a byte read or written (HTTP/2 keep-alive pings
+    /// count).
+    pub fn new(listener: TcpListener, max: usize, idle: Duration) -> Self {
         let max = max.max(1);
         Incoming {
             listener,
             permits: Arc::new(Semaphore::new(max)),
             max,
+            idle,
             pause: None,
         }
     }
@@ -65,7 +73,7 @@ impl Stream for Incoming {
                     };
                     let _ = stream.set_nodelay(true);
                     return Poll::Ready(Some(Ok(Connection {
-                        stream,
+                        stream: Idle::new(stream, self.idle),
                         _permit: permit,
                     })));
                 }
@@ -81,7 +89,7 @@ impl Stream for Incoming {
 /// An accepted connection; its slot under the cap is freed when it closes.
 #[derive(Debug)]
 pub struct Connection {
-    stream: TcpStream,
+    stream: Idle<TcpStream>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -89,7 +97,7 @@ impl Connected for Connection {
     type ConnectInfo = TcpConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.stream.connect_info()
+        self.stream.get_ref().connect_info()
     }
 }
 

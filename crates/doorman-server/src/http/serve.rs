@@ -18,6 +18,8 @@ use tokio::sync::{watch, Semaphore};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
+use crate::idle::Idle;
+
 /// How the HTTP listener treats its peers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpLimits {
@@ -27,6 +29,9 @@ pub struct HttpLimits {
     pub header_timeout: Duration,
     /// Time a request may take from its headers to its response.
     pub request_timeout: Duration,
+    /// A connection without a byte read or written for this long is closed
+    /// (a peer that never reads its answers gives its slot back).
+    pub idle_timeout: Duration,
 }
 
 impl Default for HttpLimits {
@@ -35,6 +40,7 @@ impl Default for HttpLimits {
             max_connections: 256,
             header_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -77,6 +83,7 @@ pub async fn serve(
         };
         let (app, stop) = (app.clone(), stop.clone());
         tokio::spawn(async move {
+            let stream = Idle::new(stream, limits.idle_timeout);
             connection(stream, app, limits.header_timeout, stop).await;
             drop(permit);
         });
@@ -96,7 +103,7 @@ async fn accept_failed(e: &std::io::Error) {
 }
 
 async fn connection(
-    stream: TcpStream,
+    stream: Idle<TcpStream>,
     app: Router,
     header_timeout: Duration,
     mut stop: watch::Receiver<bool>,
