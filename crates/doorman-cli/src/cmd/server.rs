@@ -116,8 +116,9 @@ async fn terminated() {
     }
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = match (&args.config, args.parent.is_empty()) {
+/// Where the config comes from, as the flags say.
+fn config_source(args: &Args) -> anyhow::Result<ConfigSource> {
+    Ok(match (&args.config, args.parent.is_empty()) {
         (Some(c), _) => match c.strip_prefix("etcd:") {
             Some(key) => {
                 if args.etcd.is_empty() {
@@ -134,8 +135,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, true) => anyhow::bail!(
             "--config is required for a root server (or give --parent ADDR to run below one)"
         ),
-    };
-    let election: Arc<dyn Election> = match (&args.election_key, args.etcd.is_empty()) {
+    })
+}
+
+/// How this server takes part in its node's election, as the flags say.
+fn election(args: &Args) -> anyhow::Result<Arc<dyn Election>> {
+    Ok(match (&args.election_key, args.etcd.is_empty()) {
         (None, _) => Arc::new(Standalone),
         (Some(_), true) => anyhow::bail!("--election-key needs --etcd ENDPOINTS"),
         (Some(key), false) => Arc::new(EtcdElection {
@@ -143,13 +148,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             key: key.clone(),
             ttl: Duration::from_secs(args.election_ttl),
         }),
-    };
-    let config_name = args.config.clone().unwrap_or_else(|| "(none)".into());
-    let mut opts = ServerOptions::new(args.listen, config);
-    opts.parent = args.parent.clone();
-    opts.election = election;
-    opts.node_id = args.node_id.clone();
-    raise_open_files_limit();
+    })
+}
+
+fn options(args: Args) -> anyhow::Result<ServerOptions> {
+    let mut opts = ServerOptions::new(args.listen, config_source(&args)?);
+    opts.election = election(&args)?;
+    opts.parent = args.parent;
+    opts.node_id = args.node_id;
     opts.grpc_max_connections = args.grpc_max_connections;
     opts.http = args.http;
     opts.http_limits = HttpLimits {
@@ -160,6 +166,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     opts.server_id = args.server_id;
     opts.min_request_interval = args.min_request_interval;
     opts.reload_interval = args.config_poll_interval;
+    Ok(opts)
+}
+
+/// Runs `doorman server` until SIGINT or SIGTERM.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config_name = args.config.clone().unwrap_or_else(|| "(none)".into());
+    let opts = options(args)?;
+    raise_open_files_limit();
     let mut server = start(opts)
         .await
         .with_context(|| format!("cannot start the server with config {config_name}"))?;
