@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions};
 use doorman_core::config::Config;
-use doorman_proto::doorman as pb;
-use doorman_proto::CapacityClient;
 use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::Election;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
@@ -165,9 +163,11 @@ async fn etcd_gone_longer_than_the_ttl_makes_the_master_step_down() {
     let mut e = etcd();
     let a = IsolatedServer::start(opts(etcd_election(&e, 2))).unwrap();
     eventually("a is master", Duration::from_secs(5), || is_master(&a)).await;
-    let mut c = CapacityClient::connect(format!("http://{}", a.addr()))
-        .await
-        .unwrap();
+    let b = IsolatedServer::start(opts(etcd_election(&e, 2))).unwrap();
+    eventually("b knows a is master", Duration::from_secs(5), || {
+        b.state.core().master_address() == Some(a.addr().as_str())
+    })
+    .await;
     e.stop();
     let took = eventually("a steps down", Duration::from_secs(4), || !is_master(&a)).await;
     assert!(
@@ -175,27 +175,14 @@ async fn etcd_gone_longer_than_the_ttl_makes_the_master_step_down() {
         "TTL 2 s: stepped down after {took:?}"
     );
     assert_eq!(a.state.core().lease_count(), 0);
-    let d = c
-        .discovery(pb::DiscoveryRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(!d.is_master);
-    let r = c
-        .get_capacity(pb::GetCapacityRequest {
-            client_id: "c".into(),
-            resource: vec![pb::ResourceRequest {
-                resource_id: "r".into(),
-                priority: 0,
-                has: None,
-                wants: 1.0,
-            }],
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(r.response.is_empty(), "only redirects");
-    assert!(r.mastership.is_some());
+    // Neither knows a current master: both say so instead of redirecting
+    // to a master that may be gone.
+    eventually("b forgets the master", Duration::from_secs(4), || {
+        b.state.core().master_address().is_none()
+    })
+    .await;
+    common::assert_unavailable_standby(&a.addr()).await;
+    common::assert_unavailable_standby(&b.addr()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

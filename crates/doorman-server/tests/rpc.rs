@@ -200,9 +200,10 @@ async fn a_standby_redirects_every_rpc() {
     let s = server_with(CONFIG, &clock).await;
     s.state.core().step_down(Some("127.0.0.1:9".into()));
     assert_redirects(&s.grpc_addr.to_string(), Some("127.0.0.1:9")).await;
-    // Unknown master: the mastership is present with no address.
+    // Unknown master: UNAVAILABLE with the reason, not a redirect to
+    // nowhere; Discovery still says "not master".
     s.state.core().step_down(None);
-    assert_redirects(&s.grpc_addr.to_string(), None).await;
+    assert_unavailable_standby(&s.grpc_addr.to_string()).await;
     s.shutdown().await;
 }
 

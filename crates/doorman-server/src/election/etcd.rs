@@ -278,17 +278,19 @@ impl Session {
         End::Stopped
     }
 
-    /// The session failed: step down before anything else can wait, then
-    /// revoke the lease in the background so no candidate key of ours stays
-    /// queued ahead of the others.
+    /// The session failed: step down (or, as a standby, forget the master)
+    /// before anything else can wait, then revoke the lease in the
+    /// background so no candidate key of ours stays queued ahead of the
+    /// others.
     fn abandon(self, out: &watch::Sender<MasterView>) {
+        // A master steps down; a standby forgets a master it can no longer
+        // observe, so it answers "unavailable" rather than redirecting to a
+        // master that may be gone.
         out.send_if_modified(|v| {
-            let was = v.is_master;
-            if was {
-                v.is_master = false;
-                v.master = None;
-            }
-            was
+            let changed = v.is_master || v.master.is_some();
+            v.is_master = false;
+            v.master = None;
+            changed
         });
         let (mut c, lease, step) = (self.client, self.lease, self.step);
         tokio::spawn(async move {

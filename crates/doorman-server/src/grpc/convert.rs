@@ -18,12 +18,20 @@ pub fn redirect(n: NotMaster) -> Option<pb::Mastership> {
     })
 }
 
-/// The core's answer for the wire: grants or a redirect (both answered
-/// OK), or `UNAVAILABLE` when the server cannot serve at all (a root still
-/// waiting for its config).
+/// The core's answer for the wire: grants or a redirect to the master (both
+/// answered OK), or `UNAVAILABLE` when the server cannot serve at all: a
+/// root still waiting for its config, or a standby that does not know the
+/// master (a redirect to nowhere, or to a master it can no longer observe,
+/// would send the client in circles).
 pub fn served(r: Result<Vec<Grant>, Refusal>) -> Result<Result<Vec<Grant>, NotMaster>, Status> {
     match r {
         Ok(grants) => Ok(Ok(grants)),
+        Err(Refusal::NotMaster(NotMaster {
+            master_address: None,
+        })) => Err(Status::unavailable(
+            "not the master, and the master is unknown (an election in progress, or etcd \
+             unreachable); retry with another server of the node",
+        )),
         Err(Refusal::NotMaster(n)) => Ok(Err(n)),
         Err(Refusal::NoConfig(why)) => Err(Status::unavailable(format!("no config yet: {why}"))),
     }

@@ -144,6 +144,38 @@ parameters = { decay_factor = "0.5" }
 
 /// Asserts that the server at `standby` answers every RPC with a redirect
 /// to `master` (`None`: master unknown) and says so in Discovery.
+/// Asserts that a standby that does not know the master answers Discovery
+/// (not master, no address) and refuses every other RPC with UNAVAILABLE.
+pub async fn assert_unavailable_standby(standby: &str) {
+    let mut c = CapacityClient::connect(format!("http://{standby}"))
+        .await
+        .expect("connects");
+    let d = c
+        .discovery(pb::DiscoveryRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!d.is_master && d.mastership.master_address.is_none());
+    let e = c
+        .get_capacity(pb::GetCapacityRequest {
+            client_id: "a".into(),
+            resource: vec![rr("r", 1.0, None)],
+        })
+        .await
+        .expect_err("no master to redirect to");
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+    assert!(e.message().contains("master is unknown"), "{e:?}");
+    let e = c
+        .release_capacity(pb::ReleaseCapacityRequest {
+            client_id: "a".into(),
+            resource_id: vec!["r".into()],
+        })
+        .await
+        .expect_err("no master to redirect to");
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+}
+
+/// Asserts that the server at `standby` redirects every RPC to `master`.
 pub async fn assert_redirects(standby: &str, master: Option<&str>) {
     let mut c = CapacityClient::connect(format!("http://{standby}"))
         .await
