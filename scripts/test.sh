@@ -4,6 +4,7 @@
 #
 #   ./scripts/test.sh            # everything
 #   ./scripts/test.sh -p doorman-server   # extra args go to `cargo test`
+#   FUZZ_SECONDS=0 ./scripts/test.sh      # skip the bounded fuzzing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,3 +47,25 @@ python3 scripts/module-cycles.py crates/*/src simulations/src
 
 log "cargo test"
 cargo test --workspace "$@"
+
+# Fuzzing, bounded: config parsing and request validation (fuzz/). cargo
+# fuzz is installed under target/tools. It passes -Z flags to rustc; no
+# nightly toolchain can be fetched here, so RUSTC_BOOTSTRAP lets the stable
+# one accept them (without a sanitizer: libFuzzer's coverage only).
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+if [ "$FUZZ_SECONDS" != 0 ]; then
+  if [ ! -x target/tools/bin/cargo-fuzz ]; then
+    log "installing cargo-fuzz under target/tools"
+    cargo install -q --locked --root target/tools cargo-fuzz
+  fi
+  for t in config_parse validate_requests; do
+    log "fuzz $t for $FUZZ_SECONDS s"
+    if ! (cd fuzz && RUSTC_BOOTSTRAP=1 ../target/tools/bin/cargo-fuzz run --sanitizer none "$t" \
+          -- -max_total_time="$FUZZ_SECONDS" >"../target/fuzz-$t.log" 2>&1); then
+      tail -40 "target/fuzz-$t.log" >&2
+      echo "fuzz target $t failed; the input is in fuzz/artifacts/$t/" >&2
+      exit 1
+    fi
+    grep -E "^Done [0-9]+ runs" "target/fuzz-$t.log" >&2 || true
+  done
+fi
