@@ -23,6 +23,7 @@ mod etcd;
 pub mod grpc;
 pub mod http;
 pub mod idle;
+pub mod listener;
 pub mod metrics;
 pub mod server;
 pub mod state;

@@ -20,9 +20,9 @@ use tokio::task::JoinHandle;
 pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
 use crate::election::{Candidacy, Election, MasterView, Standalone};
-use crate::grpc::incoming::Incoming;
 use crate::grpc::{transport, CapacityService};
 use crate::http::serve::HttpLimits;
+use crate::listener::{stopped, Incoming};
 use crate::metrics::Metrics;
 use crate::state::{Clock, ServerState};
 
@@ -198,7 +198,12 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         None => state.metrics.config_reload(true),
     }
     let (stop, stop_rx) = watch::channel(false);
-    let incoming = Incoming::new(grpc, opts.grpc_max_connections, opts.grpc_idle_timeout);
+    let incoming = Incoming::new(
+        grpc,
+        "gRPC",
+        opts.grpc_max_connections,
+        opts.grpc_idle_timeout,
+    );
     let mut tasks = vec![spawn_grpc(state.clone(), incoming, stop_rx.clone())];
     tasks.extend(http.map(|l| spawn_http(state.clone(), l, opts.http_limits, stop_rx.clone())));
     tasks.push(spawn_cleanup(
@@ -251,11 +256,6 @@ fn build_state(
     Arc::new(ServerState::new(core, Metrics::new(), opts.clock.clone()))
 }
 
-/// Resolves when the server is told to stop.
-async fn stopped(mut stop: watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
-}
-
 /// Runs a listener's serve loop; a failure is logged.
 fn spawn_serving<E: std::fmt::Display>(
     what: &'static str,
@@ -271,7 +271,7 @@ fn spawn_serving<E: std::fmt::Display>(
 fn spawn_grpc(
     state: Arc<ServerState>,
     incoming: Incoming,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let svc = CapacityServer::new(CapacityService::new(state))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
@@ -287,7 +287,7 @@ fn spawn_grpc(
             transport::undecodable_is_invalid_argument,
         ))
         .add_service(svc)
-        .serve_with_incoming_shutdown(incoming, stopped(stop));
+        .serve_with_incoming_shutdown(incoming, async move { stopped(&mut stop).await });
     spawn_serving("gRPC", serve)
 }
 

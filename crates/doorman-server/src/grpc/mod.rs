@@ -8,7 +8,6 @@
 //! Must not: contain decisions (they belong to the core).
 
 pub mod convert;
-pub mod incoming;
 pub mod transport;
 pub mod validate;
 

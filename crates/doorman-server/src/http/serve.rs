@@ -1,24 +1,24 @@
 //! Serving the HTTP pages to whoever connects, without letting a peer hold
-//! the server: HTTP/1.1 only, a connection cap (a connection over it is
-//! closed at once), a deadline for the request headers (slow-loris
-//! connections are closed), a deadline for each request, bounded request
-//! bodies, and an accept loop that backs off instead of spinning when the
-//! process is out of file descriptors.
+//! the server: HTTP/1.1 only, the shared accept loop
+//! ([`crate::listener::Incoming`]: connection cap, idle connections
+//! closed, back-off instead of a spin when out of file descriptors), a
+//! deadline for the request headers (slow-loris connections are closed), a
+//! deadline for each request, and bounded request bodies.
 //!
 //! Must not: know what the pages show (`mod.rs` and `page.rs` do).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::StreamExt;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::idle::Idle;
+use crate::listener::{stopped, Connection, Incoming};
 
 /// How the HTTP listener treats its peers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,48 +62,28 @@ pub async fn serve(
             limits.request_timeout,
         ))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES));
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut incoming = Incoming::new(
+        listener,
+        "HTTP",
+        limits.max_connections,
+        limits.idle_timeout,
+    );
     loop {
-        let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    accept_failed(&e).await;
-                    continue;
-                }
+        let conn = tokio::select! {
+            c = incoming.next() => match c {
+                Some(Ok(c)) => c,
+                // Incoming pauses on accept errors and never ends.
+                _ => return,
             },
             _ = stopped(&mut stop) => return,
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            tracing::warn!(
-                max = limits.max_connections,
-                "HTTP connection cap reached; closing a new connection"
-            );
-            continue;
-        };
-        let (app, stop) = (app.clone(), stop.clone());
-        tokio::spawn(async move {
-            let stream = Idle::new(stream, limits.idle_timeout);
-            connection(stream, app, limits.header_timeout, stop).await;
-            drop(permit);
-        });
+        let stop = stop.clone();
+        tokio::spawn(connection(conn, app.clone(), limits.header_timeout, stop));
     }
 }
 
-/// Resolves when the server is told to stop (or dropped).
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
-}
-
-/// Out of file descriptors (or another accept error): wait a little so the
-/// loop does not spin, and keep serving the connections already open.
-async fn accept_failed(e: &std::io::Error) {
-    tracing::warn!(error = %e, "HTTP accept failed; retrying in 100 ms");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-}
-
 async fn connection(
-    stream: Idle<TcpStream>,
+    stream: Connection,
     app: Router,
     header_timeout: Duration,
     mut stop: watch::Receiver<bool>,

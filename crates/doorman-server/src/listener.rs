@@ -1,12 +1,13 @@
-//! The gRPC port's accept loop: `TCP_NODELAY` on every connection, at most
-//! a configured number of connections open at once (one more is closed at
-//! once, so a flood of idle connections cannot take every file
-//! descriptor), each closed after a while without any traffic (a peer that
-//! connects and never speaks gives its slot back), and a pause instead of
-//! a spin when accepting fails (out of file descriptors): the open
-//! connections keep being served.
+//! The accept loop both ports use (gRPC and HTTP): `TCP_NODELAY` on every
+//! connection, at most a configured number of connections open at once
+//! (one more is closed at once, so a flood of idle connections cannot take
+//! every file descriptor), each closed after a while without any traffic
+//! (a peer that connects and never speaks gives its slot back), and a
+//! pause instead of a spin when accepting fails (out of file descriptors):
+//! the open connections keep being served. Also the stop signal every
+//! listener watches.
 //!
-//! Must not: read from a connection (tonic does).
+//! Must not: read from a connection (tonic and hyper do).
 
 use std::future::Future;
 use std::io;
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tokio_stream::Stream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
@@ -31,6 +32,7 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct Incoming {
     listener: TcpListener,
+    name: &'static str,
     permits: Arc<Semaphore>,
     max: usize,
     idle: Duration,
@@ -38,13 +40,14 @@ pub struct Incoming {
 }
 
 impl Incoming {
-    /// At most `max` connections of `listener` open at once, each closed
-    /// after `idle` without a byte read or written (HTTP/2 keep-alive pings
-    /// count).
-    pub fn new(listener: TcpListener, max: usize, idle: Duration) -> Self {
+    /// At most `max` connections of `listener` (named `name` in logs) open
+    /// at once, each closed after `idle` without a byte read or written
+    /// (HTTP/2 keep-alive pings count).
+    pub fn new(listener: TcpListener, name: &'static str, max: usize, idle: Duration) -> Self {
         let max = max.max(1);
         Incoming {
             listener,
+            name,
             permits: Arc::new(Semaphore::new(max)),
             max,
             idle,
@@ -65,9 +68,10 @@ impl Stream for Incoming {
             match ready!(self.listener.poll_accept(cx)) {
                 Ok((stream, _)) => {
                     let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                        let (max, name) = (self.max, self.name);
                         tracing::warn!(
-                            max = self.max,
-                            "gRPC connection cap reached; closing a new connection"
+                            max,
+                            "{name} connection cap reached; closing a new connection"
                         );
                         continue;
                     };
@@ -78,12 +82,18 @@ impl Stream for Incoming {
                     })));
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "gRPC accept failed; retrying in 100 ms");
+                    let name = self.name;
+                    tracing::warn!(error = %e, "{name} accept failed; retrying in 100 ms");
                     self.pause = Some(Box::pin(tokio::time::sleep(ACCEPT_PAUSE)));
                 }
             }
         }
     }
+}
+
+/// Resolves when the server is told to stop (or dropped).
+pub async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 /// An accepted connection; its slot under the cap is freed when it closes.
