@@ -16,25 +16,30 @@ use tokio::sync::watch;
 use super::apply;
 use crate::state::ServerState;
 
-/// What a root starting with this file waits for, if the file is missing
-/// or empty (a Kubernetes ConfigMap not mounted yet, a file not written
-/// yet): the server then starts, is not ready, and applies the file when
-/// it appears.
-pub fn missing(path: &Path) -> Option<String> {
-    match std::fs::read(path) {
+/// Reads and validates a config file at start; also returns its bytes (to
+/// notice later changes). `Ok(Err(reason))` when the file is missing or
+/// holds no config yet (a Kubernetes ConfigMap not mounted yet, a
+/// placeholder): a root then starts, is not ready, and applies the file
+/// when it appears.
+pub fn read_or_wait(path: &Path) -> Result<Result<(Config, Vec<u8>), String>, ConfigError> {
+    let name = path.display().to_string();
+    let bytes = match std::fs::read(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Some(format!("waiting for the config file {}", path.display()))
+            return Ok(Err(format!("waiting for the config file {name}")));
         }
-        Ok(bytes) if Config::is_blank(&bytes) => Some(format!(
-            "the config file {} has no [[resources]] yet",
-            path.display()
-        )),
-        _ => None,
+        Err(e) => return Err(ConfigError::whole(&name, format!("cannot read: {e}"))),
+        Ok(bytes) => bytes,
+    };
+    if Config::is_blank(&bytes) {
+        return Ok(Err(format!(
+            "the config file {name} has no [[resources]] yet"
+        )));
     }
+    Ok(Ok((Config::from_bytes(&bytes, &name)?, bytes)))
 }
 
-/// Reads and validates a config file; also returns its bytes (to notice
-/// later changes).
+/// Reads and validates a config file (`doorman config check`): a missing
+/// or blank file is an error here.
 pub fn read(path: &Path) -> Result<(Config, Vec<u8>), ConfigError> {
     let name = path.display().to_string();
     let bytes =

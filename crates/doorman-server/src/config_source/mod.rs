@@ -70,12 +70,9 @@ impl ConfigSource {
     /// missing etcd key are not errors: the config is then pending.
     pub async fn load(&self) -> Result<Loaded, LoadError> {
         match self {
-            ConfigSource::File(path) => match file::missing(path) {
-                Some(why) => Ok(Loaded::pending(why, 0)),
-                None => {
-                    let (cfg, bytes) = file::read(path)?;
-                    Ok(Loaded::new(cfg, Some(bytes), 0))
-                }
+            ConfigSource::File(path) => match file::read_or_wait(path)? {
+                Ok((cfg, bytes)) => Ok(Loaded::new(cfg, Some(bytes), 0)),
+                Err(why) => Ok(Loaded::pending(why, 0)),
             },
             ConfigSource::Inline(c) => Ok(Loaded {
                 config: c.clone(),
