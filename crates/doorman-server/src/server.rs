@@ -26,6 +26,10 @@ use crate::listener::{stopped, Incoming};
 use crate::metrics::Metrics;
 use crate::state::{Clock, ServerState};
 
+/// Default of `ServerOptions::grpc_max_connections` (and of
+/// `--grpc-max-connections`).
+pub const DEFAULT_GRPC_MAX_CONNECTIONS: usize = 10_000;
+
 /// How to run a server.
 #[derive(Clone)]
 pub struct ServerOptions {
@@ -83,7 +87,7 @@ impl ServerOptions {
             listen,
             http: None,
             http_limits: HttpLimits::default(),
-            grpc_max_connections: 10_000,
+            grpc_max_connections: DEFAULT_GRPC_MAX_CONNECTIONS,
             grpc_idle_timeout: Duration::from_secs(60),
             server_id: None,
             config,

@@ -14,7 +14,7 @@ use anyhow::Context;
 use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::{Election, Standalone};
 use doorman_server::http::serve::HttpLimits;
-use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_server::server::{start, ConfigSource, ServerOptions, DEFAULT_GRPC_MAX_CONNECTIONS};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -50,15 +50,16 @@ pub struct Args {
     http: Option<SocketAddr>,
     /// Most open connections to the HTTP address (1 to 65536); one more is
     /// closed at once.
-    #[arg(long, default_value_t = 256, value_parser = crate::args::count(65_536))]
+    #[arg(long, default_value_t = HttpLimits::DEFAULT_MAX_CONNECTIONS, value_parser = crate::args::count(65_536))]
     http_max_connections: usize,
-    /// Seconds an HTTP peer has to send its request headers (0.1 to 600).
-    #[arg(long, default_value = "10", value_parser = crate::args::seconds(0.1, 600.0))]
-    http_header_timeout: Duration,
+    /// Seconds an HTTP peer has to send its request headers (0.1 to 600;
+    /// default 10).
+    #[arg(long, value_parser = crate::args::seconds(0.1, 600.0))]
+    http_header_timeout: Option<Duration>,
     /// Most open gRPC connections (1 to 1 000 000); one more is closed at
     /// once. The soft limit of open files is raised to the hard limit at
     /// start.
-    #[arg(long, default_value_t = 10_000, value_parser = crate::args::count(1_000_000))]
+    #[arg(long, default_value_t = DEFAULT_GRPC_MAX_CONNECTIONS, value_parser = crate::args::count(1_000_000))]
     grpc_max_connections: usize,
     /// Id returned by Discovery (default: the listen address).
     #[arg(long)]
@@ -158,10 +159,11 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
     opts.node_id = args.node_id;
     opts.grpc_max_connections = args.grpc_max_connections;
     opts.http = args.http;
+    let defaults = HttpLimits::default();
     opts.http_limits = HttpLimits {
         max_connections: args.http_max_connections,
-        header_timeout: args.http_header_timeout,
-        ..HttpLimits::default()
+        header_timeout: args.http_header_timeout.unwrap_or(defaults.header_timeout),
+        ..defaults
     };
     opts.server_id = args.server_id;
     opts.min_request_interval = args.min_request_interval;

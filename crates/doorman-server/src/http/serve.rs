@@ -34,10 +34,15 @@ pub struct HttpLimits {
     pub idle_timeout: Duration,
 }
 
+impl HttpLimits {
+    /// Default of `max_connections` (and of `--http-max-connections`).
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+}
+
 impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
-            max_connections: 256,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             header_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
