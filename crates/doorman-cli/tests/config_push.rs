@@ -91,14 +91,8 @@ async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
         .unwrap();
     eventually("invalid config counted", Duration::from_secs(2), || {
         servers.iter().all(|s| {
-            let (status, counters) = {
-                let mut core = s.state.core();
-                (
-                    core.status(doorman_server::wall_clock(), 0),
-                    core.counters(),
-                )
-            };
-            let text = s.state.metrics.render(&status, counters);
+            let (gauges, counters, is_master) = s.state.gauges();
+            let text = s.state.metrics.render(&gauges, counters, is_master);
             text.contains("doorman_server_config_reloads_total{result=\"error\"} 1")
         })
     })

@@ -2,18 +2,18 @@
 //! gRPC service per request, the config sources per reload) and rendered by
 //! the HTTP boundary's `/metrics`. Request metrics are recorded as requests
 //! happen; per-resource gauges and core counters are
-//! refreshed from a core snapshot when `/metrics` is scraped, so resources
-//! that disappear also disappear from the metrics.
+//! written from a stepwise core snapshot when `/metrics` is scraped, so
+//! resources that disappear also disappear from the metrics.
 //!
 //! Must not: change server state or keep anything but the metrics.
 
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
 
-use doorman_core::server::{Counters, Status};
+use doorman_core::server::{Counters, ResourceGauge};
 
 /// Every metric of one server, on its own registry.
 #[derive(Debug, Clone)]
@@ -22,7 +22,6 @@ pub struct Metrics {
     requests: IntCounterVec,
     errors: IntCounterVec,
     latency: HistogramVec,
-    resources: ResourceGauges,
     unmatched: IntCounter,
     expired: IntCounter,
     config_reloads: IntCounterVec,
@@ -58,61 +57,88 @@ const LATENCY_BUCKETS: [f64; 12] = [
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1,
 ];
 
-/// The per-resource gauges, rebuilt from each snapshot.
-#[derive(Debug, Clone)]
-struct ResourceGauges {
-    capacity: GaugeVec,
-    has: GaugeVec,
-    wants: GaugeVec,
-    clients: GaugeVec,
-    learning: GaugeVec,
+/// How a per-resource gauge reads its value.
+type GaugeValue = fn(&ResourceGauge) -> f64;
+
+/// The per-resource gauges: name, help, value. Written straight into the
+/// text format from a stepwise snapshot (100 000 resources take a few
+/// milliseconds this way; as labelled prometheus gauges, rebuilt each scrape,
+/// they took far longer and far more memory).
+const RESOURCE_GAUGES: [(&str, &str, GaugeValue); 5] = [
+    (
+        "doorman_server_resource_capacity",
+        "Capacity being shared.",
+        |g| g.capacity,
+    ),
+    (
+        "doorman_server_resource_has",
+        "Capacity handed out (sum of has).",
+        |g| g.has,
+    ),
+    ("doorman_server_resource_wants", "Sum of wants.", |g| {
+        g.wants
+    }),
+    (
+        "doorman_server_resource_clients",
+        "Requesters holding a lease.",
+        |g| g.requesters as f64,
+    ),
+    (
+        "doorman_server_resource_learning_mode",
+        "1 while in learning mode.",
+        |g| if g.learning { 1.0 } else { 0.0 },
+    ),
+];
+
+/// Appends the per-resource gauges in the Prometheus text format.
+fn write_resource_gauges(out: &mut String, gauges: &[ResourceGauge]) {
+    let mut numbers = Numbers::default();
+    for (name, help, value) in RESOURCE_GAUGES {
+        for line in ["# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n"] {
+            out.push_str(line);
+        }
+        for g in gauges {
+            out.push_str(name);
+            out.push_str("{resource=\"");
+            out.push_str(&escape_label(&g.id));
+            out.push_str("\"} ");
+            out.push_str(sample(&mut numbers, value(g)));
+            out.push('\n');
+        }
+    }
 }
 
-impl ResourceGauges {
-    fn new(r: &Registry) -> Self {
-        let gauge = |name: &str, help: &str| {
-            register(r, GaugeVec::new(Opts::new(name, help), &["resource"]))
-        };
-        ResourceGauges {
-            capacity: gauge("doorman_server_resource_capacity", "Capacity being shared."),
-            has: gauge(
-                "doorman_server_resource_has",
-                "Capacity handed out (sum of has).",
-            ),
-            wants: gauge("doorman_server_resource_wants", "Sum of wants."),
-            clients: gauge(
-                "doorman_server_resource_clients",
-                "Requesters holding a lease.",
-            ),
-            learning: gauge(
-                "doorman_server_resource_learning_mode",
-                "1 while in learning mode.",
-            ),
-        }
-    }
+/// Number formatting buffers: integers (most samples: counts, flags and
+/// whole capacities) are much cheaper to print than floats.
+#[derive(Default)]
+struct Numbers {
+    ints: itoa::Buffer,
+    floats: ryu::Buffer,
+}
 
-    /// Resources that are gone disappear from the metrics too.
-    fn update(&self, status: &Status) {
-        for g in [
-            &self.capacity,
-            &self.has,
-            &self.wants,
-            &self.clients,
-            &self.learning,
-        ] {
-            g.reset();
-        }
-        for r in &status.resources {
-            let l = [r.id.as_str()];
-            self.capacity.with_label_values(&l).set(r.capacity);
-            self.has.with_label_values(&l).set(r.has);
-            self.wants.with_label_values(&l).set(r.wants);
-            self.clients.with_label_values(&l).set(r.requesters as f64);
-            self.learning
-                .with_label_values(&l)
-                .set(if r.learning { 1.0 } else { 0.0 });
-        }
+/// Below 2^53 every integer is exact in an f64.
+const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
+/// A sample value as the text format wants it.
+fn sample(buf: &mut Numbers, v: f64) -> &str {
+    match v {
+        v if v.is_nan() => "NaN",
+        f64::INFINITY => "+Inf",
+        f64::NEG_INFINITY => "-Inf",
+        v if v.fract() == 0.0 && v.abs() < EXACT_INTEGERS => buf.ints.format(v as i64),
+        v => buf.floats.format_finite(v),
     }
+}
+
+/// A label value as the text format wants it: `\`, `"` and newlines escaped.
+fn escape_label(v: &str) -> std::borrow::Cow<'_, str> {
+    if !v.contains(['\\', '"', '\n']) {
+        return v.into();
+    }
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+        .into()
 }
 
 impl Metrics {
@@ -149,7 +175,6 @@ impl Metrics {
                 &["method", "reason"],
             ),
             latency: register(&r, HistogramVec::new(latency, &["method"])),
-            resources: ResourceGauges::new(&r),
             unmatched: register(
                 &r,
                 IntCounter::new(
@@ -212,9 +237,9 @@ impl Metrics {
             .inc();
     }
 
-    /// Refreshes gauges from a snapshot and renders the text format.
-    pub fn render(&self, status: &Status, counters: Counters) -> String {
-        self.resources.update(status);
+    /// Refreshes the core's counters and renders the text format, with the
+    /// per-resource gauges of `gauges`.
+    pub fn render(&self, gauges: &[ResourceGauge], counters: Counters, is_master: bool) -> String {
         self.unmatched.inc_by(
             counters
                 .unmatched_requests
@@ -222,12 +247,52 @@ impl Metrics {
         );
         self.expired
             .inc_by(counters.expired_leases.saturating_sub(self.expired.get()));
-        self.is_master.set(i64::from(status.is_master));
-        self.leases.set(status.leases as i64);
+        self.is_master.set(i64::from(is_master));
+        self.leases
+            .set(gauges.iter().map(|g| g.requesters as i64).sum());
         let mut buf = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buf) {
             return format!("# error encoding metrics: {e}\n");
         }
-        String::from_utf8(buf).unwrap_or_default()
+        let mut text = String::from_utf8(buf).unwrap_or_default();
+        // Five lines per resource of about 50 bytes besides the id: one
+        // allocation instead of a doubling series of 30 MB at 100 000.
+        let ids: usize = gauges.iter().map(|g| g.id.len()).sum();
+        text.reserve(5 * (ids + 64 * gauges.len()));
+        write_resource_gauges(&mut text, gauges);
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_ids_are_escaped_in_labels() {
+        let g = ResourceGauge {
+            id: "a\"b\\c\nd".into(),
+            capacity: 5.0,
+            has: 1.5,
+            wants: 2.0,
+            requesters: 1,
+            learning: true,
+        };
+        let text = Metrics::new().render(&[g], Counters::default(), true);
+        assert!(
+            text.contains("doorman_server_resource_has{resource=\"a\\\"b\\\\c\\nd\"} 1.5"),
+            "{text}"
+        );
+        assert!(text.contains("doorman_server_resource_learning_mode{resource=\"a"));
+        assert!(text.contains("# TYPE doorman_server_resource_capacity gauge"));
+        assert!(text.contains("doorman_server_leases 1"));
+        assert!(
+            text.contains("doorman_server_resource_capacity{resource=\"a"),
+            "{text}"
+        );
+        assert!(
+            text.contains("} 5\n"),
+            "whole numbers print as integers: {text}"
+        );
     }
 }

@@ -317,8 +317,8 @@ fn spawn_cleanup(
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    let now = state.now();
-                    state.core().cleanup(now);
+                    let state = state.clone();
+                    let _ = tokio::task::spawn_blocking(move || state.cleanup()).await;
                 }
                 _ = stop.changed() => return,
             }

@@ -1,11 +1,17 @@
 //! The state every boundary of a running server shares: the core behind its
 //! lock, the metrics, the clock, and the wake-up of the upstream task.
+//! Whole-server reads and cleanup go through [`ServerState::sweep`], which
+//! takes the lock for one bounded step at a time, so a scrape or a status
+//! page of 100 000 resources never holds requests up for more than a step.
 //!
-//! Must not: decide anything (the core does) or do I/O.
+//! Must not: decide anything (the core does), do I/O, or hold the core
+//! lock for more than one step of whole-server work.
 
 use std::sync::{Mutex, MutexGuard};
 
-use doorman_core::server::{CapacityRequest, Grant, Refusal, ServerCore};
+use doorman_core::server::{
+    CapacityRequest, Counters, Grant, Refusal, ResourceGauge, ServerCore, Status,
+};
 use doorman_core::Time;
 
 use crate::metrics::Metrics;
@@ -62,5 +68,40 @@ impl ServerState {
             self.upstream_wake.notify_one();
         }
         out
+    }
+
+    /// Runs `step` from position 0 until it returns `None`, taking the core
+    /// lock for each step only.
+    pub fn sweep(&self, mut step: impl FnMut(&mut ServerCore, usize) -> Option<usize>) {
+        let mut at = Some(0);
+        while let Some(from) = at {
+            at = step(&mut self.core(), from);
+        }
+    }
+
+    /// A status snapshot (at most `max_leases` leases per resource), taken
+    /// step by step.
+    pub fn status(&self, max_leases: usize) -> Status {
+        let now = self.now();
+        let mut status = self.core().status_header(now);
+        self.sweep(|core, from| core.status_step(now, max_leases, from, &mut status.resources));
+        status.finish();
+        status
+    }
+
+    /// What `/metrics` exports from the core: per-resource figures (taken
+    /// step by step), the counters and mastership.
+    pub fn gauges(&self) -> (Vec<ResourceGauge>, Counters, bool) {
+        let now = self.now();
+        let mut gauges = Vec::with_capacity(self.core().resource_count());
+        self.sweep(|core, from| core.gauges_step(now, from, &mut gauges));
+        let core = self.core();
+        (gauges, core.counters(), core.is_master())
+    }
+
+    /// One whole cleanup pass, step by step.
+    pub fn cleanup(&self) {
+        let now = self.now();
+        self.sweep(|core, from| core.cleanup_step(now, from));
     }
 }

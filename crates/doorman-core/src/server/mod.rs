@@ -13,19 +13,25 @@
 mod decide;
 mod index;
 mod record;
+mod reload;
 mod request;
 mod resource;
 mod status;
+mod sweep;
 mod upstream;
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use indexmap::IndexMap;
 
 use doorman_algorithms::Time;
 
 pub use request::{CapacityRequest, Decision, Grant, NotMaster, Refusal, ResourceAsk, Who};
 use resource::{Context, Resource};
-pub use status::{BandStatus, LeaseStatus, ResourceStatus, Status, TemplateStatus, UpstreamStatus};
+pub use status::{
+    BandStatus, LeaseStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus, UpstreamStatus,
+};
+pub use sweep::{STATUS_STEP, SWEEP_STEP};
 pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
 
 use crate::config::{AlgorithmConfig, Config};
@@ -77,7 +83,12 @@ pub struct Counters {
 pub struct ServerCore {
     opts: CoreOptions,
     config: Arc<Config>,
-    resources: HashMap<String, Resource>,
+    /// Bumped by each reload; resources bound to an older one re-bind when
+    /// next touched (`reload.rs`).
+    config_gen: u64,
+    /// In insertion order with O(1) removal (`swap_remove`), so whole-server
+    /// work can go in bounded steps by position (`sweep.rs`).
+    resources: IndexMap<String, Resource>,
     is_master: bool,
     master_address: Option<String>,
     master_since: Time,
@@ -94,7 +105,8 @@ impl ServerCore {
         ServerCore {
             opts,
             config,
-            resources: HashMap::new(),
+            config_gen: 0,
+            resources: IndexMap::new(),
             is_master: false,
             master_address: None,
             master_since: Time::ZERO,
@@ -214,42 +226,6 @@ impl ServerCore {
         Ok(())
     }
 
-    /// Replaces the config (already validated). Leases and learning end
-    /// times survive; resources re-bind to their new templates (a new
-    /// capacity applies at the next decision, and leases already handed out
-    /// keep counting against it). A resource no template matches any more
-    /// keeps its old template until its last live lease expires, and no
-    /// lease handed out meanwhile outlives that; then it is served as
-    /// unmatched. A reload never lets Σ of unexpired grants jump.
-    pub fn replace_config(&mut self, config: Arc<Config>) {
-        self.config_pending = None;
-        if self.is_intermediate() {
-            // Resources come from the parent; the local config only narrows.
-            // The capacity is re-derived at each request.
-            for (id, r) in self.resources.iter_mut() {
-                if let Some(u) = r.upstream.as_mut() {
-                    u.local = config.find(id).cloned();
-                }
-                r.rebind_upstream(id);
-            }
-            self.config = config;
-            return;
-        }
-        self.resources.retain(|id, r| match config.find(id) {
-            Some(t) => {
-                let capacity = t.capacity;
-                r.retired_until = None;
-                r.rebind(t.clone());
-                r.set_capacity(capacity);
-                true
-            }
-            // Its live leases keep counting against the old capacity until
-            // they expire; then it is served as unmatched.
-            None => r.retire(),
-        });
-        self.config = config;
-    }
-
     /// GetCapacity / GetServerCapacity: for each resource, clean up, record
     /// the request, decide (learning mode or algorithm) and answer.
     pub fn get_capacity(
@@ -268,12 +244,11 @@ impl ServerCore {
     }
 
     fn one(&mut self, now: Time, who: &Who, ask: &request::ResourceAsk) -> Grant {
-        if self
-            .resources
-            .get(&ask.resource_id)
-            .is_some_and(|r| r.retired(now))
-        {
-            self.resources.remove(&ask.resource_id);
+        if let Some(r) = self.resources.get_mut(&ask.resource_id) {
+            reload::freshen(&self.config, self.config_gen, &ask.resource_id, r);
+            if r.retired(now) {
+                self.resources.swap_remove(&ask.resource_id);
+            }
         }
         let cx = Context {
             now,
@@ -284,7 +259,9 @@ impl ServerCore {
             Some(r) => r,
             None if self.opts.role == Role::Intermediate => {
                 let local = self.config.find(&ask.resource_id).cloned();
-                let r = Resource::new_intermediate(&ask.resource_id, local, self.master_since, now);
+                let mut r =
+                    Resource::new_intermediate(&ask.resource_id, local, self.master_since, now);
+                r.config_gen = self.config_gen;
                 self.resources.entry(ask.resource_id.clone()).or_insert(r)
             }
             None => {
@@ -294,9 +271,9 @@ impl ServerCore {
                 let learning_until =
                     self.master_since + Time::secs(template.algorithm.learning_mode_duration);
                 let capacity = template.capacity;
-                self.resources
-                    .entry(ask.resource_id.clone())
-                    .or_insert_with(|| Resource::new(template, capacity, learning_until))
+                let mut r = Resource::new(template, capacity, learning_until);
+                r.config_gen = self.config_gen;
+                self.resources.entry(ask.resource_id.clone()).or_insert(r)
             }
         };
         self.counters.expired_leases += resource.expire(now) as u64;
@@ -348,18 +325,6 @@ impl ServerCore {
             }
         }
         Ok(n)
-    }
-
-    /// Periodic cleanup: forget expired leases everywhere and drop resources
-    /// with no leases left and no learning mode, so memory follows live
-    /// leases. O(resources + expired).
-    pub fn cleanup(&mut self, now: Time) {
-        let mut expired = 0;
-        self.resources.retain(|_, r| {
-            expired += r.expire(now);
-            (!r.shares.is_empty() || r.in_learning(now)) && !r.retired(now)
-        });
-        self.counters.expired_leases += expired as u64;
     }
 
     /// Number of resources with state.

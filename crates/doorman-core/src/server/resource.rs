@@ -32,6 +32,8 @@ pub(crate) struct Resource {
     /// leases were live: the old template keeps applying, and no lease
     /// outlives, until then (the latest expiry of those leases).
     pub retired_until: Option<Time>,
+    /// The generation of the config it is bound to (see `reload.rs`).
+    pub config_gen: u64,
 }
 
 /// Settings the core passes to each request.
@@ -59,6 +61,7 @@ impl Resource {
             learning_until,
             upstream: None,
             retired_until: None,
+            config_gen: 0,
         }
     }
 

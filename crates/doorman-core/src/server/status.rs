@@ -1,5 +1,6 @@
 //! A serialisable snapshot of the core for the status page, the JSON API
-//! and metrics. Taking it is O(resources + leases shown).
+//! and metrics, taken in steps (`sweep.rs`): each step is O(resources in
+//! the step + leases shown).
 //!
 //! Must not: change leases, grants or learning mode.
 
@@ -147,21 +148,27 @@ pub struct LeaseStatus {
     pub outstanding: Option<f64>,
 }
 
+/// The per-resource figures `/metrics` exports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResourceGauge {
+    /// Its id.
+    pub id: String,
+    /// Capacity being shared.
+    pub capacity: f64,
+    /// Σ has (capacity handed out).
+    pub has: f64,
+    /// Σ wants.
+    pub wants: f64,
+    /// Number of requesters with a lease.
+    pub requesters: usize,
+    /// In learning mode?
+    pub learning: bool,
+}
+
 impl ServerCore {
-    /// A snapshot, listing at most `max_leases` leases per resource.
-    pub fn status(&mut self, now: Time, max_leases: usize) -> Status {
-        let mut resources: Vec<ResourceStatus> = self
-            .resources
-            .iter_mut()
-            .map(|(id, r)| resource_status(id, r, now, max_leases))
-            .collect();
-        resources.sort_by(|a, b| a.id.cmp(&b.id));
-        let templates = self
-            .config
-            .templates()
-            .iter()
-            .map(|t| template_status(t))
-            .collect();
+    /// Everything but the resources (and so `leases` = 0): cheap, O(templates).
+    /// Fill `resources` with [`ServerCore::status_step`].
+    pub fn status_header(&self, now: Time) -> Status {
         Status {
             server_id: self.opts.server_id.clone(),
             is_master: self.is_master,
@@ -174,11 +181,37 @@ impl ServerCore {
             },
             config_source: self.config.source().to_string(),
             config_summary: self.config.summary(),
-            templates,
-            leases: resources.iter().map(|r| r.requesters).sum(),
-            resources,
+            templates: self
+                .config
+                .templates()
+                .iter()
+                .map(|t| template_status(t))
+                .collect(),
+            resources: Vec::new(),
             unmatched_requests: self.counters.unmatched_requests,
+            leases: 0,
         }
+    }
+
+    /// A whole snapshot in one call (tests and the simulator; a server
+    /// goes step by step), listing at most `max_leases` leases per resource.
+    pub fn status(&mut self, now: Time, max_leases: usize) -> Status {
+        let mut status = self.status_header(now);
+        let mut at = Some(0);
+        while let Some(from) = at {
+            at = self.status_step(now, max_leases, from, &mut status.resources);
+        }
+        status.finish();
+        status
+    }
+}
+
+impl Status {
+    /// Sorts the resources by id and counts their leases (after the last
+    /// status step).
+    pub fn finish(&mut self) {
+        self.resources.sort_by(|a, b| a.id.cmp(&b.id));
+        self.leases = self.resources.iter().map(|r| r.requesters).sum();
     }
 }
 
@@ -195,7 +228,24 @@ fn template_status(t: &Template) -> TemplateStatus {
     }
 }
 
-fn resource_status(id: &str, r: &mut Resource, now: Time, max_leases: usize) -> ResourceStatus {
+pub(super) fn resource_gauge(id: &str, r: &Resource, now: Time) -> ResourceGauge {
+    let totals = r.shares.totals();
+    ResourceGauge {
+        id: id.to_string(),
+        capacity: r.shares.capacity(),
+        has: totals.has,
+        wants: totals.wants,
+        requesters: totals.requesters,
+        learning: r.in_learning(now),
+    }
+}
+
+pub(super) fn resource_status(
+    id: &str,
+    r: &mut Resource,
+    now: Time,
+    max_leases: usize,
+) -> ResourceStatus {
     let totals = r.shares.totals();
     let bands = r
         .shares

@@ -283,11 +283,15 @@ impl ServerCore {
         if !due {
             return None;
         }
+        let (config, gen) = (&self.config, self.config_gen);
         let mut asks: Vec<UpstreamAsk> = self
             .resources
             .iter_mut()
             .filter(|(_, r)| !r.shares.is_empty())
-            .filter_map(|(id, r)| r.upstream_ask(id, now))
+            .filter_map(|(id, r)| {
+                super::reload::freshen(config, gen, id, r);
+                r.upstream_ask(id, now)
+            })
             .collect();
         asks.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
         (!asks.is_empty()).then_some(asks)

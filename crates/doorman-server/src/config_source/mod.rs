@@ -150,7 +150,8 @@ pub(crate) fn apply(state: &ServerState, bytes: &[u8], source_name: &str) {
     match Config::from_bytes(bytes, source_name) {
         Ok(cfg) => {
             tracing::info!(summary = %cfg.summary(), "config applied");
-            state.core().replace_config(Arc::new(cfg));
+            let old = state.core().replace_config(Arc::new(cfg));
+            drop(old); // after the core lock is released
             state.metrics.config_reload(true);
         }
         Err(e) => {

@@ -1,11 +1,15 @@
 //! The HTTP boundary of a server: `/metrics` (Prometheus, rendered by
 //! [`crate::metrics`]),
 //! `/debug/status` (HTML, `page.rs`), `/api/v1/status` (JSON), `/healthz`
-//! (the process lives) and `/readyz` (it can serve now, or why not), all
-//! read from one core snapshot per request.
+//! (the process lives) and `/readyz` (it can serve now, or why not). The
+//! pages and metrics are built by `build.rs` (own low-priority threads)
+//! from a snapshot taken step by step ([`ServerState::status`],
+//! [`ServerState::gauges`]), so they neither hold the core lock for long
+//! nor take CPU from the RPCs first.
 //!
 //! Must not: change server state.
 
+pub mod build;
 mod page;
 pub mod serve;
 
@@ -18,9 +22,10 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
-use doorman_core::server::{Counters, Status};
+use doorman_core::server::Status;
 
 use crate::state::ServerState;
+use build::Builder;
 pub use page::render_html;
 
 /// Leases listed per resource unless `?leases=N` asks otherwise.
@@ -40,17 +45,11 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/status", get(status_json))
         .route("/debug/status", get(status_html))
         .route("/", get(status_html))
-        .with_state(state)
+        .with_state(Builder::new(state))
 }
 
-fn snapshot(state: &ServerState, leases: usize) -> (Status, Counters) {
-    let now = state.now();
-    let mut core = state.core();
-    (core.status(now, leases), core.counters())
-}
-
-async fn healthz(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
-    let core = state.core();
+async fn healthz(State(pages): State<Builder>) -> impl IntoResponse {
+    let core = pages.state().core();
     let role = if core.is_master() {
         "master"
     } else {
@@ -62,7 +61,8 @@ async fn healthz(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
 /// 200 when the server can serve now, else 503 with the reason: no config
 /// yet, the master unknown, or (intermediate) no valid lease from the
 /// parent for the resources in use.
-async fn readyz(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
+async fn readyz(State(pages): State<Builder>) -> impl IntoResponse {
+    let state = pages.state();
     let now = state.now();
     let readiness = state.core().readiness(now);
     match readiness {
@@ -74,26 +74,29 @@ async fn readyz(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
     }
 }
 
-async fn metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
-    let (status, counters) = snapshot(&state, 0);
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(&status, counters),
-    )
+async fn metrics(State(pages): State<Builder>) -> impl IntoResponse {
+    let text = pages
+        .build(|state| {
+            let (gauges, counters, is_master) = state.gauges();
+            state.metrics.render(&gauges, counters, is_master)
+        })
+        .await?;
+    Ok::<_, StatusCode>(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 
 async fn status_json(
-    State(state): State<Arc<ServerState>>,
+    State(pages): State<Builder>,
     Query(q): Query<StatusQuery>,
-) -> Json<Status> {
-    Json(snapshot(&state, q.leases.unwrap_or(DEFAULT_LEASES_SHOWN)).0)
+) -> Result<Json<Status>, StatusCode> {
+    let leases = q.leases.unwrap_or(DEFAULT_LEASES_SHOWN);
+    Ok(Json(pages.build(move |s| s.status(leases)).await?))
 }
 
 async fn status_html(
-    State(state): State<Arc<ServerState>>,
+    State(pages): State<Builder>,
     Query(q): Query<StatusQuery>,
-) -> Html<String> {
-    Html(render_html(
-        &snapshot(&state, q.leases.unwrap_or(DEFAULT_LEASES_SHOWN)).0,
-    ))
+) -> Result<Html<String>, StatusCode> {
+    let leases = q.leases.unwrap_or(DEFAULT_LEASES_SHOWN);
+    let page = pages.build(move |s| render_html(&s.status(leases))).await?;
+    Ok(Html(page))
 }

@@ -37,10 +37,14 @@ pub struct Options {
     /// Number of distinct client ids (1 to 10 000 000).
     #[arg(long, default_value_t = 1000, value_parser = count(MAX_CLIENTS))]
     pub clients: usize,
-    /// Resources per client (ids loadtest-0 … loadtest-R-1), all in each
+    /// Resources per client (ids PREFIX0 … PREFIX{R-1}), all in each
     /// request (1 to the protocol's limit per request).
     #[arg(long, default_value_t = 1, value_parser = count(MAX_RESOURCES_PER_REQUEST))]
     pub resources: usize,
+    /// What resource ids start with (runs with different prefixes load
+    /// different resources).
+    #[arg(long, default_value = "loadtest-", value_parser = resource_prefix)]
+    pub resource_prefix: String,
     /// What each client wants of each resource.
     #[arg(long, default_value_t = 10.0, value_parser = crate::args::amount)]
     pub wants: f64,
@@ -65,6 +69,16 @@ pub struct Options {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A resource id prefix: 1 to 1000 bytes, so that ids stay within the
+/// protocol's limit.
+fn resource_prefix(s: &str) -> Result<String, String> {
+    match s.len() {
+        0 => Err("must not be empty".into()),
+        n if n > 1000 => Err(format!("at most 1000 bytes, got {n}")),
+        _ => Ok(s.to_string()),
+    }
 }
 
 /// Latency percentiles, microseconds.
@@ -332,7 +346,7 @@ async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
             .map(|i| format!("loadtest-{run_id}-{i}"))
             .collect(),
         resources: (0..opts.resources)
-            .map(|i| format!("loadtest-{i}"))
+            .map(|i| format!("{}{i}", opts.resource_prefix))
             .collect(),
         leases: (0..opts.clients)
             .map(|_| Mutex::new(vec![None; opts.resources]))

@@ -11,6 +11,7 @@ fn opts(server: String, duration: f64) -> Options {
         server,
         clients: 20,
         resources: 2,
+        resource_prefix: "loadtest-".into(),
         wants: 10.0,
         concurrency: 4,
         duration,

@@ -1,5 +1,7 @@
 //! Core unit tests: explicit times, no sleeping.
 
+mod sweep;
+
 use super::*;
 use doorman_algorithms::{Amount, Demand};
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# GetCapacity latency with and without a /metrics scrape loop, on a server
+# holding 100 000 resources (the hardening issue's case). Starts its own
+# server on 127.0.0.1, fills it with `doorman loadtest` runs of 10 000
+# resources each, then measures `doorman loadtest` (1 000 clients, one
+# resource) twice: alone, and while a loop scrapes /metrics back to back.
+# Prints both p99s and their ratio. Stops everything it started.
+#
+# Usage: scripts/scrape-p99.sh [RESOURCES (default 100000)] [SECONDS (default 20)]
+#                              [CONCURRENCY (default 4)] [SCRAPE_PAUSE (s, default 0)]
+# CONCURRENCY is the loadtest's requests in flight: 4 keeps a 2-core machine
+# below saturation (latency then shows waiting, not queueing for the CPU);
+# 32 saturates it. SCRAPE_PAUSE 0 scrapes back to back.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RESOURCES=${1:-100000}
+SECONDS_=${2:-20}
+CONCURRENCY=${3:-4}
+PAUSE=${4:-0}
+BIN=target/release/doorman
+[ -x "$BIN" ] || cargo build --release --bin doorman
+WORK=$(mktemp -d)
+GRPC=127.0.0.1:16300
+HTTP=127.0.0.1:16380
+cat >"$WORK/config.toml" <<'TOML'
+[[resources]]
+identifier_glob = "*"
+capacity = 1000000
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 900
+refresh_interval = 60
+learning_mode_duration = 0
+TOML
+"$BIN" server --config "$WORK/config.toml" --listen $GRPC --http $HTTP \
+    --min-request-interval 0 >"$WORK/server.log" 2>&1 &
+SERVER=$!
+SCRAPER=""
+cleanup() {
+    [ -n "$SCRAPER" ] && kill "$SCRAPER" 2>/dev/null || true
+    kill "$SERVER" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+for _ in $(seq 50); do curl -sf "http://$HTTP/healthz" >/dev/null && break; sleep 0.1; done
+
+echo "filling $RESOURCES resources"
+for ((i = 0; i * 10000 < RESOURCES; i++)); do
+    n=$(( RESOURCES - i * 10000 < 10000 ? RESOURCES - i * 10000 : 10000 ))
+    "$BIN" loadtest --server $GRPC --clients 1 --concurrency 1 --connections 1 \
+        --resources "$n" --resource-prefix "fill$i-" --warmup 0 --duration 0.5 --json >/dev/null
+done
+curl -sf "http://$HTTP/metrics" | grep -c '^doorman_server_resource_has{' | sed 's/^/resources in \/metrics: /'
+
+load() {
+    "$BIN" loadtest --server $GRPC --clients 1000 --concurrency "$CONCURRENCY" --connections 4 \
+        --warmup 2 --duration "$SECONDS_" --json
+}
+p99() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["latency_us"]["p99"], r["latency_us"]["max"], round(r["rpcs_per_s"]))'; }
+
+read -r BASE BASE_MAX BASE_RPS < <(load | p99)
+(while true; do curl -sf -o /dev/null "http://$HTTP/metrics"; sleep "$PAUSE"; done) &
+SCRAPER=$!
+read -r SCRAPE SCRAPE_MAX SCRAPE_RPS < <(load | p99)
+kill "$SCRAPER"; SCRAPER=""
+echo "loadtest: 1000 clients, concurrency $CONCURRENCY, ${SECONDS_} s; scrape pause ${PAUSE} s"
+echo "without scrapes: p99 ${BASE} us, max ${BASE_MAX} us, ${BASE_RPS} RPC/s"
+echo "scraping /metrics back to back: p99 ${SCRAPE} us, max ${SCRAPE_MAX} us, ${SCRAPE_RPS} RPC/s"
+python3 -c "print(f'p99 ratio (scraping / not): {${SCRAPE}/${BASE}:.2f}')"
