@@ -204,7 +204,7 @@ fn server_entry(
 ) -> Result<ResourceAsk, Rejected> {
     let f = format!("resource[{i}]");
     check_resource_id(&format!("{f}.resource_id"), &r.resource_id, seen)?;
-    let demands = bands(&f, r)?;
+    let demands = super::legacy::demands(bands(&f, r)?, r.outstanding.is_some());
     let outstanding = r
         .outstanding
         .map(|o| amount("outstanding", &format!("{f}.outstanding"), o))
