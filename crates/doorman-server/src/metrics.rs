@@ -25,6 +25,7 @@ pub struct Metrics {
     unmatched: IntCounter,
     expired: IntCounter,
     config_reloads: IntCounterVec,
+    config_watch_restarts: IntCounter,
     rejected: IntCounterVec,
     is_master: IntGauge,
     leases: IntGauge,
@@ -169,6 +170,13 @@ impl Metrics {
                 "Config loads, by result (ok, error).",
                 &["result"],
             ),
+            config_watch_restarts: register(
+                &r,
+                IntCounter::new(
+                    "doorman_server_config_watch_restarts_total",
+                    "Times the etcd config watch was lost and re-established (the key is re-read).",
+                ),
+            ),
             rejected: counters(
                 "doorman_server_rejected_resources_total",
                 "Resource entries left out of a request, by method and reason.",
@@ -228,6 +236,16 @@ impl Metrics {
     /// RPCs of `method` received so far.
     pub fn requests(&self, method: &str) -> u64 {
         self.requests.with_label_values(&[method]).get()
+    }
+
+    /// Counts a lost etcd config watch.
+    pub fn config_watch_restart(&self) {
+        self.config_watch_restarts.inc();
+    }
+
+    /// Etcd config watches lost so far.
+    pub fn config_watch_restarts(&self) -> u64 {
+        self.config_watch_restarts.get()
     }
 
     /// Records a config load.

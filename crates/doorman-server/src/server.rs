@@ -338,6 +338,7 @@ fn spawn_election(
         me: server_id.to_string(),
         out: views_tx,
         stop: stop.clone(),
+        stop_granting: crate::election::StopGranting::of(state.clone()),
     });
     [
         tokio::spawn(election),

@@ -207,3 +207,76 @@ async fn in_memory_election_hands_over_on_abdication() {
     assert_eq!(election.master(), Some(b.addr()));
     assert_redirects(&a.addr(), Some(&b.addr())).await;
 }
+
+/// Leaving mastership goes: stop granting, publish, release the election.
+/// While the leaving master's core is held (so it cannot have stopped
+/// granting yet), no successor may win; once released, one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::await_holding_lock)] // on purpose: see `held` below
+async fn a_leaving_master_stops_granting_before_a_successor_can_win() {
+    let e = etcd();
+    let m = start(opts(etcd_election(&e, 6))).await.unwrap();
+    let m_state = m.state.clone();
+    eventually("m is master", Duration::from_secs(5), || {
+        m_state.core().is_master()
+    })
+    .await;
+    let s = IsolatedServer::start(opts(etcd_election(&e, 6))).unwrap();
+    eventually("s knows the master", Duration::from_secs(5), || {
+        s.state.core().master_address().is_some()
+    })
+    .await;
+
+    // Held on purpose across the awaits below: the test is that nothing
+    // can proceed past "stop granting" while the core is held.
+    let held = m_state.core();
+    let stopping = tokio::spawn(m.shutdown());
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !is_master(&s),
+            "a successor won while the old master could still grant"
+        );
+    }
+    assert!(held.is_master(), "still held, so still granting");
+    drop(held);
+    eventually("s takes over", Duration::from_secs(3), || is_master(&s)).await;
+    assert!(!m_state.core().is_master());
+    stopping.await.unwrap();
+}
+
+/// The election's keep-alives (every third of a 1 s TTL here) and its
+/// sessions never disturb the config watch: in 4 s no watch restart, one
+/// config load, and a pushed change still arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_keep_alives_leave_the_config_watch_alone() {
+    let e = etcd();
+    let cfg_key = "/doorman/config";
+    let endpoints = e.endpoints();
+    let put = |capacity: u32| {
+        let text = CONFIG.replace("capacity = 100", &format!("capacity = {capacity}"));
+        doorman_server::config_source::etcd::put(&endpoints, cfg_key, text.into_bytes())
+    };
+    put(100).await.unwrap();
+    let mut o = opts(etcd_election(&e, 1));
+    o.config = ConfigSource::Etcd {
+        endpoints: e.endpoints(),
+        key: cfg_key.into(),
+    };
+    let s = IsolatedServer::start(o).unwrap();
+    eventually("master", Duration::from_secs(5), || is_master(&s)).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(s.state.metrics.config_watch_restarts(), 0);
+    let loads = |s: &IsolatedServer| {
+        let (g, c, m) = s.state.gauges();
+        let text = s.state.metrics.render(&g, c, m);
+        common::metric(&text, "doorman_server_config_reloads_total{result=\"ok\"}")
+    };
+    assert_eq!(loads(&s), Some(1.0), "the config was read once");
+    put(70).await.unwrap();
+    eventually("the change arrives", Duration::from_secs(3), || {
+        s.state.core().config().templates()[0].capacity == 70.0
+    })
+    .await;
+    assert_eq!(s.state.metrics.config_watch_restarts(), 0);
+}

@@ -57,12 +57,13 @@ impl InMemoryElection {
         }
     }
 
-    async fn campaign(
-        self,
-        me: String,
-        out: watch::Sender<MasterView>,
-        mut stop: watch::Receiver<bool>,
-    ) {
+    async fn campaign(self, c: Candidacy) {
+        let Candidacy {
+            me,
+            out,
+            mut stop,
+            stop_granting,
+        } = c;
         let id = {
             let mut hub = self.hub.lock().unwrap_or_else(|e| e.into_inner());
             hub.next_id += 1;
@@ -72,15 +73,17 @@ impl InMemoryElection {
             id
         };
         let _ = stop.wait_for(|s| *s).await;
+        // Leave in the documented order: stop granting, publish, release.
+        stop_granting.now(None);
+        out.send_replace(MasterView::default());
         let mut hub = self.hub.lock().unwrap_or_else(|e| e.into_inner());
         hub.candidates.retain(|c| c.0 != id);
         hub.publish();
-        out.send_replace(MasterView::default());
     }
 }
 
 impl Election for InMemoryElection {
     fn run(&self, c: Candidacy) -> ElectionFuture {
-        Box::pin(self.clone().campaign(c.me, c.out, c.stop))
+        Box::pin(self.clone().campaign(c))
     }
 }

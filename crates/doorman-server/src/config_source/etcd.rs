@@ -3,7 +3,10 @@
 //! the running config at once (leases kept), an invalid one is logged with
 //! every problem, counted in `doorman_server_config_reloads_total{result="error"}`,
 //! and the running config stays. After a lost connection the watcher
-//! re-reads the key, so no change is missed.
+//! re-reads the key, so no change is missed, and counts the restart in
+//! `doorman_server_config_watch_restarts_total`. The watch has its own etcd
+//! connection: the election's lease keep-alives and session changes never
+//! touch it.
 //!
 //! Must not: apply an invalid config or block the server on etcd.
 
@@ -95,6 +98,7 @@ pub async fn watch(
             return;
         }
         if let Err(e) = result {
+            w.state.metrics.config_watch_restart();
             let delay = backoff.next_delay();
             tracing::warn!(retry_in = ?delay, "config watch: {e}");
             w.revision = 0;

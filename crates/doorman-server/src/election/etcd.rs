@@ -7,7 +7,9 @@
 //! the last successful one (etcd cannot have expired the lease earlier), so
 //! two masters never overlap beyond clock skew; if etcd restarts and the
 //! lease survived, the master stays master. On graceful stop the master
-//! resigns and revokes its lease, so a standby takes over at once.
+//! resigns and revokes its lease, so a standby takes over at once. Leaving
+//! mastership follows the order in `election/mod.rs`: stop granting,
+//! publish, then release (resign, revoke).
 //!
 //! Must not: stay master after etcd can have expired its lease.
 
@@ -18,7 +20,7 @@ use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOp
 use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};
 
-use super::{Candidacy, Election, ElectionFuture, MasterView};
+use super::{Candidacy, Election, ElectionFuture, MasterView, StopGranting};
 use crate::etcd::connect;
 
 /// Settings of an etcd election.
@@ -56,12 +58,13 @@ impl EtcdElection {
         (self.ttl.as_secs() as i64).max(1)
     }
 
-    async fn campaign_until_stopped(
-        self,
-        me: String,
-        out: watch::Sender<MasterView>,
-        mut stop: watch::Receiver<bool>,
-    ) {
+    async fn campaign_until_stopped(self, c: Candidacy) {
+        let Candidacy {
+            me,
+            out,
+            mut stop,
+            stop_granting,
+        } = c;
         let seed = std::process::id() as u64 ^ 0xE7CD;
         let mut backoff = Backoff::new(
             Duration::from_millis(100),
@@ -72,7 +75,7 @@ impl EtcdElection {
             if *stop.borrow() {
                 return;
             }
-            match self.session(&me, &out, &mut stop).await {
+            match self.session(&me, &out, &mut stop, &stop_granting).await {
                 End::Stopped => return,
                 // The session has already published the step-down.
                 End::Retry(why) => {
@@ -117,6 +120,7 @@ impl EtcdElection {
         me: &str,
         out: &watch::Sender<MasterView>,
         stop: &mut watch::Receiver<bool>,
+        stop_granting: &StopGranting,
     ) -> End {
         let step = (self.ttl / 3).max(Duration::from_millis(100));
         let mut s = match self.open(step).await {
@@ -144,7 +148,7 @@ impl EtcdElection {
                     let seen = obs_rx.borrow_and_update().clone();
                     s.observed(seen, out)
                 }
-                _ = stop.changed() => Some(s.leave(out, &self.key).await),
+                _ = stop.changed() => Some(s.leave(out, stop_granting, &self.key).await),
             };
             if let Some(end) = ended {
                 break end;
@@ -152,7 +156,7 @@ impl EtcdElection {
         };
         observer.abort();
         if let End::Retry(_) = &end {
-            s.abandon(out);
+            s.abandon(out, stop_granting);
         }
         end
     }
@@ -191,7 +195,7 @@ impl EtcdElection {
 
 impl Election for EtcdElection {
     fn run(&self, c: Candidacy) -> ElectionFuture {
-        Box::pin(self.clone().campaign_until_stopped(c.me, c.out, c.stop))
+        Box::pin(self.clone().campaign_until_stopped(c))
     }
 
     fn node_id(&self) -> Option<String> {
@@ -265,15 +269,22 @@ impl Session {
         }
     }
 
-    /// Graceful stop: resign, revoke the lease, publish "not master".
-    async fn leave(&mut self, out: &watch::Sender<MasterView>, key: &str) -> End {
+    /// Graceful stop: stop granting, publish "not master", then resign
+    /// and revoke the lease.
+    async fn leave(
+        &mut self,
+        out: &watch::Sender<MasterView>,
+        stop_granting: &StopGranting,
+        key: &str,
+    ) -> End {
+        stop_granting.now(None);
+        out.send_replace(MasterView::default());
         let one_second = Duration::from_secs(1);
         if let Some(l) = self.leader.take() {
             let resign = ResignOptions::new().with_leader(l);
             let _ = timeout(one_second, self.client.resign(Some(resign))).await;
         }
         let _ = timeout(one_second, self.client.lease_revoke(self.lease)).await;
-        out.send_replace(MasterView::default());
         tracing::info!(%key, "left the election");
         End::Stopped
     }
@@ -282,10 +293,11 @@ impl Session {
     /// before anything else can wait, then revoke the lease in the
     /// background so no candidate key of ours stays queued ahead of the
     /// others.
-    fn abandon(self, out: &watch::Sender<MasterView>) {
+    fn abandon(self, out: &watch::Sender<MasterView>, stop_granting: &StopGranting) {
         // A master steps down; a standby forgets a master it can no longer
         // observe, so it answers "unavailable" rather than redirecting to a
         // master that may be gone.
+        stop_granting.now(None);
         out.send_if_modified(|v| {
             let changed = v.is_master || v.master.is_some();
             v.is_master = false;

@@ -6,6 +6,19 @@
 //! learning mode, losing drops all lease state and turns every RPC into a
 //! redirect.
 //!
+//! Leaving mastership goes in one order, whatever the reason (graceful
+//! stop, lost etcd session, another holder seen):
+//!
+//! 1. **stop granting**: [`Candidacy::stop_granting`] steps the core down
+//!    synchronously; when it returns, every request is refused;
+//! 2. **publish** the new view (the `follow` task then has nothing left to
+//!    drop);
+//! 3. **release** the election (resign, revoke the lease), so a successor
+//!    can win only after this server stopped granting.
+//!
+//! The order is made explicit here rather than left to which task the
+//! runtime happens to run first.
+//!
 //! Must not: decide grants or touch lease state other than through the
 //! core's mastership calls.
 
@@ -32,6 +45,34 @@ pub struct MasterView {
 /// The future an election runs as.
 pub type ElectionFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
+/// Steps the core down at once (step 1 of leaving mastership); the
+/// argument is the master to redirect to, if known.
+#[derive(Clone)]
+pub struct StopGranting(Arc<dyn Fn(Option<String>) + Send + Sync>);
+
+impl StopGranting {
+    /// Steps `state`'s core down.
+    pub fn of(state: Arc<ServerState>) -> Self {
+        StopGranting(Arc::new(move |master| state.core().step_down(master)))
+    }
+
+    /// A no-op, for elections that never hold mastership of a real core.
+    pub fn none() -> Self {
+        StopGranting(Arc::new(|_| {}))
+    }
+
+    /// Stops granting; when this returns the core refuses every request.
+    pub fn now(&self, master: Option<String>) {
+        (self.0)(master);
+    }
+}
+
+impl fmt::Debug for StopGranting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StopGranting")
+    }
+}
+
 /// One server's part in an election.
 #[derive(Debug)]
 pub struct Candidacy {
@@ -42,6 +83,9 @@ pub struct Candidacy {
     pub out: watch::Sender<MasterView>,
     /// Turns true when the server stops.
     pub stop: watch::Receiver<bool>,
+    /// Step 1 of leaving mastership: call it before publishing the
+    /// step-down and before releasing the election.
+    pub stop_granting: StopGranting,
 }
 
 /// How a server takes part in its node's master election: standalone
