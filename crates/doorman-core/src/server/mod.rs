@@ -245,7 +245,7 @@ impl ServerCore {
 
     fn one(&mut self, now: Time, who: &Who, ask: &request::ResourceAsk) -> Grant {
         if let Some(r) = self.resources.get_mut(&ask.resource_id) {
-            reload::freshen(&self.config, self.config_gen, &ask.resource_id, r);
+            r.freshen(&self.config, self.config_gen, &ask.resource_id);
             if r.retired(now) {
                 self.resources.swap_remove(&ask.resource_id);
             }

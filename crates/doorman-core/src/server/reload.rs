@@ -10,9 +10,6 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::Time;
-
-use super::resource::Resource;
 use super::ServerCore;
 use crate::config::Config;
 
@@ -31,34 +28,5 @@ impl ServerCore {
         self.config_pending = None;
         self.config_gen += 1;
         std::mem::replace(&mut self.config, config)
-    }
-}
-
-/// Re-binds `r` to `config` (generation `gen`) unless it already is. On an
-/// intermediate server the local config only narrows what the parent
-/// grants. On a root a resource that lost its template retires: it is
-/// dropped (by whoever finds [`Resource::retired`]) once its last live lease
-/// has expired, or at once if none is live.
-pub(super) fn freshen(config: &Config, gen: u64, id: &str, r: &mut Resource) {
-    if r.config_gen == gen {
-        return;
-    }
-    r.config_gen = gen;
-    if let Some(u) = r.upstream.as_mut() {
-        u.local = config.find(id).cloned();
-        r.rebind_upstream(id);
-        return;
-    }
-    match config.find(id) {
-        Some(t) => {
-            r.retired_until = None;
-            r.rebind(t.clone());
-            r.set_capacity(t.capacity);
-        }
-        None => {
-            if !r.retire() {
-                r.retired_until = Some(Time::ZERO);
-            }
-        }
     }
 }

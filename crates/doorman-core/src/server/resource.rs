@@ -15,7 +15,7 @@ use super::request::Who;
 use super::upstream::{
     aggregate_bands, keep_while_learning, UpstreamAsk, UpstreamState, MIN_UPSTREAM_INTERVAL,
 };
-use crate::config::Template;
+use crate::config::{Config, Template};
 use crate::limits::MAX_AMOUNT;
 
 /// One resource.
@@ -115,6 +115,36 @@ impl Resource {
             None if self.in_learning(now) => self.learning_until,
             None => now,
         })
+    }
+
+    /// Re-binds the resource to `config` (generation `gen`) unless it
+    /// already is (see `reload.rs`). On an intermediate server the local
+    /// config only narrows what the parent grants. On a root a resource
+    /// that lost its template retires: it is dropped (by whoever finds
+    /// [`Resource::retired`]) once its last live lease has expired, or at
+    /// once if none is live.
+    pub fn freshen(&mut self, config: &Config, gen: u64, id: &str) {
+        if self.config_gen == gen {
+            return;
+        }
+        self.config_gen = gen;
+        if let Some(u) = self.upstream.as_mut() {
+            u.local = config.find(id).cloned();
+            self.rebind_upstream(id);
+            return;
+        }
+        match config.find(id) {
+            Some(t) => {
+                self.retired_until = None;
+                self.rebind(t.clone());
+                self.set_capacity(t.capacity);
+            }
+            None => {
+                if !self.retire() {
+                    self.retired_until = Some(Time::ZERO);
+                }
+            }
+        }
     }
 
     /// The config no longer has a template for this resource: keep it, and

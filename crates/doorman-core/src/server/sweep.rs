@@ -12,7 +12,6 @@
 
 use doorman_algorithms::Time;
 
-use super::reload::freshen;
 use super::status::{resource_gauge, resource_status};
 use super::{ResourceGauge, ResourceStatus, ServerCore};
 
@@ -35,7 +34,7 @@ impl ServerCore {
                 break;
             };
             visited += 1;
-            freshen(&self.config, self.config_gen, id, r);
+            r.freshen(&self.config, self.config_gen, id);
             expired += r.expire(now);
             if (!r.shares.is_empty() || r.in_learning(now)) && !r.retired(now) {
                 i += 1;
@@ -70,7 +69,7 @@ impl ServerCore {
         let end = (from + STATUS_STEP).min(self.resources.len());
         for i in from..end {
             if let Some((id, r)) = self.resources.get_index_mut(i) {
-                freshen(&self.config, self.config_gen, id, r);
+                r.freshen(&self.config, self.config_gen, id);
                 out.push(resource_status(id, r, now, max_leases));
             }
         }
@@ -89,7 +88,7 @@ impl ServerCore {
         let end = (from + SWEEP_STEP).min(self.resources.len());
         for i in from..end {
             if let Some((id, r)) = self.resources.get_index_mut(i) {
-                freshen(&self.config, self.config_gen, id, r);
+                r.freshen(&self.config, self.config_gen, id);
                 out.push(resource_gauge(id, r, now));
             }
         }

@@ -289,7 +289,7 @@ impl ServerCore {
             .iter_mut()
             .filter(|(_, r)| !r.shares.is_empty())
             .filter_map(|(id, r)| {
-                super::reload::freshen(config, gen, id, r);
+                r.freshen(config, gen, id);
                 r.upstream_ask(id, now)
             })
             .collect();
