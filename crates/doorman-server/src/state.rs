@@ -10,7 +10,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use doorman_core::server::{
-    CapacityRequest, Counters, Grant, Refusal, ResourceGauge, ServerCore, Status,
+    whole_pass, CapacityRequest, Counters, Grant, Refusal, ResourceGauge, ServerCore, Status,
 };
 use doorman_core::Time;
 
@@ -73,10 +73,7 @@ impl ServerState {
     /// Runs `step` from position 0 until it returns `None`, taking the core
     /// lock for each step only.
     pub fn sweep(&self, mut step: impl FnMut(&mut ServerCore, usize) -> Option<usize>) {
-        let mut at = Some(0);
-        while let Some(from) = at {
-            at = step(&mut self.core(), from);
-        }
+        whole_pass(|from| step(&mut self.core(), from));
     }
 
     /// A status snapshot (at most `max_leases` leases per resource), taken

@@ -31,7 +31,7 @@ use resource::{Context, Resource};
 pub use status::{
     BandStatus, LeaseStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus, UpstreamStatus,
 };
-pub use sweep::{STATUS_STEP, SWEEP_STEP};
+pub use sweep::{whole_pass, STATUS_STEP, SWEEP_STEP};
 pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
 
 use crate::config::{AlgorithmConfig, Config};

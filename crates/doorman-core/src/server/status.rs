@@ -192,18 +192,6 @@ impl ServerCore {
             leases: 0,
         }
     }
-
-    /// A whole snapshot in one call (tests and the simulator; a server
-    /// goes step by step), listing at most `max_leases` leases per resource.
-    pub fn status(&mut self, now: Time, max_leases: usize) -> Status {
-        let mut status = self.status_header(now);
-        let mut at = Some(0);
-        while let Some(from) = at {
-            at = self.status_step(now, max_leases, from, &mut status.resources);
-        }
-        status.finish();
-        status
-    }
 }
 
 impl Status {

@@ -12,8 +12,9 @@
 
 use doorman_algorithms::Time;
 
+use super::resource::Resource;
 use super::status::{resource_gauge, resource_status};
-use super::{ResourceGauge, ResourceStatus, ServerCore};
+use super::{ResourceGauge, ResourceStatus, ServerCore, Status};
 
 /// Resources visited per cleanup or metrics step (about a millisecond of
 /// work at most; see BENCHMARKS.md).
@@ -21,6 +22,15 @@ pub const SWEEP_STEP: usize = 1024;
 
 /// Resources visited per status step (each builds a full resource status).
 pub const STATUS_STEP: usize = 128;
+
+/// Runs `step` from position 0 until it says the pass is done (`None`).
+/// A shell wraps each call in its own lock.
+pub fn whole_pass(mut step: impl FnMut(usize) -> Option<usize>) {
+    let mut at = Some(0);
+    while let Some(from) = at {
+        at = step(from);
+    }
+}
 
 impl ServerCore {
     /// One step of the periodic cleanup from position `from`: forgets
@@ -50,10 +60,7 @@ impl ServerCore {
     /// A whole cleanup pass in one call (tests and the simulator; a server
     /// goes step by step).
     pub fn cleanup(&mut self, now: Time) {
-        let mut at = Some(0);
-        while let Some(from) = at {
-            at = self.cleanup_step(now, from);
-        }
+        whole_pass(|from| self.cleanup_step(now, from));
     }
 
     /// One step of a status snapshot: appends up to [`STATUS_STEP`]
@@ -66,14 +73,19 @@ impl ServerCore {
         from: usize,
         out: &mut Vec<ResourceStatus>,
     ) -> Option<usize> {
-        let end = (from + STATUS_STEP).min(self.resources.len());
-        for i in from..end {
-            if let Some((id, r)) = self.resources.get_index_mut(i) {
-                r.freshen(&self.config, self.config_gen, id);
-                out.push(resource_status(id, r, now, max_leases));
-            }
-        }
-        (end < self.resources.len()).then_some(end)
+        self.read_step(from, STATUS_STEP, out, |id, r| {
+            resource_status(id, r, now, max_leases)
+        })
+    }
+
+    /// A whole snapshot in one call (tests and the simulator; a server
+    /// goes step by step), listing at most `max_leases` leases per resource.
+    pub fn status(&mut self, now: Time, max_leases: usize) -> Status {
+        let mut status = self.status_header(now);
+        let resources = &mut status.resources;
+        whole_pass(|from| self.status_step(now, max_leases, from, resources));
+        status.finish();
+        status
     }
 
     /// One step of the per-resource metrics: appends up to [`SWEEP_STEP`]
@@ -85,11 +97,23 @@ impl ServerCore {
         from: usize,
         out: &mut Vec<ResourceGauge>,
     ) -> Option<usize> {
-        let end = (from + SWEEP_STEP).min(self.resources.len());
+        self.read_step(from, SWEEP_STEP, out, |id, r| resource_gauge(id, r, now))
+    }
+
+    /// Appends `row` of up to `len` resources from position `from`, each
+    /// re-bound to the running config first.
+    fn read_step<T>(
+        &mut self,
+        from: usize,
+        len: usize,
+        out: &mut Vec<T>,
+        row: impl Fn(&str, &mut Resource) -> T,
+    ) -> Option<usize> {
+        let end = (from + len).min(self.resources.len());
         for i in from..end {
             if let Some((id, r)) = self.resources.get_index_mut(i) {
                 r.freshen(&self.config, self.config_gen, id);
-                out.push(resource_gauge(id, r, now));
+                out.push(row(id, r));
             }
         }
         (end < self.resources.len()).then_some(end)

@@ -33,8 +33,8 @@ pub fn demands(demands: Vec<Demand>, ours: bool) -> Vec<Demand> {
     }
     let subclients: i64 = demands.iter().map(|d| i64::from(d.subclients())).sum();
     let wants: f64 = demands.iter().map(Demand::wants).sum();
-    // Each part was validated; the sums stay within the limits but are
-    // clamped by `Demand::new` all the same.
+    // Each part was validated, so with wants capped at the limit the
+    // merged demand is valid (`Demand::new` clamps the client count).
     let wants = wants.min(doorman_core::limits::MAX_AMOUNT);
     match Demand::new(LEGACY_PRIORITY, subclients, wants) {
         Ok(d) => vec![d],
