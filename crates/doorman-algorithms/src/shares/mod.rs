@@ -362,18 +362,31 @@ impl<T> Shares<T> {
     /// echoes the claim only within what the others' grants leave free, so
     /// the sum of grants never exceeds the capacity.
     pub fn decide_learning_within(&mut self, id: RequesterId, claimed_has: Amount) -> f64 {
+        self.echo_within(id, claimed_has, self.capacity)
+    }
+
+    /// Echoes the claim within `bound` less what the others hold, for a
+    /// server that knows only an upper bound of its capacity (an
+    /// intermediate server whose parent has not answered yet, bounded by
+    /// its local template).
+    pub fn echo_within(&mut self, id: RequesterId, claimed_has: Amount, bound: f64) -> f64 {
         if self.slot(id).is_none() {
             return 0.0;
         }
-        let grant = claimed_has.get().min(self.free_for(id));
+        let grant = claimed_has.get().min(self.free_within(id, bound));
         self.has.set(id.index(), grant);
         grant
     }
 
     /// The capacity not held by the other requesters.
     fn free_for(&self, id: RequesterId) -> f64 {
+        self.free_within(id, self.capacity)
+    }
+
+    /// `bound` less what the other requesters hold, at least 0.
+    fn free_within(&self, id: RequesterId, bound: f64) -> f64 {
         let others = (self.has.total() - self.has(id)).max(0.0);
-        (self.capacity - others).max(0.0)
+        (bound - others).max(0.0)
     }
 
     /// Safe capacity: the configured value if any, else capacity / Σ

@@ -137,7 +137,13 @@ pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
     let req = request(&a);
     let (server, resp) = ask_master(&a.server, &req, a.timeout).await?;
     let Some(r) = resp.response.iter().find(|r| r.resource_id == a.resource) else {
-        bail!("{server} returned no lease for {:?}", a.resource);
+        let why = if a.has.is_some() {
+            " (an intermediate server that has not heard from its parent yet \
+             does not honour a claimed --has without a local template; try again shortly)"
+        } else {
+            ""
+        };
+        bail!("{server} returned no lease for {:?}{why}", a.resource);
     };
     print(&server, &req.client_id, r, a.json);
     Ok(ExitCode::SUCCESS)

@@ -37,6 +37,14 @@ impl Resource {
             }
         }
         let (capacity, decision) = self.decide(id, ask, learning, now);
+        if decision == Decision::Pending {
+            let lease = doorman_algorithms::Lease {
+                capacity: 0.0,
+                expiry: now,
+                refresh_interval: 1,
+            };
+            return self.grant(ask, lease, decision);
+        }
         let capacity = self.inherit(id, capacity, inherited);
         // The root hands out its template's refresh interval; an
         // intermediate server scales its own lease's refresh interval once.
@@ -146,10 +154,7 @@ impl Resource {
             .as_ref()
             .is_some_and(|u| u.valid_lease(now).is_none());
         let capacity = if pending {
-            // Capacity not known yet: echo the claim; the lease ends with
-            // learning mode.
-            self.shares.set_has(id, claimed);
-            claimed.get()
+            return self.decide_pending(id, claimed);
         } else if self.upstream.is_some() {
             // The parent's new grant may be smaller than what the previous
             // master handed out: echo claims only within it.
@@ -158,6 +163,27 @@ impl Resource {
             self.shares.decide_learning(id, claimed)
         };
         (capacity, Decision::Learning)
+    }
+
+    /// Learning before the parent's first answer: the capacity is not known
+    /// yet, so claims are honoured only within the local template's
+    /// capacity (the most this server may ever hand out), their sum
+    /// included; without a local template a claim is not honoured at all
+    /// (see [`Decision::Pending`]). The echoed lease ends with learning.
+    fn decide_pending(&mut self, id: RequesterId, claimed: Amount) -> (f64, Decision) {
+        let bound = self.upstream.as_ref().and_then(|u| u.local.as_ref());
+        match bound.map(|t| t.capacity) {
+            Some(b) => (self.shares.echo_within(id, claimed, b), Decision::Learning),
+            None => {
+                self.shares.set_has(id, Amount::ZERO);
+                let d = if claimed.get() > 0.0 {
+                    Decision::Pending
+                } else {
+                    Decision::Learning
+                };
+                (0.0, d)
+            }
+        }
     }
 
     /// A new master keeps at least its inherited lease (see

@@ -238,7 +238,15 @@ impl ServerCore {
         }
         let mut out = Vec::with_capacity(req.resources.len());
         for ask in &req.resources {
-            out.push(self.one(now, &req.who, ask));
+            let grant = self.one(now, &req.who, ask);
+            if grant.decision == Decision::Pending {
+                tracing::debug!(
+                    resource = %ask.resource_id, who = %req.who,
+                    "claimed lease left unanswered until the parent's first answer"
+                );
+            } else {
+                out.push(grant);
+            }
         }
         Ok(out)
     }

@@ -82,6 +82,11 @@ pub enum Decision {
     Repeat,
     /// No template matches: granted what was asked for.
     Unmatched,
+    /// An intermediate server that has not heard from its parent yet and
+    /// has no local template to bound it cannot honour a claimed `has`:
+    /// nothing is granted and the resource is left out of the answer (the
+    /// requester keeps the lease it holds and asks again).
+    Pending,
 }
 
 /// The answer for one resource.

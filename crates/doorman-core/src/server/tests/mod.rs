@@ -1,5 +1,6 @@
 //! Core unit tests: explicit times, no sleeping.
 
+mod pending;
 mod sweep;
 
 use super::*;
@@ -68,12 +69,17 @@ fn ask(resource: &str, wants: f64, has: Option<f64>) -> ResourceAsk {
     }
 }
 
-fn get(c: &mut ServerCore, now: Time, who: &str, a: ResourceAsk) -> Grant {
+/// The grants a client's one-resource request gets (none if left out).
+fn answers(c: &mut ServerCore, now: Time, who: &str, a: ResourceAsk) -> Vec<Grant> {
     let req = CapacityRequest {
         who: client(who),
         resources: vec![a],
     };
-    c.get_capacity(now, &req).unwrap().remove(0)
+    c.get_capacity(now, &req).unwrap()
+}
+
+fn get(c: &mut ServerCore, now: Time, who: &str, a: ResourceAsk) -> Grant {
+    answers(c, now, who, a).remove(0)
 }
 
 #[test]
@@ -479,7 +485,7 @@ mod intermediate {
     use crate::limits::{MAX_AMOUNT, MAX_BANDS};
     use crate::server::{UpstreamGrant, PENDING_LEARNING};
 
-    fn leaf(local: Option<&str>) -> ServerCore {
+    pub(super) fn leaf(local: Option<&str>) -> ServerCore {
         let cfg = match local {
             Some(text) => Arc::new(Config::parse(text, "local.toml").unwrap()),
             None => Arc::new(Config::empty()),
@@ -496,7 +502,12 @@ mod intermediate {
         c
     }
 
-    fn parent_grant(cap: f64, expiry: i64, refresh: i64, learning: i64) -> UpstreamGrant {
+    pub(super) fn parent_grant(
+        cap: f64,
+        expiry: i64,
+        refresh: i64,
+        learning: i64,
+    ) -> UpstreamGrant {
         UpstreamGrant {
             resource_id: "r".into(),
             lease: doorman_algorithms::Lease {
@@ -529,12 +540,13 @@ mod intermediate {
     #[test]
     fn a_new_resource_is_pending_and_asked_for_at_once() {
         let mut c = leaf(None);
-        let g = get(&mut c, t(1), "a", ask("r", 30.0, Some(12.0)));
         assert_eq!(
-            (g.lease.capacity, g.decision),
-            (12.0, Decision::Learning),
-            "claims echoed while pending"
+            answers(&mut c, t(1), "a", ask("r", 30.0, Some(12.0))),
+            vec![],
+            "a claim no local template bounds is left unanswered while pending"
         );
+        let g = get(&mut c, t(1), "b", ask("r", 30.0, None));
+        assert_eq!((g.lease.capacity, g.decision), (0.0, Decision::Learning));
         assert!(
             !g.algorithm_known,
             "no placeholder algorithm is sent downstream"
@@ -542,7 +554,7 @@ mod intermediate {
         assert_eq!(
             g.lease.expiry,
             t(0) + PENDING_LEARNING,
-            "echoed leases end with learning"
+            "pending leases end with learning"
         );
         assert!(c.take_upstream_wake());
         assert!(!c.take_upstream_wake());
@@ -551,8 +563,8 @@ mod intermediate {
         assert!(c.upstream_request(t(1)).is_none());
         let asks = c.upstream_request(t(13)).unwrap();
         assert_eq!(asks.len(), 1);
-        assert_eq!(asks[0].bands, vec![(0, 1, 30.0)]);
-        assert_eq!((asks[0].has, asks[0].outstanding), (None, 12.0));
+        assert_eq!(asks[0].bands, vec![(0, 2, 60.0)]);
+        assert_eq!((asks[0].has, asks[0].outstanding), (None, 0.0));
         assert!(
             c.upstream_request(t(1)).is_none(),
             "not again within a second"
@@ -602,7 +614,7 @@ mod intermediate {
     fn a_new_master_told_of_old_leases_waits_for_its_requesters_before_asking() {
         let mut c = leaf(None);
         // Became master at t=0; a client claims a lease it refreshes every 4 s.
-        get(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
+        answers(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
         assert!(c.take_upstream_wake());
         assert!(
             c.upstream_request(t(1)).is_none(),
@@ -613,7 +625,7 @@ mod intermediate {
             Some(t(13)),
             "3 × 4 s refresh + 1 s after becoming master"
         );
-        get(&mut c, t(3), "b", ask("r", 50.0, Some(40.0)));
+        answers(&mut c, t(3), "b", ask("r", 50.0, Some(40.0)));
         let asks = c.upstream_request(t(13)).unwrap();
         assert_eq!(
             asks[0].bands,
@@ -775,7 +787,7 @@ mod intermediate {
     #[test]
     fn learning_follows_the_parents_duration_and_never_restarts() {
         let mut c = leaf(None);
-        get(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
+        answers(&mut c, t(1), "a", ask("r", 30.0, Some(20.0)));
         let ids = vec!["r".to_string()];
         c.upstream_request(t(13)).unwrap();
         c.upstream_response(t(13), &ids, &[parent_grant(50.0, 30, 8, 20)]);

@@ -1,0 +1,48 @@
+//! Claims on an intermediate server before its parent's first answer
+//! (after a restart or failover): a claimed `has` is honoured only within
+//! a capacity the server knows, so a liar cannot take more than the
+//! resource could ever grant, and Σ of honoured claims stays within it.
+
+use super::intermediate::{leaf, parent_grant};
+use super::*;
+
+fn claims(c: &mut ServerCore, now: Time, who: &str, has: f64) -> Option<Grant> {
+    answers(c, now, who, ask("r", 500.0, Some(has))).pop()
+}
+
+#[test]
+fn without_a_local_template_claims_wait_for_the_parent() {
+    let mut c = leaf(None);
+    assert_eq!(claims(&mut c, t(1), "liar", 450.0), None, "left unanswered");
+    assert_eq!(claims(&mut c, t(1), "honest", 40.0), None);
+    let ids = vec!["r".to_string()];
+    c.upstream_request(t(13)).unwrap();
+    c.upstream_response(t(13), &ids, &[parent_grant(100.0, 70, 8, 30)]);
+    // Learning within the parent's grant: first come, first served.
+    let honest = claims(&mut c, t(14), "honest", 40.0).unwrap();
+    let liar = claims(&mut c, t(14), "liar", 450.0).unwrap();
+    assert_eq!(honest.lease.capacity, 40.0);
+    assert_eq!(liar.lease.capacity, 60.0, "only what the honest leave free");
+    assert_eq!(honest.decision, Decision::Learning);
+}
+
+#[test]
+fn a_local_template_bounds_claims_and_their_sum() {
+    let local = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 8\nlearning_mode_duration = 60\n";
+    let mut c = leaf(Some(local));
+    let liar = claims(&mut c, t(1), "liar", 450.0).unwrap();
+    assert_eq!(
+        (liar.lease.capacity, liar.decision),
+        (100.0, Decision::Learning),
+        "no claim above the local capacity"
+    );
+    let honest = claims(&mut c, t(1), "honest", 40.0).unwrap();
+    assert_eq!(honest.lease.capacity, 0.0, "Σ of honoured claims ≤ 100");
+    // A liar that lowers its claim frees the difference.
+    assert_eq!(
+        claims(&mut c, t(2), "liar", 30.0).unwrap().lease.capacity,
+        30.0
+    );
+    let honest = claims(&mut c, t(2), "honest", 40.0).unwrap();
+    assert_eq!(honest.lease.capacity, 40.0);
+}
