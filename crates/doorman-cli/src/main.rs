@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd;
+mod tls_args;
 
 use clap::{Parser, Subcommand};
 

@@ -20,6 +20,7 @@ use crate::error::ClientError;
 use crate::identity::{default_client_id, wall_clock, Clock};
 use crate::metrics::ClientMetrics;
 use crate::registry::{ClientShared, ClientState};
+use crate::tls::ClientTls;
 
 /// Builds a [`Client`].
 pub struct ClientBuilder {
@@ -31,6 +32,7 @@ pub struct ClientBuilder {
     backoff: (Duration, Duration),
     metrics: Option<prometheus::Registry>,
     clock: Option<Clock>,
+    tls: Option<ClientTls>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -63,7 +65,16 @@ impl ClientBuilder {
             backoff: (Duration::from_millis(100), Duration::from_secs(30)),
             metrics: None,
             clock: None,
+            tls: None,
         }
+    }
+
+    /// Connects to the servers over TLS (see [`ClientTls::from_files`]):
+    /// their certificates must chain to its CA, and its client certificate,
+    /// if any, is presented (mutual TLS).
+    pub fn tls(mut self, tls: ClientTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// The addresses (host:port) of the servers of the client's node; the
@@ -160,7 +171,7 @@ impl ClientBuilder {
             metrics: metrics.clone(),
             closed: AtomicBool::new(false),
         });
-        let mut conn = Connector::new(self.servers, self.rpc_timeout);
+        let mut conn = Connector::new(self.servers, self.rpc_timeout).with_tls(self.tls);
         if let Some(m) = metrics {
             conn = conn.with_observer(Arc::new(move |method, d, code| {
                 m.rpc(method, d.as_secs_f64(), code)

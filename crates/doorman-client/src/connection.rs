@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
+
+use crate::tls::{endpoint, ClientTls};
 
 type Client = CapacityClient<Channel>;
 
@@ -102,6 +104,7 @@ pub struct Connector {
     channels: HashMap<String, Channel>,
     timeout: Duration,
     observer: Option<RpcObserver>,
+    tls: Option<ClientTls>,
 }
 
 impl std::fmt::Debug for Connector {
@@ -111,15 +114,6 @@ impl std::fmt::Debug for Connector {
             .field("master", &self.master)
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
-    }
-}
-
-/// `addr` as a URI: `host:port` becomes `http://host:port`; a URI is kept.
-pub fn uri(addr: &str) -> String {
-    if addr.contains("://") {
-        addr.to_string()
-    } else {
-        format!("http://{addr}")
     }
 }
 
@@ -133,7 +127,14 @@ impl Connector {
             channels: HashMap::new(),
             timeout,
             observer: None,
+            tls: None,
         }
+    }
+
+    /// Connects over TLS with `tls`.
+    pub fn with_tls(mut self, tls: Option<ClientTls>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// Reports every RPC to `observer`.
@@ -156,10 +157,10 @@ impl Connector {
         if let Some(ch) = self.channels.get(addr) {
             return Ok(capacity_client(ch.clone()));
         }
-        let ep = Endpoint::from_shared(uri(addr)).map_err(|e| CallError::Rpc {
+        let ep = endpoint(addr, self.tls.as_ref()).map_err(|message| CallError::Rpc {
             addr: addr.to_string(),
             code: tonic::Code::InvalidArgument,
-            message: format!("bad address: {e}"),
+            message,
         })?;
         let ch = ep
             .connect_timeout(self.timeout)

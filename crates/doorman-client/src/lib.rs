@@ -37,6 +37,7 @@ mod rate;
 mod registry;
 mod resource;
 mod task;
+pub mod tls;
 pub mod tower;
 mod wants;
 
@@ -51,3 +52,4 @@ pub use identity::{default_client_id, hostname, wall_clock, Clock};
 pub use metrics::ClientMetrics;
 pub use rate::{RateOptions, RateResource};
 pub use resource::{Kind, Wants};
+pub use tls::{ClientTls, TlsFileError};

@@ -21,12 +21,14 @@ pub mod config_source;
 pub mod election;
 mod etcd;
 pub mod grpc;
+mod hangup;
 pub mod http;
 pub mod idle;
 pub mod listener;
 pub mod metrics;
 pub mod server;
 pub mod state;
+pub mod tls;
 pub mod upstream;
 
 pub use doorman_core::Time;

@@ -91,6 +91,18 @@ impl Stream for Incoming {
     }
 }
 
+impl Incoming {
+    /// The next connection, or `None` once `stop` turns true (accept
+    /// errors pause the stream; it never ends by itself).
+    pub async fn accept(&mut self, stop: &mut watch::Receiver<bool>) -> Option<Connection> {
+        use tokio_stream::StreamExt;
+        tokio::select! {
+            c = self.next() => c.and_then(Result::ok),
+            _ = stopped(stop) => None,
+        }
+    }
+}
+
 /// Resolves when the server is told to stop (or dropped).
 pub async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;

@@ -27,6 +27,8 @@ pub struct Metrics {
     config_reloads: IntCounterVec,
     config_watch_restarts: IntCounter,
     rejected: IntCounterVec,
+    tls_handshake_failures: IntCounterVec,
+    tls_reloads: IntCounterVec,
     is_master: IntGauge,
     leases: IntGauge,
 }
@@ -182,6 +184,16 @@ impl Metrics {
                 "Resource entries left out of a request, by method and reason.",
                 &["method", "reason"],
             ),
+            tls_handshake_failures: counters(
+                "doorman_server_tls_handshake_failures_total",
+                "TLS handshakes that failed, by port (grpc, http) and reason.",
+                &["port", "reason"],
+            ),
+            tls_reloads: counters(
+                "doorman_server_tls_reloads_total",
+                "Reloads of the TLS certificate, key and client CA, by result (ok, error).",
+                &["result"],
+            ),
             latency: register(&r, HistogramVec::new(latency, &["method"])),
             unmatched: register(
                 &r,
@@ -253,6 +265,34 @@ impl Metrics {
         self.config_reloads
             .with_label_values(&[if ok { "ok" } else { "error" }])
             .inc();
+    }
+
+    /// Counts a failed TLS handshake.
+    pub fn tls_handshake_failed(&self, port: &str, reason: &str) {
+        self.tls_handshake_failures
+            .with_label_values(&[port, reason])
+            .inc();
+    }
+
+    /// TLS handshakes of `port` that failed for `reason` so far.
+    pub fn tls_handshake_failures(&self, port: &str, reason: &str) -> u64 {
+        self.tls_handshake_failures
+            .with_label_values(&[port, reason])
+            .get()
+    }
+
+    /// Records a reload of the TLS material.
+    pub fn tls_reload(&self, ok: bool) {
+        self.tls_reloads
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
+
+    /// Reloads of the TLS material so far that succeeded (`ok`) or failed.
+    pub fn tls_reloads(&self, ok: bool) -> u64 {
+        self.tls_reloads
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .get()
     }
 
     /// Refreshes the core's counters and renders the text format, with the

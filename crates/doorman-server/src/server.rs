@@ -25,6 +25,7 @@ use crate::http::serve::HttpLimits;
 use crate::listener::{stopped, Incoming};
 use crate::metrics::Metrics;
 use crate::state::{Clock, ServerState};
+use crate::tls::{Port, ServerTls, TlsError, TlsFiles};
 
 /// Default of `ServerOptions::grpc_max_connections` (and of
 /// `--grpc-max-connections`).
@@ -66,6 +67,12 @@ pub struct ServerOptions {
     pub election: Arc<dyn Election>,
     /// The clock (wall clock by default; tests may inject one).
     pub clock: Clock,
+    /// Serve gRPC and the HTTP pages over TLS with these files (mutual TLS
+    /// with a client CA); reloaded when they change and on SIGHUP.
+    pub tls: Option<TlsFiles>,
+    /// TLS towards the parent (its CA, and this server's certificate to
+    /// present).
+    pub parent_tls: Option<doorman_client::ClientTls>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -99,6 +106,8 @@ impl ServerOptions {
             parent_timeout: Duration::from_secs(5),
             election: Arc::new(Standalone),
             clock: Arc::new(crate::wall_clock),
+            tls: None,
+            parent_tls: None,
         }
     }
 }
@@ -117,6 +126,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The TLS certificate, key or client CA could not be loaded.
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
 }
 
 /// A running server.
@@ -178,6 +190,10 @@ pub fn default_server_id(addr: SocketAddr) -> String {
 pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     let loaded = opts.config.load().await?;
     let config = loaded.config.clone();
+    let tls = match &opts.tls {
+        Some(files) => Some(Arc::new(ServerTls::load(files.clone())?)),
+        None => None,
+    };
     let grpc = bind(opts.listen).await?;
     let grpc_addr = grpc.local_addr().map_err(|source| StartError::Bind {
         addr: opts.listen,
@@ -208,8 +224,46 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         opts.grpc_max_connections,
         opts.grpc_idle_timeout,
     );
-    let mut tasks = vec![spawn_grpc(state.clone(), incoming, stop_rx.clone())];
-    tasks.extend(http.map(|l| spawn_http(state.clone(), l, opts.http_limits, stop_rx.clone())));
+    let peers = crate::tls::secure(
+        incoming,
+        tls.clone(),
+        Port::Grpc,
+        state.clone(),
+        stop_rx.clone(),
+    );
+    let mut tasks = vec![spawn_grpc(state.clone(), peers, stop_rx.clone())];
+    tasks.extend(http.map(|l| {
+        let app = crate::http::router(state.clone());
+        let (tls, state, stop) = (tls.clone(), state.clone(), stop_rx.clone());
+        tokio::spawn(crate::http::serve::serve(
+            l,
+            app,
+            opts.http_limits,
+            tls,
+            state,
+            stop,
+        ))
+    }));
+    match &tls {
+        Some(t) => {
+            let watch = crate::tls::spawn_watch(
+                t.clone(),
+                state.clone(),
+                opts.reload_interval,
+                stop_rx.clone(),
+            );
+            tasks.push(watch);
+            let mode = if t.requires_client_cert() {
+                "mutual TLS"
+            } else {
+                "TLS"
+            };
+            tracing::info!(cert = %t.files().cert.display(), "serving gRPC and HTTP over {mode}");
+        }
+        None => tracing::warn!(
+            "unauthenticated mode: no TLS; anyone who can reach this server can use it"
+        ),
+    }
     tasks.push(spawn_cleanup(
         state.clone(),
         opts.cleanup_interval,
@@ -274,7 +328,7 @@ fn spawn_serving<E: std::fmt::Display>(
 
 fn spawn_grpc(
     state: Arc<ServerState>,
-    incoming: Incoming,
+    incoming: impl tokio_stream::Stream<Item = std::io::Result<crate::tls::Peer>> + Send + 'static,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let svc = CapacityServer::new(CapacityService::new(state))
@@ -293,16 +347,6 @@ fn spawn_grpc(
         .add_service(svc)
         .serve_with_incoming_shutdown(incoming, async move { stopped(&mut stop).await });
     spawn_serving("gRPC", serve)
-}
-
-fn spawn_http(
-    state: Arc<ServerState>,
-    listener: TcpListener,
-    limits: HttpLimits,
-    stop: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    let app = crate::http::router(state);
-    tokio::spawn(crate::http::serve::serve(listener, app, limits, stop))
 }
 
 /// Forgets expired leases and empty resources every `every`.
@@ -364,7 +408,8 @@ fn spawn_upstream(
         .clone()
         .or_else(|| opts.election.node_id())
         .unwrap_or_else(|| server_id.to_string());
-    let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout);
+    let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout)
+        .with_tls(opts.parent_tls.clone());
     tokio::spawn(crate::upstream::run(state.clone(), conn, node_id, stop))
 }
 

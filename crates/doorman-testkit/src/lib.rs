@@ -6,6 +6,7 @@
 //! * [`EtcdProcess`]: a throwaway etcd on free loopback ports.
 //! * [`InMemoryElection`]: an in-process election shared by servers.
 //! * [`ManualClock`]: a clock tests move by hand.
+//! * [`Pki`]: a test CA issuing server and client certificates.
 //! * [`eventually`], [`eventually_async`], [`eventually_blocking`]: poll a
 //!   condition until it holds or a limit passes.
 //!
@@ -16,9 +17,11 @@ mod election;
 mod etcd;
 mod eventually;
 mod isolated;
+mod pki;
 
 pub use clock::ManualClock;
 pub use election::InMemoryElection;
 pub use etcd::EtcdProcess;
 pub use eventually::{eventually, eventually_async, eventually_blocking};
 pub use isolated::IsolatedServer;
+pub use pki::{CertFiles, Name, Pki};

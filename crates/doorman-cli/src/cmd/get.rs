@@ -6,10 +6,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
+use doorman_client::tls::endpoint;
+use doorman_client::ClientTls;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
-use tonic::transport::Endpoint;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -37,25 +38,31 @@ pub struct Args {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    tls: crate::tls_args::ClientTlsArgs,
 }
 
 async fn ask(
     addr: &str,
     req: &pb::GetCapacityRequest,
     timeout: Duration,
+    tls: Option<&ClientTls>,
 ) -> anyhow::Result<pb::GetCapacityResponse> {
-    let ep = Endpoint::from_shared(doorman_client::connection::uri(addr))
-        .with_context(|| format!("bad server address {addr:?}"))?
+    let ep = endpoint(addr, tls)
+        .map_err(anyhow::Error::msg)?
         .connect_timeout(timeout)
         .timeout(timeout);
-    let channel = ep
-        .connect()
-        .await
-        .with_context(|| format!("cannot connect to {addr}"))?;
+    let channel = ep.connect().await.map_err(|e| {
+        let why = crate::tls_args::explain(&e, tls);
+        anyhow::anyhow!("cannot connect to {addr}: {why}")
+    })?;
     let resp = CapacityClient::new(channel)
         .get_capacity(req.clone())
         .await
-        .map_err(|s| anyhow::anyhow!("{addr} answered {:?}: {}", s.code(), s.message()))?;
+        .map_err(|s| {
+            let why = crate::tls_args::explain(&s, tls);
+            anyhow::anyhow!("{addr} answered {:?}: {why}", s.code())
+        })?;
     Ok(resp.into_inner())
 }
 
@@ -83,8 +90,9 @@ async fn ask_master(
     server: &str,
     req: &pb::GetCapacityRequest,
     timeout: Duration,
+    tls: Option<&ClientTls>,
 ) -> anyhow::Result<(String, pb::GetCapacityResponse)> {
-    let mut resp = ask(server, req, timeout).await?;
+    let mut resp = ask(server, req, timeout, tls).await?;
     let Some(m) = resp.mastership.take() else {
         return Ok((server.to_string(), resp));
     };
@@ -92,7 +100,7 @@ async fn ask_master(
         bail!("{server} is not the master and does not know who is; retry later");
     };
     eprintln!("{server} is not the master; asking {master}");
-    let resp = ask(&master, req, timeout).await?;
+    let resp = ask(&master, req, timeout, tls).await?;
     if resp.mastership.is_some() {
         bail!("{master} redirected again; giving up after one redirect");
     }
@@ -135,7 +143,8 @@ fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, json: bool) {
 /// Runs `doorman get`.
 pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
     let req = request(&a);
-    let (server, resp) = ask_master(&a.server, &req, a.timeout).await?;
+    let tls = a.tls.client_tls()?;
+    let (server, resp) = ask_master(&a.server, &req, a.timeout, tls.as_ref()).await?;
     let Some(r) = resp.response.iter().find(|r| r.resource_id == a.resource) else {
         let why = if a.has.is_some() {
             " (an intermediate server that has not heard from its parent yet \

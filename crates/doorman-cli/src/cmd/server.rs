@@ -15,6 +15,9 @@ use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::{Election, Standalone};
 use doorman_server::http::serve::HttpLimits;
 use doorman_server::server::{start, ConfigSource, ServerOptions, DEFAULT_GRPC_MAX_CONNECTIONS};
+use doorman_server::tls::TlsFiles;
+
+use crate::tls_args::ClientTlsArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -72,6 +75,26 @@ pub struct Args {
     /// 3600; SIGHUP always reloads at once).
     #[arg(long, default_value = "1", value_parser = crate::args::seconds(0.01, 3600.0))]
     config_poll_interval: Duration,
+    /// Serve gRPC and the HTTP pages over TLS with this PEM certificate
+    /// chain (needs --tls-key). Re-read when it changes and on SIGHUP. Also
+    /// presented to the parent with --parent-tls-ca.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates chaining to this PEM CA file (mutual
+    /// TLS; needs --tls-cert).
+    #[arg(long, requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// Connect to the parent over TLS, trusting this PEM CA file, and
+    /// present --tls-cert/--tls-key if given.
+    #[arg(long, requires = "parent")]
+    parent_tls_ca: Option<PathBuf>,
+    /// Name to check the parent's certificate against (default: the host
+    /// of the parent address).
+    #[arg(long, requires = "parent_tls_ca")]
+    parent_tls_server_name: Option<String>,
 }
 
 /// Raises the soft limit of open files to the hard limit, so the
@@ -168,6 +191,21 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
     opts.server_id = args.server_id;
     opts.min_request_interval = args.min_request_interval;
     opts.reload_interval = args.config_poll_interval;
+    opts.tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.tls_client_ca.clone(),
+        }),
+        _ => None,
+    };
+    let parent_tls = ClientTlsArgs {
+        tls_ca: args.parent_tls_ca.clone(),
+        tls_cert: args.parent_tls_ca.as_ref().and(args.tls_cert.clone()),
+        tls_key: args.parent_tls_ca.as_ref().and(args.tls_key.clone()),
+        tls_server_name: args.parent_tls_server_name.clone(),
+    };
+    opts.parent_tls = parent_tls.client_tls()?;
     Ok(opts)
 }
 

@@ -83,24 +83,14 @@ pub async fn watch_file(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut last = initial;
-    #[cfg(unix)]
-    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut hup = crate::hangup::Hangups::new();
     // A zero period would panic in tokio; 1 ms is the floor.
     let mut tick = tokio::time::interval(interval.max(Duration::from_millis(1)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        #[cfg(unix)]
-        let hangup = async {
-            match hup.as_mut() {
-                Some(s) => s.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let hangup = std::future::pending::<Option<()>>();
         tokio::select! {
             _ = tick.tick() => check(&state, &path, &mut last, false),
-            _ = hangup => {
+            _ = hup.recv() => {
                 tracing::info!(path = %path.display(), "SIGHUP: reloading config");
                 check(&state, &path, &mut last, true);
             }

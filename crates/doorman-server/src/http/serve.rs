@@ -3,10 +3,12 @@
 //! ([`crate::listener::Incoming`]: connection cap, idle connections
 //! closed, back-off instead of a spin when out of file descriptors), a
 //! deadline for the request headers (slow-loris connections are closed), a
-//! deadline for each request, and bounded request bodies.
+//! deadline for each request, and bounded request bodies; over TLS when
+//! the server has it (the handshake under its own deadline).
 //!
 //! Must not: know what the pages show (`mod.rs` and `page.rs` do).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -14,11 +16,12 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_stream::StreamExt;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::listener::{stopped, Connection, Incoming};
+use crate::listener::{stopped, Incoming};
+use crate::state::ServerState;
+use crate::tls::{Peer, Port, ServerTls};
 
 /// How the HTTP listener treats its peers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +62,8 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: HttpLimits,
+    tls: Option<Arc<ServerTls>>,
+    state: Arc<ServerState>,
     mut stop: watch::Receiver<bool>,
 ) {
     let app = app
@@ -73,22 +78,19 @@ pub async fn serve(
         limits.max_connections,
         limits.idle_timeout,
     );
-    loop {
-        let conn = tokio::select! {
-            c = incoming.next() => match c {
-                Some(Ok(c)) => c,
-                // Incoming pauses on accept errors and never ends.
-                _ => return,
-            },
-            _ = stopped(&mut stop) => return,
-        };
-        let stop = stop.clone();
-        tokio::spawn(connection(conn, app.clone(), limits.header_timeout, stop));
+    while let Some(conn) = incoming.accept(&mut stop).await {
+        let (stop, app, tls, state) = (stop.clone(), app.clone(), tls.clone(), state.clone());
+        tokio::spawn(async move {
+            let metrics = &state.metrics;
+            if let Some(peer) = Peer::handshake(conn, tls.as_deref(), Port::Http, metrics).await {
+                connection(peer, app, limits.header_timeout, stop).await;
+            }
+        });
     }
 }
 
 async fn connection(
-    stream: Connection,
+    stream: Peer,
     app: Router,
     header_timeout: Duration,
     mut stop: watch::Receiver<bool>,

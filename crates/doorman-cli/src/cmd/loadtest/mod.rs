@@ -19,14 +19,17 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use doorman_client::tls::endpoint;
+use doorman_client::ClientTls;
 use doorman_core::limits::{MAX_AMOUNT, MAX_RESOURCES_PER_REQUEST};
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use crate::args::{count, count_in_range, in_range};
+use crate::tls_args::ClientTlsArgs;
 
 /// What to run.
 #[derive(Debug, Clone, clap::Args)]
@@ -69,6 +72,8 @@ pub struct Options {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 /// A resource id prefix: 1 to 1000 bytes, so that ids stay within the
@@ -149,17 +154,25 @@ struct Target {
     clients: Vec<CapacityClient<Channel>>,
 }
 
-async fn connect(addr: &str, n: usize, timeout: Duration) -> anyhow::Result<Target> {
-    let uri = doorman_client::connection::uri(addr);
+async fn connect(
+    addr: &str,
+    n: usize,
+    timeout: Duration,
+    tls: Option<&ClientTls>,
+) -> anyhow::Result<Target> {
+    let ep = endpoint(addr, tls).map_err(anyhow::Error::msg)?;
     let mut clients = Vec::with_capacity(n);
     for _ in 0..n {
-        let ch = Endpoint::from_shared(uri.clone())
-            .with_context(|| format!("bad address {addr:?}"))?
+        let ch = ep
+            .clone()
             .connect_timeout(timeout)
             .tcp_nodelay(true)
             .connect()
             .await
-            .with_context(|| format!("cannot connect to {addr}"))?;
+            .map_err(|e| {
+                let why = crate::tls_args::explain(&e, tls);
+                anyhow::anyhow!("cannot connect to {addr}: {why}")
+            })?;
         clients.push(CapacityClient::new(ch));
     }
     Ok(Target {
@@ -180,6 +193,7 @@ struct Shared {
     allowed_hosts: Vec<IpAddr>,
     measure_from: Instant,
     end: Instant,
+    tls: Option<ClientTls>,
 }
 
 struct WorkerResult {
@@ -241,12 +255,8 @@ impl Shared {
         if n > 10 {
             bail!("more than 10 mastership redirects; giving up (last: {from} → {to})");
         }
-        let t = connect(
-            &to,
-            self.opts.connections,
-            Duration::from_secs_f64(self.opts.timeout),
-        )
-        .await?;
+        let timeout = Duration::from_secs_f64(self.opts.timeout);
+        let t = connect(&to, self.opts.connections, timeout, self.tls.as_ref()).await?;
         *self.target.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(t);
         Ok(())
     }
@@ -337,7 +347,8 @@ fn validate(opts: &Options) -> anyhow::Result<()> {
 async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
     let allowed_hosts = host_of(&opts.server)?;
     let timeout = Duration::from_secs_f64(opts.timeout);
-    let target = connect(&opts.server, opts.connections, timeout).await?;
+    let tls = opts.tls.client_tls()?;
+    let target = connect(&opts.server, opts.connections, timeout, tls.as_ref()).await?;
     let measure_from = Instant::now() + Duration::from_secs_f64(opts.warmup);
     let end = measure_from + Duration::from_secs_f64(opts.duration);
     let run_id = std::process::id();
@@ -358,6 +369,7 @@ async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
         allowed_hosts,
         measure_from,
         end,
+        tls,
         opts: opts.clone(),
     }))
 }

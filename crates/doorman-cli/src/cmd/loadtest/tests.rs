@@ -20,6 +20,7 @@ fn opts(server: String, duration: f64) -> Options {
         capacity: Some(100.0),
         timeout: 2.0,
         json: false,
+        tls: Default::default(),
     }
 }
 

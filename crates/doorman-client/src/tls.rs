@@ -1,0 +1,144 @@
+//! TLS towards Doorman servers: the CA the servers' certificates must
+//! chain to and, for mutual TLS, this client's own certificate and key.
+//! Files are read and checked when the options are made, so a wrong path
+//! or a file without a certificate is an error at start, naming the file.
+//! Also the one place an address becomes an [`Endpoint`], plain or TLS.
+//!
+//! Must not: retry or decide anything about leases.
+
+use std::path::{Path, PathBuf};
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+/// TLS options of a client (also used by intermediate servers towards
+/// their parent and by every CLI command that connects).
+#[derive(Clone)]
+pub struct ClientTls {
+    ca: Vec<u8>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+    server_name: Option<String>,
+}
+
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls")
+            .field("client_certificate", &self.identity.is_some())
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A TLS file that could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct TlsFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, TlsFileError> {
+    std::fs::read(path).map_err(|e| TlsFileError {
+        path: path.to_path_buf(),
+        reason: format!("cannot read: {e}"),
+    })
+}
+
+fn check_certs(path: &Path, pem: &[u8]) -> Result<(), TlsFileError> {
+    let n = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsFileError {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?
+        .len();
+    if n == 0 {
+        return Err(TlsFileError {
+            path: path.to_path_buf(),
+            reason: "no PEM certificate in the file".into(),
+        });
+    }
+    Ok(())
+}
+
+impl ClientTls {
+    /// Trust servers whose certificates chain to the PEM CA file `ca`;
+    /// present `cert`/`key` (PEM) if given (both or neither).
+    pub fn from_files(
+        ca: &Path,
+        cert: Option<&Path>,
+        key: Option<&Path>,
+    ) -> Result<Self, TlsFileError> {
+        let ca_pem = read(ca)?;
+        check_certs(ca, &ca_pem)?;
+        let identity = match (cert, key) {
+            (Some(c), Some(k)) => Some(read_identity(c, k)?),
+            (None, None) => None,
+            (Some(c), None) | (None, Some(c)) => {
+                return Err(TlsFileError {
+                    path: c.to_path_buf(),
+                    reason: "a client certificate needs both --tls-cert and --tls-key".into(),
+                })
+            }
+        };
+        Ok(ClientTls {
+            ca: ca_pem,
+            identity,
+            server_name: None,
+        })
+    }
+
+    /// Checks servers' certificates against `name` instead of the host of
+    /// the address dialled.
+    pub fn with_server_name(mut self, name: impl Into<String>) -> Self {
+        self.server_name = Some(name.into());
+        self
+    }
+
+    /// True if a client certificate is presented.
+    pub fn has_client_certificate(&self) -> bool {
+        self.identity.is_some()
+    }
+
+    fn config(&self) -> ClientTlsConfig {
+        let mut c = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&self.ca));
+        if let Some((cert, key)) = &self.identity {
+            c = c.identity(Identity::from_pem(cert, key));
+        }
+        if let Some(name) = &self.server_name {
+            c = c.domain_name(name.clone());
+        }
+        c
+    }
+}
+
+fn read_identity(cert: &Path, key: &Path) -> Result<(Vec<u8>, Vec<u8>), TlsFileError> {
+    let cert_pem = read(cert)?;
+    check_certs(cert, &cert_pem)?;
+    let key_pem = read(key)?;
+    PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| TlsFileError {
+        path: key.to_path_buf(),
+        reason: format!("no usable PEM private key: {e}"),
+    })?;
+    Ok((cert_pem, key_pem))
+}
+
+/// `addr` (`host:port` or a URI) as an endpoint: `http://` without TLS,
+/// `https://` with it.
+pub fn endpoint(addr: &str, tls: Option<&ClientTls>) -> Result<Endpoint, String> {
+    let uri = match (addr.split_once("://"), tls) {
+        (Some(_), _) => addr.to_string(),
+        (None, None) => format!("http://{addr}"),
+        (None, Some(_)) => format!("https://{addr}"),
+    };
+    let ep = Endpoint::from_shared(uri).map_err(|e| format!("bad address {addr:?}: {e}"))?;
+    match tls {
+        Some(t) => ep
+            .tls_config(t.config())
+            .map_err(|e| format!("TLS for {addr}: {e}")),
+        None => Ok(ep),
+    }
+}

@@ -1,0 +1,238 @@
+//! The server's TLS material: certificate chain, private key and, for
+//! mutual TLS, the CA that client certificates must chain to. Loaded at
+//! start (a bad file is a start error) and re-read when any of the files
+//! changes (as cert-manager and similar tools rotate them, including
+//! Kubernetes' symlink swaps) and on SIGHUP: new connections use the new
+//! material, open ones keep theirs, and a bad new file is logged and
+//! counted while the old material stays.
+//!
+//! Must not: accept connections (`accept.rs`) or decide what an identity
+//! may do.
+
+mod accept;
+mod identity;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+use tokio::sync::watch;
+
+pub use accept::{secure, Peer, PeerInfo};
+pub use identity::identity_of;
+
+use crate::listener::stopped;
+use crate::metrics::Metrics;
+use crate::state::ServerState;
+
+/// The files of `--tls-cert`, `--tls-key` and `--tls-client-ca`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// PEM CA certificates client certificates must chain to; `None` means
+    /// no client certificate is asked for.
+    pub client_ca: Option<PathBuf>,
+}
+
+/// Why TLS material could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read or parsed.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// rustls refused the combination (e.g. key does not match the
+    /// certificate).
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+/// Which listener a config is for: gRPC speaks HTTP/2, the pages HTTP/1.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Port {
+    /// The gRPC port (ALPN `h2`).
+    Grpc,
+    /// The HTTP pages (ALPN `http/1.1`).
+    Http,
+}
+
+impl Port {
+    /// The label used in logs and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Port::Grpc => "grpc",
+            Port::Http => "http",
+        }
+    }
+}
+
+/// The current server configs of both ports, swapped as a whole.
+#[derive(Debug)]
+pub struct ServerTls {
+    files: TlsFiles,
+    current: RwLock<[Arc<ServerConfig>; 2]>,
+    stamps: Mutex<Vec<Option<SystemTime>>>,
+}
+
+impl ServerTls {
+    /// Loads the files; an error names the file and what is wrong.
+    pub fn load(files: TlsFiles) -> Result<Self, TlsError> {
+        let configs = build(&files)?;
+        let stamps = stamps(&files);
+        Ok(ServerTls {
+            files,
+            current: RwLock::new(configs),
+            stamps: Mutex::new(stamps),
+        })
+    }
+
+    /// The files this material comes from.
+    pub fn files(&self) -> &TlsFiles {
+        &self.files
+    }
+
+    /// True if clients must present a certificate.
+    pub fn requires_client_cert(&self) -> bool {
+        self.files.client_ca.is_some()
+    }
+
+    /// The acceptor new connections of `port` use now.
+    pub fn acceptor(&self, port: Port) -> tokio_rustls::TlsAcceptor {
+        let configs = self.current.read().unwrap_or_else(|e| e.into_inner());
+        let i = usize::from(port == Port::Http);
+        tokio_rustls::TlsAcceptor::from(configs[i].clone())
+    }
+
+    /// Re-reads the files and installs them; on error the old material
+    /// stays.
+    pub fn reload(&self) -> Result<(), TlsError> {
+        let stamps = stamps(&self.files);
+        let configs = build(&self.files)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = configs;
+        *self.stamps.lock().unwrap_or_else(|e| e.into_inner()) = stamps;
+        Ok(())
+    }
+
+    /// True if a file's modification time (through symlinks) changed since
+    /// the last load.
+    pub fn changed(&self) -> bool {
+        let now = stamps(&self.files);
+        *self.stamps.lock().unwrap_or_else(|e| e.into_inner()) != now
+    }
+
+    /// Reloads, logging and counting the outcome.
+    fn reload_logged(&self, metrics: &Metrics, why: &str) {
+        match self.reload() {
+            Ok(()) => {
+                metrics.tls_reload(true);
+                tracing::info!(cert = %self.files.cert.display(), "TLS material reloaded ({why})");
+            }
+            Err(e) => {
+                metrics.tls_reload(false);
+                // Remember the stamps so a bad file is reported once, not
+                // at every poll; a fixed file changes them again.
+                *self.stamps.lock().unwrap_or_else(|e| e.into_inner()) = stamps(&self.files);
+                tracing::error!(error = %e, "new TLS material rejected ({why}); the old one stays in use");
+            }
+        }
+    }
+}
+
+/// Watches the files every `interval` and reloads on change or SIGHUP.
+pub fn spawn_watch(
+    tls: Arc<ServerTls>,
+    state: Arc<ServerState>,
+    interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut hup = crate::hangup::Hangups::new();
+        let mut tick = tokio::time::interval(interval.max(Duration::from_millis(1)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if tls.changed() {
+                        tls.reload_logged(&state.metrics, "files changed");
+                    }
+                }
+                _ = hup.recv() => tls.reload_logged(&state.metrics, "SIGHUP"),
+                _ = stopped(&mut stop) => return,
+            }
+        }
+    })
+}
+
+fn stamps(files: &TlsFiles) -> Vec<Option<SystemTime>> {
+    let paths = [
+        Some(&files.cert),
+        Some(&files.key),
+        files.client_ca.as_ref(),
+    ];
+    paths
+        .iter()
+        .flatten()
+        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .collect()
+}
+
+fn file_error(path: &Path, reason: impl ToString) -> TlsError {
+    TlsError::File {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    }
+}
+
+/// PEM certificates of a file; at least one.
+pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| file_error(path, e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| file_error(path, e))?;
+    if certs.is_empty() {
+        return Err(file_error(path, "no PEM certificate in the file"));
+    }
+    Ok(certs)
+}
+
+fn build(files: &TlsFiles) -> Result<[Arc<ServerConfig>; 2], TlsError> {
+    let certs = read_certs(&files.cert)?;
+    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| file_error(&files.key, e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let builder = match &files.client_ca {
+        Some(ca) => {
+            let mut roots = RootCertStore::empty();
+            for c in read_certs(ca)? {
+                roots.add(c).map_err(|e| file_error(ca, e))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| file_error(ca, e))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| TlsError::Config(format!("{}: {e}", files.key.display())))?;
+    let with_alpn = |alpn: &[u8]| {
+        let mut c = config.clone();
+        c.alpn_protocols = vec![alpn.to_vec()];
+        Arc::new(c)
+    };
+    Ok([with_alpn(b"h2"), with_alpn(b"http/1.1")])
+}
