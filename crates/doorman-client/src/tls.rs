@@ -40,28 +40,36 @@ pub struct TlsFileError {
     pub reason: String,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, TlsFileError> {
-    std::fs::read(path).map_err(|e| TlsFileError {
+fn file_error(path: &Path, reason: impl ToString) -> TlsFileError {
+    TlsFileError {
         path: path.to_path_buf(),
-        reason: format!("cannot read: {e}"),
-    })
+        reason: reason.to_string(),
+    }
 }
 
-fn check_certs(path: &Path, pem: &[u8]) -> Result<(), TlsFileError> {
-    let n = CertificateDer::pem_slice_iter(pem)
+fn read(path: &Path) -> Result<Vec<u8>, TlsFileError> {
+    std::fs::read(path).map_err(|e| file_error(path, format!("cannot read: {e}")))
+}
+
+/// A PEM file of certificates (at least one): its text and the parsed
+/// certificates. Servers and clients read their certificate files here.
+pub fn pem_certs(path: &Path) -> Result<(Vec<u8>, Vec<CertificateDer<'static>>), TlsFileError> {
+    let pem = read(path)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsFileError {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?
-        .len();
-    if n == 0 {
-        return Err(TlsFileError {
-            path: path.to_path_buf(),
-            reason: "no PEM certificate in the file".into(),
-        });
+        .map_err(|e| file_error(path, e))?;
+    if certs.is_empty() {
+        return Err(file_error(path, "no PEM certificate in the file"));
     }
-    Ok(())
+    Ok((pem, certs))
+}
+
+/// A PEM private key file (PKCS#8, PKCS#1 or SEC1): its text and the key.
+pub fn pem_key(path: &Path) -> Result<(Vec<u8>, PrivateKeyDer<'static>), TlsFileError> {
+    let pem = read(path)?;
+    let key = PrivateKeyDer::from_pem_slice(&pem)
+        .map_err(|e| file_error(path, format!("no usable PEM private key: {e}")))?;
+    Ok((pem, key))
 }
 
 impl ClientTls {
@@ -72,8 +80,7 @@ impl ClientTls {
         cert: Option<&Path>,
         key: Option<&Path>,
     ) -> Result<Self, TlsFileError> {
-        let ca_pem = read(ca)?;
-        check_certs(ca, &ca_pem)?;
+        let (ca_pem, _) = pem_certs(ca)?;
         let identity = match (cert, key) {
             (Some(c), Some(k)) => Some(read_identity(c, k)?),
             (None, None) => None,
@@ -116,14 +123,7 @@ impl ClientTls {
 }
 
 fn read_identity(cert: &Path, key: &Path) -> Result<(Vec<u8>, Vec<u8>), TlsFileError> {
-    let cert_pem = read(cert)?;
-    check_certs(cert, &cert_pem)?;
-    let key_pem = read(key)?;
-    PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| TlsFileError {
-        path: key.to_path_buf(),
-        reason: format!("no usable PEM private key: {e}"),
-    })?;
-    Ok((cert_pem, key_pem))
+    Ok((pem_certs(cert)?.0, pem_key(key)?.0))
 }
 
 /// `addr` (`host:port` or a URI) as an endpoint: `http://` without TLS,

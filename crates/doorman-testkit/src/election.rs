@@ -74,8 +74,7 @@ impl InMemoryElection {
         };
         let _ = stop.wait_for(|s| *s).await;
         // Leave in the documented order: stop granting, publish, release.
-        stop_granting.now(None);
-        out.send_replace(MasterView::default());
+        stop_granting.and_publish(&out);
         let mut hub = self.hub.lock().unwrap_or_else(|e| e.into_inner());
         hub.candidates.retain(|c| c.0 != id);
         hub.publish();

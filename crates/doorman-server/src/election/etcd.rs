@@ -277,8 +277,7 @@ impl Session {
         stop_granting: &StopGranting,
         key: &str,
     ) -> End {
-        stop_granting.now(None);
-        out.send_replace(MasterView::default());
+        stop_granting.and_publish(out);
         let one_second = Duration::from_secs(1);
         if let Some(l) = self.leader.take() {
             let resign = ResignOptions::new().with_leader(l);

@@ -65,6 +65,14 @@ impl StopGranting {
     pub fn now(&self, master: Option<String>) {
         (self.0)(master);
     }
+
+    /// The first two steps of leaving mastership, in their order: stop
+    /// granting, then publish that this server is not the master (knowing
+    /// none). Releasing the election comes after, by each election.
+    pub fn and_publish(&self, out: &watch::Sender<MasterView>) {
+        self.now(None);
+        out.send_replace(MasterView::default());
+    }
 }
 
 impl fmt::Debug for StopGranting {

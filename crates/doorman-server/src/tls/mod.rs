@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use doorman_client::tls::{pem_certs, pem_key, TlsFileError};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use tokio::sync::watch;
@@ -45,13 +44,8 @@ pub struct TlsFiles {
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// A file could not be read or parsed.
-    #[error("{path}: {reason}")]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// What was wrong with it.
-        reason: String,
-    },
+    #[error(transparent)]
+    File(#[from] TlsFileError),
     /// rustls refused the combination (e.g. key does not match the
     /// certificate).
     #[error("TLS configuration: {0}")]
@@ -188,27 +182,15 @@ fn stamps(files: &TlsFiles) -> Vec<Option<SystemTime>> {
 }
 
 fn file_error(path: &Path, reason: impl ToString) -> TlsError {
-    TlsError::File {
+    TlsError::File(TlsFileError {
         path: path.to_path_buf(),
         reason: reason.to_string(),
-    }
-}
-
-/// PEM certificates of a file; at least one.
-pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| file_error(path, e))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| file_error(path, e))?;
-    if certs.is_empty() {
-        return Err(file_error(path, "no PEM certificate in the file"));
-    }
-    Ok(certs)
+    })
 }
 
 fn build(files: &TlsFiles) -> Result<[Arc<ServerConfig>; 2], TlsError> {
-    let certs = read_certs(&files.cert)?;
-    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| file_error(&files.key, e))?;
+    let (_, certs) = pem_certs(&files.cert)?;
+    let (_, key) = pem_key(&files.key)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -216,7 +198,7 @@ fn build(files: &TlsFiles) -> Result<[Arc<ServerConfig>; 2], TlsError> {
     let builder = match &files.client_ca {
         Some(ca) => {
             let mut roots = RootCertStore::empty();
-            for c in read_certs(ca)? {
+            for c in pem_certs(ca)?.1 {
                 roots.add(c).map_err(|e| file_error(ca, e))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
