@@ -95,11 +95,12 @@ async fn a_killed_master_is_replaced_within_ttl_and_the_new_one_learns() {
     eventually("30 from a", Duration::from_secs(8), || r.capacity() == 30.0).await;
     let b_addr = b.addr();
     a.kill();
-    let took = eventually("b is master", Duration::from_secs(3), || is_master(&b)).await;
-    assert!(
-        took <= Duration::from_secs(3),
-        "TTL 2 s + 1 s: took {took:?}"
-    );
+    // The lease outlives a's last keep-alive by the 2 s TTL; etcd revokes
+    // expired leases in a 500 ms loop, and a loaded 2-core CI machine
+    // running other tests adds scheduling delay: 6 s still tells a TTL-bound
+    // takeover from one that waits for anything longer (the default TTL is
+    // 10 s).
+    eventually("b is master", Duration::from_secs(6), || is_master(&b)).await;
     // b is in learning mode: the client's claimed 30 is echoed, not cut to 0.
     eventually("the client reached b", Duration::from_secs(5), || {
         b.state.core().lease_count() == 1
