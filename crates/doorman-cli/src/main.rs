@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd;
+mod etcd_args;
 mod tls_args;
 
 use clap::{Parser, Subcommand};
@@ -22,7 +23,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a lease server.
-    Server(cmd::server::Args),
+    Server(Box<cmd::server::Args>),
     /// Run a whole tree (root, 2 parents, 4 leaves, 20 clients) in one
     /// process and print what happens.
     Demo(cmd::demo::Args),
@@ -30,7 +31,7 @@ enum Command {
     Get(cmd::get::Args),
     /// Load-test any server that speaks doorman.Capacity.
     Loadtest(cmd::loadtest::Options),
-    /// Check configuration files, or push / get them in etcd.
+    /// Check configuration files; push, get, list or roll back them in etcd.
     Config {
         #[command(subcommand)]
         command: cmd::config::Command,
@@ -61,7 +62,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = rt.block_on(async move {
         match cli.command {
-            Command::Server(a) => cmd::server::run(a).await,
+            Command::Server(a) => cmd::server::run(*a).await,
             Command::Get(a) => cmd::get::run(a).await,
             Command::Demo(a) => cmd::demo::run(a).await,
             Command::Loadtest(o) => {

@@ -1,4 +1,4 @@
-//! The TLS flags of every command that connects to a server (`get`,
+//! The TLS and token flags of every command that connects to a server (`get`,
 //! `loadtest`, the demo) and of a server towards its parent: one set of
 //! names and one way of turning them into [`ClientTls`].
 //!
@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use doorman_client::ClientTls;
+use doorman_client::{BearerToken, ClientTls};
 
 /// `--tls-ca`, `--tls-cert`, `--tls-key`, `--tls-server-name`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -26,6 +26,10 @@ pub struct ClientTlsArgs {
     /// of the address dialled).
     #[arg(long, requires = "tls_ca")]
     pub tls_server_name: Option<String>,
+    /// Send the bearer token in this file (first line) as
+    /// `authorization: Bearer …` (for servers with --auth-tokens).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
 }
 
 impl ClientTlsArgs {
@@ -39,6 +43,16 @@ impl ClientTlsArgs {
             Some(n) => tls.with_server_name(n),
             None => tls,
         }))
+    }
+}
+
+impl ClientTlsArgs {
+    /// The bearer token, `None` without `--token-file`.
+    pub fn token(&self) -> anyhow::Result<Option<BearerToken>> {
+        match &self.token_file {
+            Some(p) => Ok(Some(BearerToken::from_file(p).map_err(anyhow::Error::msg)?)),
+            None => Ok(None),
+        }
     }
 }
 

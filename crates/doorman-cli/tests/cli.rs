@@ -52,6 +52,49 @@ fn config_check_exit_codes_and_messages() {
     ] {
         assert!(stderr.contains(needle), "missing {needle:?} in {stderr}");
     }
+    // Access rules: valid ones pass with a warning for a rule that can
+    // never matter; bad ones are refused naming the rule and field.
+    let rules = dir.path().join("rules.toml");
+    let allow = |ids: &str, res: &str| {
+        format!("[[access]]\nidentities = [{ids}]\nresources = [{res}]\nactions = [\"acquire\"]\n")
+    };
+    let text = format!(
+        "{}{}{}",
+        config(10.0),
+        allow("\"*\"", "\"*\""),
+        allow("\"web\"", "\"db/*\"")
+    );
+    std::fs::write(&rules, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&rules)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(
+            "warning: access[1]: never needed: access[0] already allows everything it allows"
+        ),
+        "{stdout}"
+    );
+    std::fs::write(&rules, format!("{}{}", config(10.0), allow("", "\"[\""))).unwrap();
+    let out = Command::new(BIN)
+        .args(["config", "check"])
+        .arg(&rules)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("access[0].identities: must not be empty"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("access[0].resources[0]: invalid glob"),
+        "{stderr}"
+    );
+
     let out = Command::new(BIN)
         .args(["config", "check", "/nonexistent.toml"])
         .output()

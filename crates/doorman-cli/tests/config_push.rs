@@ -43,7 +43,7 @@ async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
         let mut o = ServerOptions::new(
             "127.0.0.1:0".parse().unwrap(),
             ConfigSource::Etcd {
-                endpoints: e.endpoints(),
+                etcd: e.endpoints().into(),
                 key: KEY.into(),
             },
         );
@@ -86,9 +86,15 @@ async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
     assert_eq!(String::from_utf8_lossy(&got.stdout), config(42.0));
 
     // An invalid value written straight into etcd is rejected by the servers.
-    doorman_server::config_source::etcd::put(&e.endpoints(), KEY, b"capacity = \"lots\"".to_vec())
-        .await
-        .unwrap();
+    doorman_server::config_source::audit::push(
+        &e.endpoints().into(),
+        KEY,
+        "capacity = \"lots\"",
+        "test",
+        "push",
+    )
+    .await
+    .unwrap();
     eventually("invalid config counted", Duration::from_secs(2), || {
         servers.iter().all(|s| {
             let (gauges, counters, is_master) = s.state.gauges();
@@ -136,7 +142,7 @@ async fn a_root_started_before_its_config_is_pushed_waits_for_it() {
     let o = ServerOptions::new(
         "127.0.0.1:0".parse().unwrap(),
         ConfigSource::Etcd {
-            endpoints: e.endpoints(),
+            etcd: e.endpoints().into(),
             key: KEY.into(),
         },
     );

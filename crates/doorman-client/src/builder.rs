@@ -14,6 +14,7 @@ use doorman_core::limits::{id_length_problem, MAX_ID_BYTES};
 use doorman_core::{Backoff, Time};
 use tokio::sync::Notify;
 
+use crate::auth::BearerToken;
 use crate::client::Client;
 use crate::connection::Connector;
 use crate::error::ClientError;
@@ -33,6 +34,7 @@ pub struct ClientBuilder {
     metrics: Option<prometheus::Registry>,
     clock: Option<Clock>,
     tls: Option<ClientTls>,
+    token: Option<BearerToken>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -66,6 +68,7 @@ impl ClientBuilder {
             metrics: None,
             clock: None,
             tls: None,
+            token: None,
         }
     }
 
@@ -74,6 +77,13 @@ impl ClientBuilder {
     /// if any, is presented (mutual TLS).
     pub fn tls(mut self, tls: ClientTls) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Sends `token` as `authorization: Bearer …` on every RPC (for
+    /// servers started with `--auth-tokens`; use it with TLS).
+    pub fn bearer_token(mut self, token: BearerToken) -> Self {
+        self.token = Some(token);
         self
     }
 
@@ -171,7 +181,9 @@ impl ClientBuilder {
             metrics: metrics.clone(),
             closed: AtomicBool::new(false),
         });
-        let mut conn = Connector::new(self.servers, self.rpc_timeout).with_tls(self.tls);
+        let mut conn = Connector::new(self.servers, self.rpc_timeout)
+            .with_tls(self.tls)
+            .with_token(self.token);
         if let Some(m) = metrics {
             conn = conn.with_observer(Arc::new(move |method, d, code| {
                 m.rpc(method, d.as_secs_f64(), code)

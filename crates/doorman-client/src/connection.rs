@@ -18,6 +18,7 @@ use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use tonic::transport::Channel;
 
+use crate::auth::{outgoing, BearerToken};
 use crate::tls::{endpoint, ClientTls};
 
 type Client = CapacityClient<Channel>;
@@ -28,13 +29,6 @@ fn capacity_client(ch: Channel) -> Client {
     CapacityClient::new(ch)
         .max_decoding_message_size(doorman_core::limits::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(doorman_core::limits::MAX_MESSAGE_BYTES)
-}
-
-/// A request carrying the RPC deadline.
-fn deadline<T: Clone>(msg: &T, timeout: Duration) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(msg.clone());
-    r.set_timeout(timeout);
-    r
 }
 
 /// Why a call did not produce an answer from a master.
@@ -105,6 +99,7 @@ pub struct Connector {
     timeout: Duration,
     observer: Option<RpcObserver>,
     tls: Option<ClientTls>,
+    token: Option<BearerToken>,
 }
 
 impl std::fmt::Debug for Connector {
@@ -128,12 +123,19 @@ impl Connector {
             timeout,
             observer: None,
             tls: None,
+            token: None,
         }
     }
 
     /// Connects over TLS with `tls`.
     pub fn with_tls(mut self, tls: Option<ClientTls>) -> Self {
         self.tls = tls;
+        self
+    }
+
+    /// Sends `token` as `authorization: Bearer …` on every RPC.
+    pub fn with_token(mut self, token: Option<BearerToken>) -> Self {
+        self.token = token;
         self
     }
 
@@ -223,13 +225,13 @@ impl Connector {
         let n = self.addrs.len();
         for i in 0..n {
             let addr = self.addrs[(self.next + i) % n].clone();
-            let timeout = self.timeout;
+            let req = outgoing(&pb::DiscoveryRequest {}, self.timeout, self.token.as_ref());
             let r = self
-                .rpc("Discovery", &addr, |mut c| async move {
-                    let mut req = tonic::Request::new(pb::DiscoveryRequest {});
-                    req.set_timeout(timeout);
-                    c.discovery(req).await
-                })
+                .rpc(
+                    "Discovery",
+                    &addr,
+                    |mut c| async move { c.discovery(req).await },
+                )
                 .await;
             match r {
                 Ok(d) if d.is_master => {
@@ -293,8 +295,11 @@ impl Connector {
         req: pb::GetCapacityRequest,
     ) -> Result<pb::GetCapacityResponse, CallError> {
         let call = |mut c: Client, r| async move { c.get_capacity(r).await };
-        self.call("GetCapacity", |c, t| call(c, deadline(&req, t)))
-            .await
+        let token = self.token.clone();
+        self.call("GetCapacity", |c, t| {
+            call(c, outgoing(&req, t, token.as_ref()))
+        })
+        .await
     }
 
     /// GetServerCapacity on the master.
@@ -303,8 +308,11 @@ impl Connector {
         req: pb::GetServerCapacityRequest,
     ) -> Result<pb::GetServerCapacityResponse, CallError> {
         let call = |mut c: Client, r| async move { c.get_server_capacity(r).await };
-        self.call("GetServerCapacity", |c, t| call(c, deadline(&req, t)))
-            .await
+        let token = self.token.clone();
+        self.call("GetServerCapacity", |c, t| {
+            call(c, outgoing(&req, t, token.as_ref()))
+        })
+        .await
     }
 
     /// ReleaseCapacity on the master.
@@ -313,7 +321,10 @@ impl Connector {
         req: pb::ReleaseCapacityRequest,
     ) -> Result<pb::ReleaseCapacityResponse, CallError> {
         let call = |mut c: Client, r| async move { c.release_capacity(r).await };
-        self.call("ReleaseCapacity", |c, t| call(c, deadline(&req, t)))
-            .await
+        let token = self.token.clone();
+        self.call("ReleaseCapacity", |c, t| {
+            call(c, outgoing(&req, t, token.as_ref()))
+        })
+        .await
     }
 }

@@ -26,6 +26,7 @@
 //!
 //! Must not: decide refreshes or capacity itself (`doorman-core` does).
 
+mod auth;
 mod builder;
 mod client;
 pub mod connection;
@@ -41,6 +42,7 @@ pub mod tls;
 pub mod tower;
 mod wants;
 
+pub use auth::BearerToken;
 pub use builder::ClientBuilder;
 pub use client::Client;
 pub use connection::{CallError, Connector};

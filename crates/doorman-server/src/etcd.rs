@@ -1,22 +1,210 @@
-//! The connection to etcd shared by the etcd election and the etcd config
-//! source: short connect timeouts and keep-alives, so a dead etcd is
-//! noticed in seconds.
+//! The connection to etcd shared by the etcd election, the etcd config
+//! source and `doorman config`: where etcd is and how to authenticate to it
+//! ([`EtcdOptions`]: endpoints, TLS with an optional client certificate, a
+//! user and password), with short connect timeouts and keep-alives, so a
+//! dead etcd is noticed in seconds.
 //!
-//! Must not: hold state or retry (callers back off themselves).
+//! Must not: hold state or retry (callers back off themselves), or show a
+//! password (its `Debug` is redacted).
 
+use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
+use doorman_client::tls::{pem_certs, pem_key, TlsFileError};
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 use tokio::time::timeout;
+
+/// Where etcd is and how to authenticate to it.
+#[derive(Clone, Default)]
+pub struct EtcdOptions {
+    /// Endpoints: `host:port` or URLs.
+    pub endpoints: Vec<String>,
+    /// TLS towards etcd: `https://` is assumed for endpoints without a
+    /// scheme.
+    pub tls: Option<EtcdTls>,
+    /// etcd's user authentication.
+    pub user: Option<EtcdUser>,
+}
+
+/// TLS towards etcd: the CA that signed etcd's certificate, and our client
+/// certificate when etcd requires one (`--client-cert-auth`).
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    /// PEM of the CA.
+    pub ca_pem: Vec<u8>,
+    /// PEM of our certificate chain and key.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// An etcd user and its password.
+#[derive(Clone)]
+pub struct EtcdUser {
+    /// The user name.
+    pub name: String,
+    /// The password (never printed).
+    pub password: String,
+}
+
+impl fmt::Debug for EtcdUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EtcdUser({}, password redacted)", self.name)
+    }
+}
+
+impl fmt::Debug for EtcdOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdOptions")
+            .field("endpoints", &self.endpoints)
+            .field("tls", &self.tls.is_some())
+            .field("user", &self.user)
+            .finish()
+    }
+}
+
+impl From<Vec<String>> for EtcdOptions {
+    fn from(endpoints: Vec<String>) -> Self {
+        EtcdOptions {
+            endpoints,
+            ..Default::default()
+        }
+    }
+}
+
+/// The files the etcd options come from (command-line flags).
+#[derive(Debug, Clone, Default)]
+pub struct EtcdFiles<'a> {
+    /// `--etcd-ca`.
+    pub ca: Option<&'a Path>,
+    /// `--etcd-cert`.
+    pub cert: Option<&'a Path>,
+    /// `--etcd-key`.
+    pub key: Option<&'a Path>,
+    /// `--etcd-user`.
+    pub user: Option<&'a str>,
+    /// `--etcd-password-file`.
+    pub password_file: Option<&'a Path>,
+}
+
+impl EtcdOptions {
+    /// Options from endpoints and files, each file checked: a missing or
+    /// unreadable one, a certificate without a key, or a user without a
+    /// password file is an error naming the flag.
+    pub fn from_files(endpoints: Vec<String>, f: &EtcdFiles<'_>) -> Result<EtcdOptions, String> {
+        let tls = match (f.ca, f.cert, f.key) {
+            (None, None, None) => None,
+            (None, _, _) => return Err("--etcd-cert/--etcd-key need --etcd-ca".into()),
+            (Some(ca), cert, key) => Some(EtcdTls {
+                ca_pem: flagged("--etcd-ca", pem_certs(ca))?,
+                identity: match (cert, key) {
+                    (None, None) => None,
+                    (Some(c), Some(k)) => Some((
+                        flagged("--etcd-cert", pem_certs(c))?,
+                        flagged("--etcd-key", pem_key(k))?,
+                    )),
+                    _ => return Err("--etcd-cert and --etcd-key go together".into()),
+                },
+            }),
+        };
+        let user = match (f.user, f.password_file) {
+            (None, None) => None,
+            (Some(name), Some(p)) => Some(EtcdUser {
+                name: name.to_string(),
+                password: read_password(p)?,
+            }),
+            _ => return Err("--etcd-user and --etcd-password-file go together".into()),
+        };
+        Ok(EtcdOptions {
+            endpoints,
+            tls,
+            user,
+        })
+    }
+
+    /// Who these options authenticate to etcd as, for audit records: the
+    /// etcd user, else the client certificate's identity, else the local
+    /// user and host, marked unauthenticated.
+    pub fn principal(&self) -> String {
+        if let Some(u) = &self.user {
+            return format!("etcd user {}", u.name);
+        }
+        let cert_id = self
+            .tls
+            .as_ref()
+            .and_then(|t| t.identity.as_ref())
+            .and_then(|(pem, _)| {
+                let der = CertificateDer::pem_slice_iter(pem).next()?.ok()?;
+                crate::identity::identity_of(&der)
+            });
+        match cert_id {
+            Some(id) => format!("certificate {id}"),
+            None => {
+                let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+                format!("{user}@{} (unauthenticated)", doorman_client::hostname())
+            }
+        }
+    }
+
+    /// The endpoints as etcd-client wants them: with TLS, `https://` for
+    /// those without a scheme.
+    fn urls(&self) -> Vec<String> {
+        self.endpoints
+            .iter()
+            .map(|e| match (&self.tls, e.contains("://")) {
+                (Some(_), false) => format!("https://{e}"),
+                _ => e.clone(),
+            })
+            .collect()
+    }
+
+    fn connect_options(&self, connect_timeout: Duration) -> ConnectOptions {
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(connect_timeout)
+            .with_keep_alive(Duration::from_secs(2), connect_timeout)
+            .with_require_leader(true);
+        if let Some(t) = &self.tls {
+            let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(&t.ca_pem));
+            if let Some((cert, key)) = &t.identity {
+                tls = tls.identity(Identity::from_pem(cert, key));
+            }
+            opts = opts.with_tls(tls);
+        }
+        if let Some(u) = &self.user {
+            opts = opts
+                .with_user(u.name.clone(), u.password.clone())
+                .with_auto_token_refresh(true);
+        }
+        opts
+    }
+}
+
+/// The PEM text of a file read by `pem_certs`/`pem_key`, or the error
+/// naming the flag.
+fn flagged<T>(flag: &str, r: Result<(Vec<u8>, T), TlsFileError>) -> Result<Vec<u8>, String> {
+    r.map(|(pem, _)| pem).map_err(|e| format!("{flag} {e}"))
+}
+
+fn read_password(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--etcd-password-file {}: cannot read: {e}", path.display()))?;
+    let password = text.trim_end_matches(['\r', '\n']).to_string();
+    if password.is_empty() {
+        return Err(format!(
+            "--etcd-password-file {}: the file is empty",
+            path.display()
+        ));
+    }
+    Ok(password)
+}
 
 /// Connects to etcd with short timeouts (campaigns block, so no request
 /// timeout is set; callers bound each call themselves).
-pub async fn connect(endpoints: &[String], connect_timeout: Duration) -> Result<Client, String> {
-    let opts = ConnectOptions::new()
-        .with_connect_timeout(connect_timeout)
-        .with_keep_alive(Duration::from_secs(2), connect_timeout)
-        .with_require_leader(true);
-    match timeout(connect_timeout * 2, Client::connect(endpoints, Some(opts))).await {
+pub async fn connect(etcd: &EtcdOptions, connect_timeout: Duration) -> Result<Client, String> {
+    let endpoints = etcd.urls();
+    let opts = etcd.connect_options(connect_timeout);
+    match timeout(connect_timeout * 2, Client::connect(&endpoints, Some(opts))).await {
         Ok(Ok(c)) => Ok(c),
         Ok(Err(e)) => Err(format!("cannot connect to etcd {endpoints:?}: {e}")),
         Err(_) => Err(format!("cannot connect to etcd {endpoints:?}: timed out")),

@@ -17,12 +17,15 @@
 //!
 //! Must not: decide grants, leases or learning mode (`doorman-core` does).
 
+pub mod auth;
 pub mod config_source;
+pub mod config_version;
 pub mod election;
-mod etcd;
+pub mod etcd;
 pub mod grpc;
 mod hangup;
 pub mod http;
+pub mod identity;
 pub mod idle;
 pub mod listener;
 pub mod metrics;

@@ -9,11 +9,13 @@
 
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use doorman_core::server::{Counters, ResourceGauge};
+
+use crate::config_version::ConfigVersion;
 
 /// Every metric of one server, on its own registry.
 #[derive(Debug, Clone)]
@@ -31,6 +33,10 @@ pub struct Metrics {
     tls_reloads: IntCounterVec,
     is_master: IntGauge,
     leases: IntGauge,
+    config_version: IntGauge,
+    config_info: IntGaugeVec,
+    auth_failures: IntCounterVec,
+    denied: IntCounterVec,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -194,7 +200,34 @@ impl Metrics {
                 "Reloads of the TLS certificate, key and client CA, by result (ok, error).",
                 &["result"],
             ),
+            auth_failures: counters(
+                "doorman_server_auth_failures_total",
+                "Requests refused because their bearer token was malformed or unknown, by reason.",
+                &["reason"],
+            ),
+            denied: counters(
+                "doorman_server_access_denied_total",
+                "Requests refused by the config's access rules, by action (acquire, serve, read).",
+                &["action"],
+            ),
             latency: register(&r, HistogramVec::new(latency, &["method"])),
+            config_version: register(
+                &r,
+                IntGauge::new(
+                    "doorman_server_config_version",
+                    "Version of the running config: the etcd revision that wrote it (0 for a file).",
+                ),
+            ),
+            config_info: register(
+                &r,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "doorman_server_config_info",
+                        "The running config (value 1): its SHA-256 and who pushed it.",
+                    ),
+                    &["sha256", "pusher"],
+                ),
+            ),
             unmatched: register(
                 &r,
                 IntCounter::new(
@@ -258,6 +291,26 @@ impl Metrics {
     /// Etcd config watches lost so far.
     pub fn config_watch_restarts(&self) -> u64 {
         self.config_watch_restarts.get()
+    }
+
+    /// Counts a request whose token was refused.
+    pub fn auth_failed(&self, reason: &str) {
+        self.auth_failures.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts a request the access rules refused.
+    pub fn denied(&self, action: &str) {
+        self.denied.with_label_values(&[action]).inc();
+    }
+
+    /// Records which config runs.
+    pub fn config_version(&self, v: &ConfigVersion) {
+        self.config_version.set(v.version.unwrap_or(0));
+        self.config_info.reset();
+        let pusher = v.pusher.as_deref().unwrap_or("");
+        self.config_info
+            .with_label_values(&[v.sha256.as_str(), pusher])
+            .set(1);
     }
 
     /// Records a config load.

@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::auth::Auth;
 pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
 use crate::election::{Candidacy, Election, MasterView, Standalone};
@@ -73,6 +74,11 @@ pub struct ServerOptions {
     /// TLS towards the parent (its CA, and this server's certificate to
     /// present).
     pub parent_tls: Option<doorman_client::ClientTls>,
+    /// Bearer token sent to the parent (`--parent-token-file`).
+    pub parent_token: Option<doorman_client::BearerToken>,
+    /// Bearer tokens accepted from callers, and whether the health pages
+    /// need an identity.
+    pub auth: Auth,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -108,6 +114,8 @@ impl ServerOptions {
             clock: Arc::new(crate::wall_clock),
             tls: None,
             parent_tls: None,
+            parent_token: None,
+            auth: Auth::default(),
         }
     }
 }
@@ -217,6 +225,10 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         Some(why) => tracing::info!("no local config ({why}); the parent's applies"),
         None => state.metrics.config_reload(true),
     }
+    if let Some(v) = loaded.version.clone() {
+        tracing::info!("config loaded: {v}");
+        state.set_config_version(v);
+    }
     let (stop, stop_rx) = watch::channel(false);
     let incoming = Incoming::new(
         grpc,
@@ -260,10 +272,14 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
             };
             tracing::info!(cert = %t.files().cert.display(), "serving gRPC and HTTP over {mode}");
         }
+        None if opts.auth.tokens.is_some() => tracing::warn!(
+            "bearer tokens without TLS: tokens travel in clear text (give --tls-cert and --tls-key)"
+        ),
         None => tracing::warn!(
             "unauthenticated mode: no TLS; anyone who can reach this server can use it"
         ),
     }
+    warn_if_rules_cannot_pass(&state, tls.as_deref(), &opts.auth);
     tasks.push(spawn_cleanup(
         state.clone(),
         opts.cleanup_interval,
@@ -311,7 +327,11 @@ fn build_state(
     if opts.election.is_standalone() {
         core.become_master((opts.clock)());
     }
-    Arc::new(ServerState::new(core, Metrics::new(), opts.clock.clone()))
+    let mut state = ServerState::new(core, Metrics::new(), opts.clock.clone());
+    state.auth = opts.auth.clone();
+    let client_ca = opts.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+    state.auth.authenticating = client_ca || opts.auth.tokens.is_some();
+    Arc::new(state)
 }
 
 /// Runs a listener's serve loop; a failure is logged.
@@ -409,8 +429,22 @@ fn spawn_upstream(
         .or_else(|| opts.election.node_id())
         .unwrap_or_else(|| server_id.to_string());
     let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout)
-        .with_tls(opts.parent_tls.clone());
+        .with_tls(opts.parent_tls.clone())
+        .with_token(opts.parent_token.clone());
     tokio::spawn(crate::upstream::run(state.clone(), conn, node_id, stop))
+}
+
+/// Access rules with no way to authenticate deny every request: say so at
+/// start rather than leave operators guessing.
+fn warn_if_rules_cannot_pass(state: &ServerState, tls: Option<&ServerTls>, auth: &Auth) {
+    let identities = tls.is_some_and(ServerTls::requires_client_cert) || auth.tokens.is_some();
+    let rules = state.core().config().acl().len();
+    if rules > 0 && !identities {
+        tracing::warn!(
+            rules,
+            "the config has access rules but callers cannot authenticate (no --tls-client-ca, no --auth-tokens): every request will be denied"
+        );
+    }
 }
 
 #[cfg(test)]

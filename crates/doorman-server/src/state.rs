@@ -14,6 +14,10 @@ use doorman_core::server::{
 };
 use doorman_core::Time;
 
+use doorman_core::config::{Acl, Action};
+
+use crate::auth::Auth;
+use crate::config_version::ConfigVersion;
 use crate::metrics::Metrics;
 
 /// Where the server gets the time from (the wall clock in production).
@@ -28,6 +32,10 @@ pub struct ServerState {
     pub metrics: Metrics,
     /// The clock.
     pub clock: Clock,
+    /// How callers are identified besides client certificates.
+    pub auth: Auth,
+    /// Which config runs (none while waiting for one, or inline).
+    config_version: Mutex<Option<ConfigVersion>>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -44,6 +52,8 @@ impl ServerState {
             upstream_wake: tokio::sync::Notify::new(),
             metrics,
             clock,
+            config_version: Mutex::new(None),
+            auth: Auth::default(),
         }
     }
 
@@ -53,21 +63,58 @@ impl ServerState {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Records which config now runs, in metrics and for the status page.
+    pub fn set_config_version(&self, v: ConfigVersion) {
+        self.metrics.config_version(&v);
+        *self
+            .config_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(v);
+    }
+
+    /// Which config runs, as the status page shows it.
+    pub fn config_version(&self) -> Option<ConfigVersion> {
+        self.config_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The current time.
     pub fn now(&self) -> Time {
         (self.clock)()
     }
 
-    /// Runs a capacity request through the core and wakes the upstream task
-    /// if it created a resource the parent must be asked about.
-    pub fn decide(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
+    /// Runs a capacity request through the core, if the config's access
+    /// rules let `caller` do `action` on each of its resources (else
+    /// `Err(why)`, naming the identity, action and resource), and wakes the
+    /// upstream task if it created a resource the parent must be asked
+    /// about.
+    pub fn decide(
+        &self,
+        caller: Option<&str>,
+        action: Action,
+        req: &CapacityRequest,
+    ) -> Result<Result<Vec<Grant>, Refusal>, String> {
         let now = self.now();
         let mut core = self.core();
+        let ids = req.resources.iter().map(|r| r.resource_id.as_str());
+        if let Some(why) = core.config().acl().first_denial(caller, action, ids) {
+            return Err(why);
+        }
         let out = core.get_capacity(now, req);
         if core.take_upstream_wake() {
             self.upstream_wake.notify_one();
         }
-        out
+        Ok(out)
+    }
+
+    /// May `caller` read the status pages?
+    pub fn may_read(&self, caller: Option<&str>) -> Result<(), String> {
+        match self.core().config().acl().allows(caller, Action::Read, "") {
+            true => Ok(()),
+            false => Err(Acl::denial(caller, Action::Read, "")),
+        }
     }
 
     /// Runs `step` from position 0 until it returns `None`, taking the core
@@ -83,6 +130,7 @@ impl ServerState {
         let mut status = self.core().status_header(now);
         self.sweep(|core, from| core.status_step(now, max_leases, from, &mut status.resources));
         status.finish();
+        status.config_version = self.config_version().map(|v| v.to_string());
         status
     }
 

@@ -43,7 +43,7 @@ fn opts(election: Arc<dyn Election>) -> ServerOptions {
 
 fn etcd_election(e: &EtcdProcess, ttl: u64) -> Arc<dyn Election> {
     Arc::new(EtcdElection {
-        endpoints: e.endpoints(),
+        etcd: e.endpoints().into(),
         key: "/doorman/test".into(),
         ttl: Duration::from_secs(ttl),
     })
@@ -253,15 +253,18 @@ async fn a_leaving_master_stops_granting_before_a_successor_can_win() {
 async fn election_keep_alives_leave_the_config_watch_alone() {
     let e = etcd();
     let cfg_key = "/doorman/config";
-    let endpoints = e.endpoints();
+    let etcd_opts = e.endpoints().into();
     let put = |capacity: u32| {
         let text = CONFIG.replace("capacity = 100", &format!("capacity = {capacity}"));
-        doorman_server::config_source::etcd::put(&endpoints, cfg_key, text.into_bytes())
+        let opts = &etcd_opts;
+        async move {
+            doorman_server::config_source::audit::push(opts, cfg_key, &text, "test", "push").await
+        }
     };
     put(100).await.unwrap();
     let mut o = opts(etcd_election(&e, 1));
     o.config = ConfigSource::Etcd {
-        endpoints: e.endpoints(),
+        etcd: e.endpoints().into(),
         key: cfg_key.into(),
     };
     let s = IsolatedServer::start(o).unwrap();

@@ -156,6 +156,46 @@ async fn the_certificate_is_rotated_without_a_restart() {
     s.shutdown().await;
 }
 
+/// cert-manager renews a certificate (same CA) while clients run: RPCs on
+/// open connections and on new ones all succeed, before, during and after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_while_clients_run_fails_no_rpc() {
+    let ca = Pki::new("renew");
+    let live = ca.server("live");
+    let s = tls_server(files(&live, None), &ManualClock::new()).await;
+    let tls = trust(&ca, None);
+    let ep = endpoint(&s.grpc_addr.to_string(), Some(&tls)).unwrap();
+    let mut open = CapacityClient::new(ep.connect().await.unwrap());
+    let req = pb::GetCapacityRequest {
+        client_id: "c".into(),
+        resource: vec![rr("r", 10.0, None)],
+    };
+    let (mut ok, mut failed) = (0, Vec::new());
+    for i in 0..40 {
+        if i == 10 {
+            let next = ca.server("next");
+            std::fs::copy(&next.key, &live.key).unwrap();
+            std::fs::copy(&next.cert, &live.cert).unwrap();
+        }
+        match open.get_capacity(req.clone()).await {
+            Ok(_) => ok += 1,
+            Err(e) => failed.push(format!("open connection: {e}")),
+        }
+        match ask(&s, Some(&tls)).await {
+            Ok(_) => ok += 1,
+            Err(e) => failed.push(format!("new connection: {e}")),
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(ok, 80);
+    assert!(
+        s.state.metrics.tls_reloads(true) >= 1,
+        "the renewed certificate was loaded"
+    );
+    s.shutdown().await;
+}
+
 /// A node of a tree: serves mutual TLS with its own certificate and, below
 /// the root, presents the same certificate to its parent.
 async fn node(ca: &Pki, name: &str, parent: Option<&RunningServer>) -> RunningServer {

@@ -25,6 +25,19 @@ pub struct EtcdProcess {
     peer_port: u16,
     data_dir: PathBuf,
     child: Option<Child>,
+    tls: Option<EtcdTlsFiles>,
+}
+
+/// The files of an etcd serving clients over TLS and requiring client
+/// certificates (`--client-cert-auth`).
+#[derive(Debug, Clone)]
+pub struct EtcdTlsFiles {
+    /// CA that client certificates must chain to.
+    pub ca: PathBuf,
+    /// etcd's certificate (for 127.0.0.1).
+    pub cert: PathBuf,
+    /// Its key.
+    pub key: PathBuf,
 }
 
 fn free_port() -> Result<u16, String> {
@@ -56,6 +69,16 @@ pub fn find_etcd() -> Result<PathBuf, String> {
 impl EtcdProcess {
     /// Starts etcd and waits until it accepts connections.
     pub fn start() -> Result<EtcdProcess, String> {
+        EtcdProcess::start_with(None)
+    }
+
+    /// Starts etcd serving clients over TLS with client certificates
+    /// required.
+    pub fn start_tls(tls: EtcdTlsFiles) -> Result<EtcdProcess, String> {
+        EtcdProcess::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<EtcdTlsFiles>) -> Result<EtcdProcess, String> {
         let binary = find_etcd()?;
         let data_dir = std::env::temp_dir().join(format!(
             "doorman-etcd-{}-{}",
@@ -68,6 +91,7 @@ impl EtcdProcess {
             peer_port: free_port()?,
             data_dir,
             child: None,
+            tls,
         };
         e.restart()?;
         Ok(e)
@@ -95,9 +119,20 @@ impl EtcdProcess {
     /// its client port accepts connections (at most 10 s).
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let client = format!("{scheme}://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let child = Command::new(&self.binary)
+        let mut cmd = Command::new(&self.binary);
+        if let Some(t) = &self.tls {
+            cmd.arg("--cert-file")
+                .arg(&t.cert)
+                .arg("--key-file")
+                .arg(&t.key)
+                .arg("--trusted-ca-file")
+                .arg(&t.ca)
+                .arg("--client-cert-auth");
+        }
+        let child = cmd
             .arg("--name")
             .arg("test")
             .arg("--data-dir")

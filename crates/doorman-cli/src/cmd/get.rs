@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use doorman_client::tls::endpoint;
-use doorman_client::ClientTls;
+use doorman_client::{BearerToken, ClientTls};
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 
@@ -47,6 +47,7 @@ async fn ask(
     req: &pb::GetCapacityRequest,
     timeout: Duration,
     tls: Option<&ClientTls>,
+    token: Option<&BearerToken>,
 ) -> anyhow::Result<pb::GetCapacityResponse> {
     let ep = endpoint(addr, tls)
         .map_err(anyhow::Error::msg)?
@@ -56,8 +57,12 @@ async fn ask(
         let why = crate::tls_args::explain(&e, tls);
         anyhow::anyhow!("cannot connect to {addr}: {why}")
     })?;
+    let mut request = tonic::Request::new(req.clone());
+    if let Some(t) = token {
+        t.attach(&mut request);
+    }
     let resp = CapacityClient::new(channel)
-        .get_capacity(req.clone())
+        .get_capacity(request)
         .await
         .map_err(|s| {
             let why = crate::tls_args::explain(&s, tls);
@@ -91,8 +96,9 @@ async fn ask_master(
     req: &pb::GetCapacityRequest,
     timeout: Duration,
     tls: Option<&ClientTls>,
+    token: Option<&BearerToken>,
 ) -> anyhow::Result<(String, pb::GetCapacityResponse)> {
-    let mut resp = ask(server, req, timeout, tls).await?;
+    let mut resp = ask(server, req, timeout, tls, token).await?;
     let Some(m) = resp.mastership.take() else {
         return Ok((server.to_string(), resp));
     };
@@ -100,7 +106,7 @@ async fn ask_master(
         bail!("{server} is not the master and does not know who is; retry later");
     };
     eprintln!("{server} is not the master; asking {master}");
-    let resp = ask(&master, req, timeout, tls).await?;
+    let resp = ask(&master, req, timeout, tls, token).await?;
     if resp.mastership.is_some() {
         bail!("{master} redirected again; giving up after one redirect");
     }
@@ -144,7 +150,9 @@ fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, json: bool) {
 pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
     let req = request(&a);
     let tls = a.tls.client_tls()?;
-    let (server, resp) = ask_master(&a.server, &req, a.timeout, tls.as_ref()).await?;
+    let token = a.tls.token()?;
+    let (server, resp) =
+        ask_master(&a.server, &req, a.timeout, tls.as_ref(), token.as_ref()).await?;
     let Some(r) = resp.response.iter().find(|r| r.resource_id == a.resource) else {
         let why = if a.has.is_some() {
             " (an intermediate server that has not heard from its parent yet \

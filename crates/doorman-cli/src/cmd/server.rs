@@ -11,12 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use doorman_server::auth::{Auth, Tokens};
 use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::{Election, Standalone};
 use doorman_server::http::serve::HttpLimits;
 use doorman_server::server::{start, ConfigSource, ServerOptions, DEFAULT_GRPC_MAX_CONNECTIONS};
 use doorman_server::tls::TlsFiles;
 
+use crate::etcd_args::EtcdArgs;
 use crate::tls_args::ClientTlsArgs;
 
 #[derive(Debug, clap::Args)]
@@ -27,9 +29,9 @@ pub struct Args {
     /// sends (capacity, lease length, refresh).
     #[arg(long)]
     config: Option<String>,
-    /// etcd endpoints (comma-separated), for --election-key and etcd: configs.
-    #[arg(long, value_delimiter = ',')]
-    etcd: Vec<String>,
+    /// etcd, for --election-key and etcd: configs.
+    #[command(flatten)]
+    etcd: EtcdArgs,
     /// Campaign for mastership of this node on this etcd election key, e.g.
     /// /doorman/root (needs --etcd). Without it the server is always master.
     #[arg(long)]
@@ -95,6 +97,19 @@ pub struct Args {
     /// of the parent address).
     #[arg(long, requires = "parent_tls_ca")]
     parent_tls_server_name: Option<String>,
+    /// Send the bearer token in this file to the parent (for a parent with
+    /// --auth-tokens).
+    #[arg(long, requires = "parent")]
+    parent_token_file: Option<PathBuf>,
+    /// Accept bearer tokens listed in this TOML file (`[[token]]` entries
+    /// with `identity` and `token` or `sha256`); a caller sending one has
+    /// that identity. Use with TLS.
+    #[arg(long)]
+    auth_tokens: Option<PathBuf>,
+    /// Require a client certificate or token for /metrics, /healthz and
+    /// /readyz too (open by default, for probes and scrapers).
+    #[arg(long)]
+    http_require_identity: bool,
 }
 
 /// Raises the soft limit of open files to the hard limit, so the
@@ -144,15 +159,10 @@ async fn terminated() {
 fn config_source(args: &Args) -> anyhow::Result<ConfigSource> {
     Ok(match (&args.config, args.parent.is_empty()) {
         (Some(c), _) => match c.strip_prefix("etcd:") {
-            Some(key) => {
-                if args.etcd.is_empty() {
-                    anyhow::bail!("--config {c} needs --etcd ENDPOINTS");
-                }
-                ConfigSource::Etcd {
-                    endpoints: args.etcd.clone(),
-                    key: key.to_string(),
-                }
-            }
+            Some(key) => ConfigSource::Etcd {
+                etcd: args.etcd.options(&format!("--config {c}"))?,
+                key: key.to_string(),
+            },
             None => ConfigSource::File(PathBuf::from(c)),
         },
         (None, false) => ConfigSource::Inline(Arc::new(doorman_core::config::Config::empty())),
@@ -164,11 +174,10 @@ fn config_source(args: &Args) -> anyhow::Result<ConfigSource> {
 
 /// How this server takes part in its node's election, as the flags say.
 fn election(args: &Args) -> anyhow::Result<Arc<dyn Election>> {
-    Ok(match (&args.election_key, args.etcd.is_empty()) {
-        (None, _) => Arc::new(Standalone),
-        (Some(_), true) => anyhow::bail!("--election-key needs --etcd ENDPOINTS"),
-        (Some(key), false) => Arc::new(EtcdElection {
-            endpoints: args.etcd.clone(),
+    Ok(match &args.election_key {
+        None => Arc::new(Standalone),
+        Some(key) => Arc::new(EtcdElection {
+            etcd: args.etcd.options("--election-key")?,
             key: key.clone(),
             ttl: Duration::from_secs(args.election_ttl),
         }),
@@ -204,6 +213,16 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
         tls_cert: args.parent_tls_ca.as_ref().and(args.tls_cert.clone()),
         tls_key: args.parent_tls_ca.as_ref().and(args.tls_key.clone()),
         tls_server_name: args.parent_tls_server_name.clone(),
+        token_file: args.parent_token_file.clone(),
+    };
+    opts.parent_token = parent_tls.token()?;
+    opts.auth = Auth {
+        tokens: match &args.auth_tokens {
+            Some(p) => Some(Tokens::load(p).map_err(anyhow::Error::msg)?),
+            None => None,
+        },
+        health_needs_identity: args.http_require_identity,
+        authenticating: false, // set by the server from its TLS and tokens
     };
     opts.parent_tls = parent_tls.client_tls()?;
     Ok(opts)
@@ -213,6 +232,7 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config_name = args.config.clone().unwrap_or_else(|| "(none)".into());
     let opts = options(args)?;
+    let scheme = if opts.tls.is_some() { "https" } else { "http" };
     raise_open_files_limit();
     let mut server = start(opts)
         .await
@@ -222,7 +242,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         server.grpc_addr,
         server
             .http_addr
-            .map(|a| format!(", http://{a}/debug/status"))
+            .map(|a| format!(", {scheme}://{a}/debug/status"))
             .unwrap_or_default()
     );
     tokio::select! {

@@ -10,6 +10,7 @@
 //! Must not: touch the server state or do I/O (the shells read files and
 //! etcd values and hand the bytes in).
 
+mod acl;
 mod error;
 mod lookup;
 mod parse;
@@ -21,6 +22,7 @@ use doorman_algorithms::{Kind, LeaseTerms, DEFAULT_DECAY_FACTOR};
 
 use crate::limits::MAX_DURATION_SECS;
 
+pub use acl::{Acl, Action};
 pub use error::{ConfigError, Problem};
 use lookup::PatternIndex;
 
@@ -131,6 +133,7 @@ pub struct Config {
     exact: HashMap<String, usize>,
     patterns: PatternIndex,
     source: String,
+    acl: Acl,
 }
 
 impl Config {
@@ -152,7 +155,7 @@ impl Config {
             source_name: source_name.to_string(),
             problems,
         };
-        let (templates, mut problems) = parse::templates(text).map_err(|p| fail(vec![p]))?;
+        let (templates, acl, mut problems) = parse::templates(text).map_err(|p| fail(vec![p]))?;
         if templates.is_empty() && problems.is_empty() {
             problems.push(Problem {
                 resource: None,
@@ -187,6 +190,7 @@ impl Config {
             patterns,
             exact,
             source: source_name.to_string(),
+            acl,
         })
     }
 
@@ -207,6 +211,7 @@ impl Config {
             exact: HashMap::new(),
             patterns: PatternIndex::default(),
             source: "<empty>".into(),
+            acl: Acl::default(),
         }
     }
 
@@ -224,6 +229,17 @@ impl Config {
     /// All templates in file order.
     pub fn templates(&self) -> &[Arc<Template>] {
         &self.templates
+    }
+
+    /// The access rules (open when there are none).
+    pub fn acl(&self) -> &Acl {
+        &self.acl
+    }
+
+    /// What is valid but probably not meant: access rules that can never
+    /// change an outcome (`doorman config check` prints these).
+    pub fn warnings(&self) -> Vec<String> {
+        self.acl.unreachable()
     }
 
     /// Where the config came from.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Kind, DEFAULT_DECAY_FACTOR};
 
-use super::{AlgorithmConfig, Problem, Template};
+use super::{Acl, AlgorithmConfig, Problem, Template};
 use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_DURATION_SECS};
 
 const TEMPLATE_KEYS: [&str; 6] = [
@@ -27,10 +27,10 @@ const ALGORITHM_KEYS: [&str; 5] = [
 ];
 const KNOWN_PARAMETERS: [&str; 1] = ["decay_factor"];
 
-/// Parses the TOML text into templates, collecting every problem. The
-/// templates returned are the valid ones; the caller rejects the whole
-/// config if any problem was found.
-pub(super) fn templates(text: &str) -> Result<(Vec<Template>, Vec<Problem>), Problem> {
+/// Parses the TOML text into templates and access rules, collecting every
+/// problem. The templates returned are the valid ones; the caller rejects
+/// the whole config if any problem was found.
+pub(super) fn templates(text: &str) -> Result<(Vec<Template>, Acl, Vec<Problem>), Problem> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Problem {
         resource: None,
         field: "toml".into(),
@@ -39,11 +39,11 @@ pub(super) fn templates(text: &str) -> Result<(Vec<Template>, Vec<Problem>), Pro
     let mut problems = Vec::new();
     let mut templates = Vec::new();
     for key in table.keys() {
-        if key != "resources" {
+        if key != "resources" && key != "access" {
             problems.push(Problem {
                 resource: None,
                 field: key.clone(),
-                reason: "unknown top-level key (expected [[resources]])".into(),
+                reason: "unknown top-level key (expected [[resources]] or [[access]])".into(),
             });
         }
     }
@@ -62,7 +62,8 @@ pub(super) fn templates(text: &str) -> Result<(Vec<Template>, Vec<Problem>), Pro
             reason: "must be an array of tables ([[resources]])".into(),
         }),
     }
-    Ok((templates, problems))
+    let acl = super::acl::parse(table.get("access"), &mut problems);
+    Ok((templates, acl, problems))
 }
 
 /// Where problems go while one template is parsed.

@@ -12,7 +12,10 @@ use doorman_algorithms::{Amount, Demand, Lease};
 use crate::config::AlgorithmConfig;
 
 /// Who is asking: an end client or a downstream server. The two live in
-/// separate namespaces.
+/// separate namespaces. With authentication, an id is owned by the
+/// caller's identity ([`Who::owned_by`]): the same client id used by two
+/// identities names two requesters, neither able to touch the other's
+/// leases.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Who {
     /// An end client (GetCapacity).
@@ -21,11 +24,42 @@ pub enum Who {
     Server(Arc<str>),
 }
 
+/// Separates an owned id from its owner. Ids and identities never contain
+/// control characters (the shells refuse them), so the split at the last
+/// separator is unambiguous.
+const OWNER_SEPARATOR: char = '\u{1f}';
+
 impl Who {
-    /// The id without its kind.
+    /// The id without its kind (with its owner, if owned).
     pub fn id(&self) -> &str {
         match self {
             Who::Client(s) | Who::Server(s) => s,
+        }
+    }
+
+    /// The same requester owned by `owner` (unchanged without one).
+    pub fn owned_by(self, owner: Option<&str>) -> Who {
+        let Some(owner) = owner else { return self };
+        let own = |id: &str| Arc::from(format!("{id}{OWNER_SEPARATOR}{owner}"));
+        match self {
+            Who::Client(id) => Who::Client(own(&id)),
+            Who::Server(id) => Who::Server(own(&id)),
+        }
+    }
+
+    /// The id as the requester sent it, and its owner if owned.
+    pub fn parts(&self) -> (&str, Option<&str>) {
+        match self.id().rsplit_once(OWNER_SEPARATOR) {
+            Some((id, owner)) => (id, Some(owner)),
+            None => (self.id(), None),
+        }
+    }
+
+    /// The id for people: `id` or `id (owner)`.
+    pub fn display_id(&self) -> String {
+        match self.parts() {
+            (id, Some(owner)) => format!("{id} ({owner})"),
+            (id, None) => id.to_string(),
         }
     }
 
@@ -40,7 +74,7 @@ impl Who {
 
 impl fmt::Display for Who {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind(), self.id())
+        write!(f, "{}:{}", self.kind(), self.display_id())
     }
 }
 

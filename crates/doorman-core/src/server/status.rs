@@ -31,6 +31,8 @@ pub struct Status {
     pub config_source: String,
     /// The config's one-line summary.
     pub config_summary: String,
+    /// Which config version runs (set by the shell: hash, version, pusher).
+    pub config_version: Option<String>,
     /// The templates in file order.
     pub templates: Vec<TemplateStatus>,
     /// Resources with state.
@@ -181,6 +183,7 @@ impl ServerCore {
             },
             config_source: self.config.source().to_string(),
             config_summary: self.config.summary(),
+            config_version: None,
             templates: self
                 .config
                 .templates()
@@ -282,7 +285,7 @@ fn lease_statuses(r: &mut Resource, now: Time, max_leases: usize) -> Vec<LeaseSt
         };
         leases.push(LeaseStatus {
             kind: rec.who.kind(),
-            id: rec.who.id().to_string(),
+            id: rec.who.display_id(),
             has: r.shares.has(rid),
             wants: demands.iter().map(|d| d.2).sum(),
             target,

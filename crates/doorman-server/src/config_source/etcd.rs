@@ -18,8 +18,8 @@ use etcd_client::{EventType, WatchOptions};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
-use super::apply;
-use crate::etcd::connect;
+use super::{apply, audit, ConfigVersion};
+use crate::etcd::{connect, EtcdOptions};
 use crate::state::ServerState;
 
 const STEP: Duration = Duration::from_secs(3);
@@ -29,19 +29,23 @@ pub fn source_name(key: &str) -> String {
     format!("etcd:{key}")
 }
 
-/// Reads the key: its value (none if the key does not exist) and the
-/// revision it was read at.
+/// Reads the key: its value with the revision that wrote it (none if the
+/// key does not exist), and the revision it was read at.
 pub async fn fetch_value(
-    endpoints: &[String],
+    etcd: &EtcdOptions,
     key: &str,
-) -> Result<(Option<Vec<u8>>, i64), String> {
-    let mut client = connect(endpoints, STEP).await?;
+) -> Result<(Option<(Vec<u8>, i64)>, i64), String> {
+    let mut client = connect(etcd, STEP).await?;
     let resp = timeout(STEP, client.get(key, None))
         .await
         .map_err(|_| format!("reading {key} from etcd timed out"))?
         .map_err(|e| format!("reading {key} from etcd: {e}"))?;
     let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-    Ok((resp.kvs().first().map(|kv| kv.value().to_vec()), revision))
+    let value = resp
+        .kvs()
+        .first()
+        .map(|kv| (kv.value().to_vec(), kv.mod_revision()));
+    Ok((value, revision))
 }
 
 /// What a root without its config waits for.
@@ -53,28 +57,38 @@ pub fn missing(key: &str) -> String {
 
 /// Reads the key: its value and the revision it was read at; a missing
 /// key is an error (`doorman config get`).
-pub async fn fetch(endpoints: &[String], key: &str) -> Result<(Vec<u8>, i64), String> {
-    match fetch_value(endpoints, key).await? {
-        (Some(value), revision) => Ok((value, revision)),
+pub async fn fetch(etcd: &EtcdOptions, key: &str) -> Result<(Vec<u8>, i64), String> {
+    match fetch_value(etcd, key).await? {
+        (Some((value, _)), revision) => Ok((value, revision)),
         (None, _) => Err(missing(key)),
     }
 }
 
-/// Writes a value (used by `doorman config push`).
-pub async fn put(endpoints: &[String], key: &str, value: Vec<u8>) -> Result<i64, String> {
-    let mut client = connect(endpoints, STEP).await?;
-    let resp = timeout(STEP, client.put(key, value, None))
-        .await
-        .map_err(|_| format!("writing {key} to etcd timed out"))?
-        .map_err(|e| format!("writing {key} to etcd: {e}"))?;
-    Ok(resp.header().map(|h| h.revision()).unwrap_or(0))
+/// The version of `bytes`, written to `key` at revision `written`, with
+/// its audit record if it has one (an unreadable record is logged; the
+/// config is still applied).
+pub async fn version_of(
+    etcd: &EtcdOptions,
+    key: &str,
+    bytes: &[u8],
+    written: i64,
+) -> ConfigVersion {
+    let record = match audit::record_of(etcd, key, written).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(%key, version = written, "cannot read the config's audit record: {e}");
+            None
+        }
+    };
+    let pushed = record.as_ref().map(|r| (r.pusher.as_str(), r.pushed_at));
+    ConfigVersion::of(&source_name(key), bytes).at(written, pushed)
 }
 
 /// Watches `key` until `stop` turns true. `last` is the value the running
 /// config came from, read at `revision`.
 pub async fn watch(
     state: Arc<ServerState>,
-    endpoints: Vec<String>,
+    etcd: EtcdOptions,
     key: String,
     last: Option<Vec<u8>>,
     revision: i64,
@@ -84,7 +98,7 @@ pub async fn watch(
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10), seed);
     let mut w = Watcher {
         state,
-        endpoints,
+        etcd,
         key,
         last,
         revision,
@@ -113,7 +127,7 @@ pub async fn watch(
 /// What the watch has seen so far.
 struct Watcher {
     state: Arc<ServerState>,
-    endpoints: Vec<String>,
+    etcd: EtcdOptions,
     key: String,
     /// The value the running config came from (none: the key was missing).
     last: Option<Vec<u8>>,
@@ -122,10 +136,12 @@ struct Watcher {
 }
 
 impl Watcher {
-    /// Applies `value` if it differs from the running config's source.
-    fn offer(&mut self, value: &[u8]) {
+    /// Applies `value`, written at revision `written`, if it differs from
+    /// the running config's source.
+    async fn offer(&mut self, value: &[u8], written: i64) {
         if self.last.as_deref() != Some(value) {
-            apply(&self.state, value, &source_name(&self.key));
+            let version = version_of(&self.etcd, &self.key, value, written).await;
+            apply(&self.state, value, version);
             self.last = Some(value.to_vec());
         }
     }
@@ -138,12 +154,12 @@ impl Watcher {
         backoff: &mut Backoff,
     ) -> Result<(), String> {
         let key = self.key.clone();
-        let mut client = connect(&self.endpoints, STEP).await?;
+        let mut client = connect(&self.etcd, STEP).await?;
         if self.revision == 0 {
             // Reconnected: catch up with anything missed.
-            let (value, rev) = fetch_value(&self.endpoints, &key).await?;
-            if let Some(value) = value {
-                self.offer(&value);
+            let (value, rev) = fetch_value(&self.etcd, &key).await?;
+            if let Some((value, written)) = value {
+                self.offer(&value, written).await;
             }
             self.revision = rev;
         }
@@ -166,16 +182,16 @@ impl Watcher {
                 return Err(format!("watch on {key} canceled (compacted?)"));
             }
             for ev in resp.events() {
-                self.event(ev);
+                self.event(ev).await;
             }
         }
     }
 
-    fn event(&mut self, ev: &etcd_client::Event) {
+    async fn event(&mut self, ev: &etcd_client::Event) {
         let Some(kv) = ev.kv() else { return };
         self.revision = self.revision.max(kv.mod_revision());
         match ev.event_type() {
-            EventType::Put => self.offer(kv.value()),
+            EventType::Put => self.offer(kv.value(), kv.mod_revision()).await,
             EventType::Delete => {
                 tracing::warn!(key = %self.key, "config key deleted from etcd; keeping the running config");
             }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use doorman_core::config::{Config, ConfigError};
 use tokio::sync::watch;
 
-use super::apply;
+use super::{apply, ConfigVersion};
 use crate::state::ServerState;
 
 /// Reads and validates a config file at start; also returns its bytes (to
@@ -69,7 +69,8 @@ fn check(state: &ServerState, path: &PathBuf, last: &mut Option<Vec<u8>>, force:
         *last = Some(content);
         return;
     }
-    apply(state, &content, &path.display().to_string());
+    let name = path.display().to_string();
+    apply(state, &content, ConfigVersion::of(&name, &content));
     *last = Some(content);
 }
 

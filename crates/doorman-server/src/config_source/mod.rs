@@ -10,8 +10,11 @@
 //!
 //! Must not: apply an invalid config or decide anything about leases.
 
+pub mod audit;
 pub mod etcd;
 pub mod file;
+
+pub use crate::config_version::ConfigVersion;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +24,7 @@ use doorman_core::config::{Config, ConfigError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::etcd::EtcdOptions;
 use crate::state::ServerState;
 
 /// Where the config comes from.
@@ -32,8 +36,8 @@ pub enum ConfigSource {
     Inline(Arc<Config>),
     /// An etcd key, watched; `doorman config push` writes it.
     Etcd {
-        /// etcd endpoints.
-        endpoints: Vec<String>,
+        /// Where etcd is and how to authenticate to it.
+        etcd: EtcdOptions,
         /// The key, e.g. `/doorman/config`.
         key: String,
     },
@@ -63,6 +67,8 @@ pub struct Loaded {
     bytes: Option<Vec<u8>>,
     /// The etcd revision it was read at (0 otherwise).
     revision: i64,
+    /// Which config it is (none while pending or inline).
+    pub version: Option<ConfigVersion>,
 }
 
 impl ConfigSource {
@@ -71,7 +77,10 @@ impl ConfigSource {
     pub async fn load(&self) -> Result<Loaded, LoadError> {
         match self {
             ConfigSource::File(path) => match file::read_or_wait(path)? {
-                Ok((cfg, bytes)) => Ok(Loaded::new(cfg, Some(bytes), 0)),
+                Ok((cfg, bytes)) => {
+                    let v = ConfigVersion::of(&path.display().to_string(), &bytes);
+                    Ok(Loaded::new(cfg, Some(bytes), 0, Some(v)))
+                }
                 Err(why) => Ok(Loaded::pending(why, 0)),
             },
             ConfigSource::Inline(c) => Ok(Loaded {
@@ -79,16 +88,18 @@ impl ConfigSource {
                 pending: None,
                 bytes: None,
                 revision: 0,
+                version: None,
             }),
-            ConfigSource::Etcd { endpoints, key } => {
-                let (value, rev) = etcd::fetch_value(endpoints, key)
+            ConfigSource::Etcd { etcd: options, key } => {
+                let (value, rev) = etcd::fetch_value(options, key)
                     .await
                     .map_err(LoadError::Etcd)?;
-                let Some(bytes) = value else {
+                let Some((bytes, written)) = value else {
                     return Ok(Loaded::pending(etcd::missing(key), rev));
                 };
                 let cfg = Config::from_bytes(&bytes, &etcd::source_name(key))?;
-                Ok(Loaded::new(cfg, Some(bytes), rev))
+                let v = etcd::version_of(options, key, &bytes, written).await;
+                Ok(Loaded::new(cfg, Some(bytes), rev, Some(v)))
             }
         }
     }
@@ -110,9 +121,9 @@ impl ConfigSource {
                 poll,
                 stop,
             )),
-            ConfigSource::Etcd { endpoints, key } => tokio::spawn(etcd::watch(
+            ConfigSource::Etcd { etcd: options, key } => tokio::spawn(etcd::watch(
                 state,
-                endpoints.clone(),
+                options.clone(),
                 key.clone(),
                 loaded.bytes,
                 loaded.revision,
@@ -124,12 +135,18 @@ impl ConfigSource {
 }
 
 impl Loaded {
-    fn new(config: Config, bytes: Option<Vec<u8>>, revision: i64) -> Self {
+    fn new(
+        config: Config,
+        bytes: Option<Vec<u8>>,
+        revision: i64,
+        version: Option<ConfigVersion>,
+    ) -> Self {
         Loaded {
             config: Arc::new(config),
             pending: None,
             bytes,
             revision,
+            version,
         }
     }
 
@@ -139,6 +156,7 @@ impl Loaded {
             pending: Some(why),
             bytes: None,
             revision,
+            version: None,
         }
     }
 }
@@ -146,13 +164,14 @@ impl Loaded {
 /// Validates config bytes from `source_name` as a whole and applies them
 /// (leases kept), or logs every problem and counts the rejection; the running
 /// config then stays. Used for files and etcd values alike.
-pub(crate) fn apply(state: &ServerState, bytes: &[u8], source_name: &str) {
-    match Config::from_bytes(bytes, source_name) {
+pub(crate) fn apply(state: &ServerState, bytes: &[u8], version: ConfigVersion) {
+    match Config::from_bytes(bytes, &version.source) {
         Ok(cfg) => {
-            tracing::info!(summary = %cfg.summary(), "config applied");
+            tracing::info!(summary = %cfg.summary(), "config applied: {version}");
             let old = state.core().replace_config(Arc::new(cfg));
             drop(old); // after the core lock is released
             state.metrics.config_reload(true);
+            state.set_config_version(version);
         }
         Err(e) => {
             tracing::error!("config rejected, keeping the running config: {e}");

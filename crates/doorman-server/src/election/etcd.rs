@@ -21,13 +21,13 @@ use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};
 
 use super::{Candidacy, Election, ElectionFuture, MasterView, StopGranting};
-use crate::etcd::connect;
+use crate::etcd::{connect, EtcdOptions};
 
 /// Settings of an etcd election.
 #[derive(Debug, Clone)]
 pub struct EtcdElection {
-    /// etcd endpoints (`host:port` or URLs).
-    pub endpoints: Vec<String>,
+    /// Where etcd is and how to authenticate to it.
+    pub etcd: EtcdOptions,
     /// The election key (one per node), e.g. `/doorman/root`.
     pub key: String,
     /// Lease TTL: how long a silent master stays master (default 10 s).
@@ -92,7 +92,7 @@ impl EtcdElection {
 
     /// Connects, grants a lease of `ttl` and opens its keep-alive stream.
     async fn open(&self, step: Duration) -> Result<Session, String> {
-        let mut client = connect(&self.endpoints, step).await?;
+        let mut client = connect(&self.etcd, step).await?;
         let granted_at = Instant::now();
         let lease = match timeout(step, client.lease_grant(self.ttl_secs(), None)).await {
             Ok(Ok(r)) => r.id(),

@@ -20,7 +20,10 @@ use tonic::{Request, Response, Status};
 
 use crate::state::ServerState;
 use convert::{client_response, redirect, served, server_response};
-use doorman_core::server::CapacityRequest;
+use doorman_core::config::Action;
+use doorman_core::server::{CapacityRequest, Grant, NotMaster};
+
+use crate::tls::PeerInfo;
 
 /// The gRPC service.
 #[derive(Debug, Clone)]
@@ -52,6 +55,38 @@ impl CapacityService {
             tracing::warn!(%who, left_out = n, "resource entries left out of the request: {what}");
         }
         Ok(checked.request)
+    }
+
+    /// The caller's identity (token, else client certificate); a bad token
+    /// is UNAUTHENTICATED.
+    fn caller<T>(&self, req: &Request<T>) -> Result<Option<Arc<str>>, Status> {
+        let peer = req.extensions().get::<PeerInfo>();
+        let peer = peer.and_then(|p| p.identity.as_ref());
+        let header = req.metadata().get("authorization").map(|v| v.as_bytes());
+        self.state.auth.caller(peer, header).map_err(|e| {
+            self.state.metrics.auth_failed(e.reason());
+            Status::unauthenticated(e.to_string())
+        })
+    }
+
+    /// A validated request, owned by its caller, decided if the access
+    /// rules allow `action` (else PERMISSION_DENIED, counted).
+    fn decide(
+        &self,
+        method: &str,
+        caller: Option<&str>,
+        action: Action,
+        checked: Result<validate::Checked, Status>,
+    ) -> Result<Result<Vec<Grant>, NotMaster>, Status> {
+        let mut req = self.checked(method, checked)?;
+        req.who = req.who.owned_by(caller);
+        match self.state.decide(caller, action, &req) {
+            Ok(out) => served(out),
+            Err(why) => {
+                self.state.metrics.denied(action.name());
+                Err(Status::permission_denied(why))
+            }
+        }
     }
 
     /// Runs a handler, timing it and counting its outcome.
@@ -93,8 +128,10 @@ impl doorman_proto::Capacity for CapacityService {
     ) -> Result<Response<pb::GetCapacityResponse>, Status> {
         let req = request.get_ref();
         self.timed("GetCapacity", || {
-            let checked = self.checked("GetCapacity", validate::get_capacity(req))?;
-            Ok(client_response(served(self.state.decide(&checked))?))
+            let caller = self.caller(&request)?;
+            let checked = validate::get_capacity(req);
+            let grants = self.decide("GetCapacity", caller.as_deref(), Action::Acquire, checked)?;
+            Ok(client_response(grants))
         })
     }
 
@@ -104,8 +141,11 @@ impl doorman_proto::Capacity for CapacityService {
     ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
         let req = request.get_ref();
         self.timed("GetServerCapacity", || {
-            let checked = self.checked("GetServerCapacity", validate::get_server_capacity(req))?;
-            Ok(server_response(served(self.state.decide(&checked))?))
+            let caller = self.caller(&request)?;
+            let checked = validate::get_server_capacity(req);
+            let method = "GetServerCapacity";
+            let grants = self.decide(method, caller.as_deref(), Action::Serve, checked)?;
+            Ok(server_response(grants))
         })
     }
 
@@ -115,7 +155,10 @@ impl doorman_proto::Capacity for CapacityService {
     ) -> Result<Response<pb::ReleaseCapacityResponse>, Status> {
         let req = request.get_ref();
         self.timed("ReleaseCapacity", || {
+            let caller = self.caller(&request)?;
             let (who, ids) = validate::release_capacity(req)?;
+            // Only the caller's own leases: owned ids never name another's.
+            let who = who.owned_by(caller.as_deref());
             let released = self.state.core().release(&who, &ids).map(|_| Vec::new());
             let mastership = served(released)?.err().and_then(redirect);
             Ok(pb::ReleaseCapacityResponse { mastership })

@@ -10,14 +10,16 @@
 //! Must not: change server state.
 
 pub mod build;
+pub mod gate;
 mod page;
 pub mod serve;
 
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{header, StatusCode};
-use axum::response::{Html, IntoResponse, Json};
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::{Html, IntoResponse, Json, Response};
 use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
@@ -25,7 +27,9 @@ use serde::Deserialize;
 use doorman_core::server::Status;
 
 use crate::state::ServerState;
+use crate::tls::PeerInfo;
 use build::Builder;
+use gate::Page;
 pub use page::render_html;
 
 /// Leases listed per resource unless `?leases=N` asks otherwise.
@@ -38,14 +42,34 @@ struct StatusQuery {
 
 /// The router for the HTTP endpoints.
 pub fn router(state: Arc<ServerState>) -> Router {
-    Router::new()
+    let pages = Builder::new(state);
+    let health = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route_layer(from_fn_with_state(pages.clone(), health_gate));
+    let status = Router::new()
         .route("/api/v1/status", get(status_json))
         .route("/debug/status", get(status_html))
         .route("/", get(status_html))
-        .with_state(Builder::new(state))
+        .route_layer(from_fn_with_state(pages.clone(), status_gate));
+    health.merge(status).with_state(pages)
+}
+
+async fn gated(pages: &Builder, page: Page, req: Request, next: Next) -> Response {
+    let peer = req.extensions().get::<PeerInfo>();
+    match gate::check(pages.state(), peer, req.headers(), page) {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+async fn health_gate(State(pages): State<Builder>, req: Request, next: Next) -> Response {
+    gated(&pages, Page::Health, req, next).await
+}
+
+async fn status_gate(State(pages): State<Builder>, req: Request, next: Next) -> Response {
+    gated(&pages, Page::Status, req, next).await
 }
 
 async fn healthz(State(pages): State<Builder>) -> impl IntoResponse {

@@ -41,11 +41,12 @@ pub fn render_html(s: &Status) -> String {
          td.l,th.l{{text-align:left}}</style></head><body>\
          <h1>doorman server {id}</h1><p>Role: <b>{role}</b> · \
          {leases} live leases · {unmatched} unmatched-resource requests</p>\
-         <p>Config: {summary}</p>",
+         <p>Config: {summary}</p><p>Version: {version}</p>",
         id = esc(&s.server_id),
         leases = s.leases,
         unmatched = s.unmatched_requests,
         summary = esc(&s.config_summary),
+        version = esc(s.config_version.as_deref().unwrap_or("(inline or none)")),
     );
     templates_table(&mut h, s);
     resources_table(&mut h, s);

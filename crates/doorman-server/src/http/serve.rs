@@ -16,6 +16,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tower::ServiceExt;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
@@ -89,6 +90,8 @@ pub async fn serve(
     }
 }
 
+/// Serves one connection; each request carries what is known of the peer
+/// ([`crate::tls::PeerInfo`]) for the pages that check identities.
 async fn connection(
     stream: Peer,
     app: Router,
@@ -98,6 +101,11 @@ async fn connection(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(header_timeout);
+    let info = stream.info().clone();
+    let app = app.map_request(move |mut r: hyper::Request<hyper::body::Incoming>| {
+        r.extensions_mut().insert(info.clone());
+        r
+    });
     let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
     tokio::pin!(conn);
     tokio::select! {

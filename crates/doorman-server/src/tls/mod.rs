@@ -10,7 +10,6 @@
 //! may do.
 
 mod accept;
-mod identity;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -21,8 +20,8 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use tokio::sync::watch;
 
+pub use crate::identity::identity_of;
 pub use accept::{secure, Peer, PeerInfo};
-pub use identity::identity_of;
 
 use crate::listener::stopped;
 use crate::metrics::Metrics;
@@ -188,7 +187,17 @@ fn file_error(path: &Path, reason: impl ToString) -> TlsError {
     })
 }
 
+/// The gRPC port's config (a client certificate required when there is a
+/// client CA) and the HTTP port's (a client certificate verified if sent,
+/// so `/metrics` and `/healthz` stay reachable without one; the pages
+/// check identities themselves).
 fn build(files: &TlsFiles) -> Result<[Arc<ServerConfig>; 2], TlsError> {
+    let grpc = config(files, true, b"h2")?;
+    let http = config(files, false, b"http/1.1")?;
+    Ok([grpc, http])
+}
+
+fn config(files: &TlsFiles, require: bool, alpn: &[u8]) -> Result<Arc<ServerConfig>, TlsError> {
     let (_, certs) = pem_certs(&files.cert)?;
     let (_, key) = pem_key(&files.key)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -201,20 +210,18 @@ fn build(files: &TlsFiles) -> Result<[Arc<ServerConfig>; 2], TlsError> {
             for c in pem_certs(ca)?.1 {
                 roots.add(c).map_err(|e| file_error(ca, e))?;
             }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| file_error(ca, e))?;
-            builder.with_client_cert_verifier(verifier)
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = match require {
+                true => verifier,
+                false => verifier.allow_unauthenticated(),
+            };
+            builder.with_client_cert_verifier(verifier.build().map_err(|e| file_error(ca, e))?)
         }
         None => builder.with_no_client_auth(),
     };
-    let config = builder
+    let mut config = builder
         .with_single_cert(certs, key)
         .map_err(|e| TlsError::Config(format!("{}: {e}", files.key.display())))?;
-    let with_alpn = |alpn: &[u8]| {
-        let mut c = config.clone();
-        c.alpn_protocols = vec![alpn.to_vec()];
-        Arc::new(c)
-    };
-    Ok([with_alpn(b"h2"), with_alpn(b"http/1.1")])
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Ok(Arc::new(config))
 }

@@ -212,3 +212,46 @@ pub async fn assert_redirects(standby: &str, master: Option<&str>) {
         .into_inner();
     assert_eq!(r.mastership, want);
 }
+
+/// One HTTPS GET (HTTP/1.0) trusting `ca`, presenting `me` if given and
+/// sending `bearer` as a token if given: the status line and the body.
+pub async fn https_get(
+    addr: SocketAddr,
+    path: &str,
+    ca: &std::path::Path,
+    me: Option<&doorman_testkit::CertFiles>,
+    bearer: Option<&str>,
+) -> (String, String) {
+    use doorman_client::tls::{pem_certs, pem_key};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for c in pem_certs(ca).unwrap().1 {
+        roots.add(c).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let b = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match me {
+        Some(m) => b
+            .with_client_auth_cert(pem_certs(&m.cert).unwrap().1, pem_key(&m.key).unwrap().1)
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    };
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let mut s = connector.connect(name, tcp).await.expect("TLS handshake");
+    let auth = bearer
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let req = format!("GET {path} HTTP/1.0\r\nHost: x\r\n{auth}\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf).await;
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.lines().next().unwrap_or("").to_string();
+    (status, body.to_string())
+}

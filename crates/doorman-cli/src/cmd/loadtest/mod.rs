@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use doorman_client::tls::endpoint;
-use doorman_client::ClientTls;
+use doorman_client::{BearerToken, ClientTls};
 use doorman_core::limits::{MAX_AMOUNT, MAX_RESOURCES_PER_REQUEST};
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
@@ -194,6 +194,7 @@ struct Shared {
     measure_from: Instant,
     end: Instant,
     tls: Option<ClientTls>,
+    token: Option<BearerToken>,
 }
 
 struct WorkerResult {
@@ -283,6 +284,10 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let mut client = target.clients[w % target.clients.len()].clone();
+        let mut req = tonic::Request::new(req);
+        if let Some(t) = &shared.token {
+            t.attach(&mut req);
+        }
         let r = tokio::time::timeout(timeout, client.get_capacity(req)).await;
         let took = start.elapsed();
         let measuring = start >= shared.measure_from;
@@ -370,6 +375,7 @@ async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
         measure_from,
         end,
         tls,
+        token: opts.tls.token()?,
         opts: opts.clone(),
     }))
 }

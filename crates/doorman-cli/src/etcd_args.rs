@@ -1,0 +1,52 @@
+//! The etcd flags of every command that talks to etcd (`server`, `config
+//! push/get/history/rollback`): one set of names (`--etcd`, `--etcd-ca`,
+//! `--etcd-cert`, `--etcd-key`, `--etcd-user`, `--etcd-password-file`) and
+//! one way of turning them into [`EtcdOptions`].
+//!
+//! Must not: know about any one subcommand.
+
+use std::path::PathBuf;
+
+use doorman_server::etcd::{EtcdFiles, EtcdOptions};
+
+/// Where etcd is and how to authenticate to it.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EtcdArgs {
+    /// etcd endpoints (comma-separated), `host:port` or URLs.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd: Vec<String>,
+    /// Talk to etcd over TLS, trusting its certificate if it chains to this
+    /// PEM CA file.
+    #[arg(long)]
+    pub etcd_ca: Option<PathBuf>,
+    /// PEM client certificate for etcd (`--client-cert-auth`); needs
+    /// --etcd-key and --etcd-ca.
+    #[arg(long, requires_all = ["etcd_key", "etcd_ca"])]
+    pub etcd_cert: Option<PathBuf>,
+    /// PEM private key of --etcd-cert.
+    #[arg(long, requires = "etcd_cert")]
+    pub etcd_key: Option<PathBuf>,
+    /// etcd user (etcd auth enabled); needs --etcd-password-file.
+    #[arg(long, requires = "etcd_password_file")]
+    pub etcd_user: Option<String>,
+    /// File holding the etcd user's password (one line; never logged).
+    #[arg(long, requires = "etcd_user")]
+    pub etcd_password_file: Option<PathBuf>,
+}
+
+impl EtcdArgs {
+    /// The options; `what` names what needs etcd when no endpoint is given.
+    pub fn options(&self, what: &str) -> anyhow::Result<EtcdOptions> {
+        if self.etcd.is_empty() {
+            anyhow::bail!("{what} needs --etcd ENDPOINTS");
+        }
+        let files = EtcdFiles {
+            ca: self.etcd_ca.as_deref(),
+            cert: self.etcd_cert.as_deref(),
+            key: self.etcd_key.as_deref(),
+            user: self.etcd_user.as_deref(),
+            password_file: self.etcd_password_file.as_deref(),
+        };
+        EtcdOptions::from_files(self.etcd.clone(), &files).map_err(anyhow::Error::msg)
+    }
+}

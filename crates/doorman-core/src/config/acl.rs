@@ -1,0 +1,415 @@
+//! Access rules (`[[access]]` in the resource config): which identities
+//! (globs) may do which actions (`acquire`: GetCapacity, `serve`: act as a
+//! downstream server with GetServerCapacity, `read`: the status pages) on
+//! which resources (globs). With no rule, everything is allowed (as before
+//! rules existed); once any rule exists, what no rule allows is denied. A
+//! caller without an identity (no client certificate, no token) matches no
+//! rule. Rules only allow; their order does not change the outcome.
+//!
+//! ```toml
+//! [[access]]
+//! identities = ["spiffe://example.org/web/*"]
+//! resources = ["db/*"]          # default ["*"]
+//! actions = ["acquire"]
+//! ```
+//!
+//! Must not: find out who a caller is (the shells do, from certificates
+//! and tokens) or do I/O.
+
+use std::fmt;
+
+use super::Problem;
+
+/// What a caller wants to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Lease capacity as an end client (GetCapacity).
+    Acquire,
+    /// Lease capacity as a downstream server (GetServerCapacity).
+    Serve,
+    /// Read the status pages.
+    Read,
+}
+
+impl Action {
+    const ALL: [(Action, &'static str); 3] = [
+        (Action::Acquire, "acquire"),
+        (Action::Serve, "serve"),
+        (Action::Read, "read"),
+    ];
+
+    /// Its name in the config.
+    pub fn name(self) -> &'static str {
+        Action::ALL
+            .iter()
+            .find(|(a, _)| *a == self)
+            .map_or("?", |(_, n)| n)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A glob with its text.
+#[derive(Debug, Clone)]
+struct Glob {
+    text: String,
+    pattern: glob::Pattern,
+}
+
+impl Glob {
+    fn matches(&self, s: &str) -> bool {
+        self.pattern.matches(s)
+    }
+
+    /// Does every string this glob matches also match `outer`? Decided for
+    /// the forms rules use: equal text, `*`, and `prefix*` patterns.
+    fn covered_by(&self, outer: &Glob) -> bool {
+        let o = &outer.text;
+        if o == "*" || *o == self.text {
+            return true;
+        }
+        match o.strip_suffix('*') {
+            Some(prefix) if !prefix.contains(['*', '?', '[']) => self.text.starts_with(prefix),
+            _ => false,
+        }
+    }
+}
+
+/// One `[[access]]` rule.
+#[derive(Debug, Clone)]
+struct Rule {
+    identities: Vec<Glob>,
+    resources: Vec<Glob>,
+    actions: Vec<Action>,
+}
+
+impl Rule {
+    fn allows(&self, identity: &str, action: Action, resource: &str) -> bool {
+        self.actions.contains(&action)
+            && self.identities.iter().any(|g| g.matches(identity))
+            && (action == Action::Read || self.resources.iter().any(|g| g.matches(resource)))
+    }
+
+    /// Does `self` allow everything `other` allows?
+    fn covers(&self, other: &Rule) -> bool {
+        let all = |inner: &[Glob], outer: &[Glob]| {
+            inner.iter().all(|i| outer.iter().any(|o| i.covered_by(o)))
+        };
+        other.actions.iter().all(|a| self.actions.contains(a))
+            && all(&other.identities, &self.identities)
+            && all(&other.resources, &self.resources)
+    }
+}
+
+/// The access rules of a config.
+#[derive(Debug, Clone, Default)]
+pub struct Acl {
+    rules: Vec<Rule>,
+}
+
+impl Acl {
+    /// No rules: everything is allowed.
+    pub fn is_open(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// How many rules.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// True without rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// May `identity` do `action` on `resource` (ignored for `read`)?
+    pub fn allows(&self, identity: Option<&str>, action: Action, resource: &str) -> bool {
+        if self.rules.is_empty() {
+            return true;
+        }
+        let Some(id) = identity else { return false };
+        self.rules.iter().any(|r| r.allows(id, action, resource))
+    }
+
+    /// Why `identity` may not do `action` on every resource of `ids`: the
+    /// first one refused (and how many more), or `None` if all are allowed.
+    pub fn first_denial<'a>(
+        &self,
+        identity: Option<&str>,
+        action: Action,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Option<String> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let mut denied = ids
+            .into_iter()
+            .filter(|id| !self.allows(identity, action, id));
+        let first = denied.next()?;
+        let more = denied.count();
+        let mut why = Acl::denial(identity, action, first);
+        if more > 0 {
+            why.push_str(&format!(" (and {more} more resources of this request)"));
+        }
+        Some(why)
+    }
+
+    /// Why a request is refused, naming the identity, the action and the
+    /// resource.
+    pub fn denial(identity: Option<&str>, action: Action, resource: &str) -> String {
+        let who = match identity {
+            Some(id) => format!("identity \"{id}\""),
+            None => "an unauthenticated caller (no client certificate or token)".into(),
+        };
+        match action {
+            Action::Read => {
+                format!("{who} may not read the status pages: no access rule allows it")
+            }
+            _ => {
+                format!("{who} may not {action} resource \"{resource}\": no access rule allows it")
+            }
+        }
+    }
+
+    /// Rules that can never change an outcome: covered by an earlier rule,
+    /// or listing resources for `read` only (read ignores them).
+    pub fn unreachable(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, r) in self.rules.iter().enumerate() {
+            if let Some(j) = self.rules[..i].iter().position(|e| e.covers(r)) {
+                out.push(format!(
+                    "access[{i}]: never needed: access[{j}] already allows everything it allows"
+                ));
+            }
+            let only_read = r.actions.iter().all(|a| *a == Action::Read);
+            if only_read && r.resources.iter().any(|g| g.text != "*") {
+                out.push(format!(
+                    "access[{i}].resources: ignored: `read` is for the status pages of all resources"
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Parses the `access` array, adding every problem to `problems`.
+pub(super) fn parse(value: Option<&toml::Value>, problems: &mut Vec<Problem>) -> Acl {
+    let mut acl = Acl::default();
+    let Some(value) = value else { return acl };
+    let Some(items) = value.as_array() else {
+        problems.push(problem("access", "must be an array of tables ([[access]])"));
+        return acl;
+    };
+    for (i, item) in items.iter().enumerate() {
+        if let Some(rule) = parse_rule(i, item, problems) {
+            acl.rules.push(rule);
+        }
+    }
+    acl
+}
+
+fn problem(field: &str, reason: impl Into<String>) -> Problem {
+    Problem {
+        resource: None,
+        field: field.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn parse_rule(i: usize, item: &toml::Value, problems: &mut Vec<Problem>) -> Option<Rule> {
+    let before = problems.len();
+    let Some(table) = item.as_table() else {
+        problems.push(problem(&format!("access[{i}]"), "must be a table"));
+        return None;
+    };
+    for key in table.keys() {
+        if !["identities", "resources", "actions"].contains(&key.as_str()) {
+            let reason = "unknown key (expected identities, resources, actions)";
+            problems.push(problem(&format!("access[{i}].{key}"), reason));
+        }
+    }
+    let identities = globs(i, "identities", table.get("identities"), problems);
+    let resources = match table.get("resources") {
+        None => globs(
+            i,
+            "resources",
+            Some(&toml::Value::from(vec!["*"])),
+            problems,
+        ),
+        v => globs(i, "resources", v, problems),
+    };
+    let actions = actions(i, table.get("actions"), problems);
+    (problems.len() == before).then_some(Rule {
+        identities,
+        resources,
+        actions,
+    })
+}
+
+/// A non-empty array of strings, each checked by `each`.
+fn strings<T>(
+    field: &str,
+    v: Option<&toml::Value>,
+    problems: &mut Vec<Problem>,
+    mut each: impl FnMut(&str) -> Result<T, String>,
+) -> Vec<T> {
+    let Some(items) = v.and_then(|v| v.as_array()) else {
+        problems.push(problem(field, "required: a non-empty array of strings"));
+        return Vec::new();
+    };
+    if items.is_empty() {
+        problems.push(problem(field, "must not be empty"));
+    }
+    let mut out = Vec::new();
+    for (j, item) in items.iter().enumerate() {
+        let r = match item.as_str() {
+            Some(s) => each(s),
+            None => Err("must be a string".into()),
+        };
+        match r {
+            Ok(x) => out.push(x),
+            Err(reason) => problems.push(problem(&format!("{field}[{j}]"), reason)),
+        }
+    }
+    out
+}
+
+fn globs(i: usize, name: &str, v: Option<&toml::Value>, problems: &mut Vec<Problem>) -> Vec<Glob> {
+    strings(&format!("access[{i}].{name}"), v, problems, |s| {
+        if s.is_empty() {
+            return Err("must not be empty".into());
+        }
+        glob::Pattern::new(s)
+            .map(|pattern| Glob {
+                text: s.to_string(),
+                pattern,
+            })
+            .map_err(|e| format!("invalid glob \"{s}\": {e}"))
+    })
+}
+
+fn actions(i: usize, v: Option<&toml::Value>, problems: &mut Vec<Problem>) -> Vec<Action> {
+    strings(&format!("access[{i}].actions"), v, problems, |s| {
+        Action::ALL
+            .iter()
+            .find(|(_, n)| *n == s)
+            .map(|(a, _)| *a)
+            .ok_or_else(|| format!("unknown action \"{s}\" (expected acquire, serve or read)"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acl(text: &str) -> Result<Acl, Vec<Problem>> {
+        let table: toml::Table = text.parse().unwrap();
+        let mut problems = Vec::new();
+        let acl = parse(table.get("access"), &mut problems);
+        if problems.is_empty() {
+            Ok(acl)
+        } else {
+            Err(problems)
+        }
+    }
+
+    const RULES: &str = r#"
+        [[access]]
+        identities = ["spiffe://example.org/web/*"]
+        resources = ["db/*"]
+        actions = ["acquire"]
+        [[access]]
+        identities = ["leaf.example.org"]
+        actions = ["serve", "read"]
+    "#;
+
+    #[test]
+    fn no_rules_allow_everything_even_without_an_identity() {
+        let open = acl("").unwrap();
+        assert!(open.is_open());
+        assert!(open.allows(None, Action::Serve, "x"));
+    }
+
+    #[test]
+    fn rules_allow_only_what_they_list() {
+        let a = acl(RULES).unwrap();
+        let web = Some("spiffe://example.org/web/frontend");
+        assert!(a.allows(web, Action::Acquire, "db/users"));
+        assert!(!a.allows(web, Action::Acquire, "cache/x"));
+        assert!(!a.allows(web, Action::Serve, "db/users"));
+        assert!(!a.allows(web, Action::Read, ""));
+        assert!(!a.allows(None, Action::Acquire, "db/users"));
+        let leaf = Some("leaf.example.org");
+        assert!(a.allows(leaf, Action::Serve, "anything"));
+        assert!(a.allows(leaf, Action::Read, ""));
+        assert!(!a.allows(leaf, Action::Acquire, "db/users"));
+    }
+
+    #[test]
+    fn denials_name_identity_action_and_resource() {
+        let m = Acl::denial(Some("spiffe://x/y"), Action::Serve, "db/a");
+        assert_eq!(
+            m,
+            "identity \"spiffe://x/y\" may not serve resource \"db/a\": no access rule allows it"
+        );
+        assert!(Acl::denial(None, Action::Acquire, "r").contains("unauthenticated"));
+    }
+
+    #[test]
+    fn bad_rules_list_every_problem() {
+        let e = acl(r#"
+            [[access]]
+            identities = []
+            actions = ["take"]
+            colour = "red"
+            [[access]]
+            identities = ["[x"]
+            resources = [3]
+            "#)
+        .unwrap_err();
+        let fields: Vec<_> = e.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "access[0].colour",
+                "access[0].identities",
+                "access[0].actions[0]",
+                "access[1].identities[0]",
+                "access[1].resources[0]",
+                "access[1].actions"
+            ]
+        );
+    }
+
+    #[test]
+    fn covered_and_read_only_resource_rules_are_reported() {
+        let a = acl(r#"
+            [[access]]
+            identities = ["*"]
+            resources = ["db/*"]
+            actions = ["acquire", "serve"]
+            [[access]]
+            identities = ["web"]
+            resources = ["db/users", "db/x*"]
+            actions = ["acquire"]
+            [[access]]
+            identities = ["web"]
+            resources = ["cache/*"]
+            actions = ["acquire"]
+            [[access]]
+            identities = ["ops"]
+            resources = ["db/*"]
+            actions = ["read"]
+            "#)
+        .unwrap();
+        let u = a.unreachable();
+        assert_eq!(u.len(), 2, "{u:?}");
+        assert!(u[0].starts_with("access[1]: never needed: access[0]"));
+        assert!(u[1].starts_with("access[3].resources: ignored"));
+    }
+}
