@@ -7,16 +7,16 @@
 //! Must not: decide anything (the core does), do I/O, or hold the core
 //! lock for more than one step of whole-server work.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use doorman_core::server::{
     whole_pass, CapacityRequest, Counters, Grant, Refusal, ResourceGauge, ServerCore, Status,
 };
 use doorman_core::Time;
 
-use doorman_core::config::{Acl, Action};
+use doorman_core::config::Action;
 
-use crate::auth::Auth;
+use crate::auth::{Auth, AuthError};
 use crate::config_version::ConfigVersion;
 use crate::metrics::Metrics;
 
@@ -109,12 +109,29 @@ impl ServerState {
         Ok(out)
     }
 
-    /// May `caller` read the status pages?
+    /// May `caller` read the status pages? `Err(why)` if not.
     pub fn may_read(&self, caller: Option<&str>) -> Result<(), String> {
-        match self.core().config().acl().allows(caller, Action::Read, "") {
-            true => Ok(()),
-            false => Err(Acl::denial(caller, Action::Read, "")),
-        }
+        let denial = self
+            .core()
+            .config()
+            .acl()
+            .first_denial(caller, Action::Read, [""]);
+        denial.map_or(Ok(()), Err)
+    }
+
+    /// The caller's identity: its bearer token's (`authorization`
+    /// header) if it sent one, else its client certificate's; a malformed
+    /// or unknown token is counted and refused.
+    pub fn identify(
+        &self,
+        certificate: Option<&Arc<str>>,
+        authorization: Option<&[u8]>,
+    ) -> Result<Option<Arc<str>>, AuthError> {
+        self.auth
+            .caller(certificate, authorization)
+            .inspect_err(|e| {
+                self.metrics.auth_failed(e.reason());
+            })
     }
 
     /// Runs `step` from position 0 until it returns `None`, taking the core

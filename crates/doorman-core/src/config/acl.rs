@@ -112,17 +112,12 @@ pub struct Acl {
 }
 
 impl Acl {
-    /// No rules: everything is allowed.
-    pub fn is_open(&self) -> bool {
-        self.rules.is_empty()
-    }
-
     /// How many rules.
     pub fn len(&self) -> usize {
         self.rules.len()
     }
 
-    /// True without rules.
+    /// True without rules: everything is allowed.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
@@ -331,7 +326,7 @@ mod tests {
     #[test]
     fn no_rules_allow_everything_even_without_an_identity() {
         let open = acl("").unwrap();
-        assert!(open.is_open());
+        assert!(open.is_empty());
         assert!(open.allows(None, Action::Serve, "x"));
     }
 

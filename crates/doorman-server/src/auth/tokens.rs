@@ -17,8 +17,6 @@ use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
 
-use crate::config_version::sha256_hex;
-
 /// Shortest plain token accepted in the file.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
@@ -118,11 +116,6 @@ impl Tokens {
     }
 }
 
-/// The hex SHA-256 of a token, for a file that should not hold tokens.
-pub fn token_digest(token: &str) -> String {
-    sha256_hex(token.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,7 +131,7 @@ mod tests {
             identity = "cron"
             sha256 = "{}"
             "#,
-            token_digest("0123456789abcdef-cron")
+            crate::config_version::sha256_hex(b"0123456789abcdef-cron")
         ))
         .unwrap();
         assert_eq!(

@@ -63,10 +63,9 @@ impl CapacityService {
         let peer = req.extensions().get::<PeerInfo>();
         let peer = peer.and_then(|p| p.identity.as_ref());
         let header = req.metadata().get("authorization").map(|v| v.as_bytes());
-        self.state.auth.caller(peer, header).map_err(|e| {
-            self.state.metrics.auth_failed(e.reason());
-            Status::unauthenticated(e.to_string())
-        })
+        self.state
+            .identify(peer, header)
+            .map_err(|e| Status::unauthenticated(e.to_string()))
     }
 
     /// A validated request, owned by its caller, decided if the access

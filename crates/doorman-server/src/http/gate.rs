@@ -31,10 +31,9 @@ pub fn check(
 ) -> Result<(), (StatusCode, String)> {
     let authorization = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     let certificate = peer.and_then(|p| p.identity.as_ref());
-    let caller = state.auth.caller(certificate, authorization).map_err(|e| {
-        state.metrics.auth_failed(e.reason());
-        (StatusCode::UNAUTHORIZED, format!("{e}\n"))
-    })?;
+    let caller = state
+        .identify(certificate, authorization)
+        .map_err(|e| (StatusCode::UNAUTHORIZED, format!("{e}\n")))?;
     let needs_identity = match page {
         Page::Health => state.auth.health_needs_identity,
         Page::Status => state.auth.authenticating,
