@@ -41,12 +41,12 @@ impl EtcdArgs {
             anyhow::bail!("{what} needs --etcd ENDPOINTS");
         }
         let files = EtcdFiles {
-            ca: self.etcd_ca.as_deref(),
-            cert: self.etcd_cert.as_deref(),
-            key: self.etcd_key.as_deref(),
-            user: self.etcd_user.as_deref(),
-            password_file: self.etcd_password_file.as_deref(),
+            ca: self.etcd_ca.clone(),
+            cert: self.etcd_cert.clone(),
+            key: self.etcd_key.clone(),
+            user: self.etcd_user.clone(),
+            password_file: self.etcd_password_file.clone(),
         };
-        EtcdOptions::from_files(self.etcd.clone(), &files).map_err(anyhow::Error::msg)
+        EtcdOptions::from_files(self.etcd.clone(), files).map_err(anyhow::Error::msg)
     }
 }

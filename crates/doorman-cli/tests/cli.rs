@@ -315,6 +315,43 @@ fn demo_runs_a_tree_and_prints_a_table_and_summary() {
     }
 }
 
+/// `demo --tls`: every link over mutual TLS with certificates made for
+/// the run; the parents hold leases at the root and the clients get
+/// capacity through the TLS tree; the certificates are gone at exit.
+#[test]
+fn demo_with_tls_runs_every_link_over_mutual_tls() {
+    let out = Command::new(BIN)
+        .args(["demo", "--tls", "--duration", "4"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "every link uses mutual TLS",
+        "https://127.0.0.1:",
+        "root: 2 lease(s)",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle:?} in\n{stdout}");
+    }
+    let peak: f64 = stdout
+        .split("peak handed out: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no peak in\n{stdout}"));
+    assert!(peak > 0.0, "clients got capacity over TLS:\n{stdout}");
+    let dir = stdout
+        .split("certificates are in ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no directory in\n{stdout}"));
+    assert!(!std::path::Path::new(dir).exists(), "{dir} removed at exit");
+}
+
 #[test]
 fn bad_numeric_flags_are_usage_errors_naming_the_flag() {
     let cases: &[&[&str]] = &[

@@ -72,15 +72,14 @@ impl Etcd {
     fn options(&self, user: Option<&str>) -> EtcdOptions {
         let client = self.pki.dir().join("client");
         let (cert, key) = (client.with_extension("pem"), client.with_extension("key"));
-        let pw = user.map(|u| self.dir.path().join(u));
         let files = EtcdFiles {
-            ca: Some(&self.pki.ca()),
-            cert: Some(&cert),
-            key: Some(&key),
-            user,
-            password_file: pw.as_deref(),
+            ca: Some(self.pki.ca()),
+            cert: Some(cert),
+            key: Some(key),
+            user: user.map(str::to_string),
+            password_file: user.map(|u| self.dir.path().join(u)),
         };
-        EtcdOptions::from_files(self.process.endpoints(), &files).unwrap()
+        EtcdOptions::from_files(self.process.endpoints(), files).unwrap()
     }
 
     fn doorman(&self, sub: &[&str], user: Option<&str>, file: Option<&Path>) -> Output {
@@ -208,4 +207,31 @@ async fn config_push_history_and_rollback_over_tls_with_auth() {
         "the same content as version {first}"
     );
     s.shutdown().await;
+}
+
+/// The password file is read again at every connection: after the
+/// password is changed in etcd and in the file, the same options connect
+/// with the new one, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_password_file_is_used_at_the_next_connection() {
+    let e = secure_etcd().await;
+    let opts = e.options(Some("doorman"));
+    let step = Duration::from_secs(5);
+    let mut c = connect(&opts, step).await.expect("the first password");
+    c.put("/doorman/probe", "1", None).await.unwrap();
+
+    let admin = e.options(Some("root"));
+    let mut root = connect(&admin, step).await.unwrap();
+    root.user_change_password("doorman", "rotated-password")
+        .await
+        .unwrap();
+    let refused = match connect(&opts, step).await {
+        Ok(mut c) => c.put("/doorman/probe", "2", None).await.is_err(),
+        Err(_) => true,
+    };
+    assert!(refused, "the old password must no longer work");
+
+    std::fs::write(e.dir.path().join("doorman"), "rotated-password\n").unwrap();
+    let mut c = connect(&opts, step).await.expect("the new password");
+    c.put("/doorman/probe", "3", None).await.unwrap();
 }

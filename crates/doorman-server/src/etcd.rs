@@ -8,7 +8,8 @@
 //! password (its `Debug` is redacted).
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use doorman_client::tls::{pem_certs, pem_key, TlsFileError};
@@ -27,6 +28,9 @@ pub struct EtcdOptions {
     pub tls: Option<EtcdTls>,
     /// etcd's user authentication.
     pub user: Option<EtcdUser>,
+    /// The files `tls` and `user` were read from, read again at each
+    /// connection.
+    pub files: Option<Arc<EtcdFiles>>,
 }
 
 /// TLS towards etcd: the CA that signed etcd's certificate, and our client
@@ -73,27 +77,36 @@ impl From<Vec<String>> for EtcdOptions {
     }
 }
 
-/// The files the etcd options come from (command-line flags).
+/// The files the etcd options come from (command-line flags). They are
+/// read again at every new connection, so a rotated client certificate or
+/// a changed password is used from the next reconnect on.
 #[derive(Debug, Clone, Default)]
-pub struct EtcdFiles<'a> {
+pub struct EtcdFiles {
     /// `--etcd-ca`.
-    pub ca: Option<&'a Path>,
+    pub ca: Option<PathBuf>,
     /// `--etcd-cert`.
-    pub cert: Option<&'a Path>,
+    pub cert: Option<PathBuf>,
     /// `--etcd-key`.
-    pub key: Option<&'a Path>,
+    pub key: Option<PathBuf>,
     /// `--etcd-user`.
-    pub user: Option<&'a str>,
+    pub user: Option<String>,
     /// `--etcd-password-file`.
-    pub password_file: Option<&'a Path>,
+    pub password_file: Option<PathBuf>,
 }
 
 impl EtcdOptions {
     /// Options from endpoints and files, each file checked: a missing or
     /// unreadable one, a certificate without a key, or a user without a
     /// password file is an error naming the flag.
-    pub fn from_files(endpoints: Vec<String>, f: &EtcdFiles<'_>) -> Result<EtcdOptions, String> {
-        let tls = match (f.ca, f.cert, f.key) {
+    pub fn from_files(endpoints: Vec<String>, f: EtcdFiles) -> Result<EtcdOptions, String> {
+        let mut opts = EtcdOptions::read(endpoints, &f)?;
+        opts.files = Some(Arc::new(f));
+        Ok(opts)
+    }
+
+    fn read(endpoints: Vec<String>, f: &EtcdFiles) -> Result<EtcdOptions, String> {
+        let (ca, cert, key) = (f.ca.as_deref(), f.cert.as_deref(), f.key.as_deref());
+        let tls = match (ca, cert, key) {
             (None, None, None) => None,
             (None, _, _) => return Err("--etcd-cert/--etcd-key need --etcd-ca".into()),
             (Some(ca), cert, key) => Some(EtcdTls {
@@ -108,7 +121,7 @@ impl EtcdOptions {
                 },
             }),
         };
-        let user = match (f.user, f.password_file) {
+        let user = match (&f.user, &f.password_file) {
             (None, None) => None,
             (Some(name), Some(p)) => Some(EtcdUser {
                 name: name.to_string(),
@@ -120,7 +133,27 @@ impl EtcdOptions {
             endpoints,
             tls,
             user,
+            files: None,
         })
+    }
+
+    /// The options with their files read again (a rotated certificate, a
+    /// new password); if a file is now unreadable or wrong, the material
+    /// read before stays, with a warning.
+    fn reread(&self) -> std::borrow::Cow<'_, EtcdOptions> {
+        let Some(files) = &self.files else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        match EtcdOptions::read(self.endpoints.clone(), files) {
+            Ok(mut fresh) => {
+                fresh.files = Some(files.clone());
+                std::borrow::Cow::Owned(fresh)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot re-read the etcd TLS or password files; using the ones read before");
+                std::borrow::Cow::Borrowed(self)
+            }
+        }
     }
 
     /// Who these options authenticate to etcd as, for audit records: the
@@ -202,6 +235,7 @@ fn read_password(path: &Path) -> Result<String, String> {
 /// Connects to etcd with short timeouts (campaigns block, so no request
 /// timeout is set; callers bound each call themselves).
 pub async fn connect(etcd: &EtcdOptions, connect_timeout: Duration) -> Result<Client, String> {
+    let etcd = etcd.reread();
     let endpoints = etcd.urls();
     let opts = etcd.connect_options(connect_timeout);
     match timeout(connect_timeout * 2, Client::connect(&endpoints, Some(opts))).await {

@@ -31,6 +31,7 @@ pub struct Metrics {
     rejected: IntCounterVec,
     tls_handshake_failures: IntCounterVec,
     tls_reloads: IntCounterVec,
+    token_reloads: IntCounterVec,
     is_master: IntGauge,
     leases: IntGauge,
     config_version: IntGauge,
@@ -200,6 +201,11 @@ impl Metrics {
                 "Reloads of the TLS certificate, key and client CA, by result (ok, error).",
                 &["result"],
             ),
+            token_reloads: counters(
+                "doorman_server_token_reloads_total",
+                "Reloads of the bearer-token file after it changed or on SIGHUP, by result (ok, error).",
+                &["result"],
+            ),
             auth_failures: counters(
                 "doorman_server_auth_failures_total",
                 "Requests refused because their bearer token was malformed or unknown, by reason.",
@@ -339,6 +345,21 @@ impl Metrics {
         self.tls_reloads
             .with_label_values(&[if ok { "ok" } else { "error" }])
             .inc();
+    }
+
+    /// Counts a reload of the bearer-token file.
+    pub fn token_reload(&self, ok: bool) {
+        self.token_reloads
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
+
+    /// Reloads of the bearer-token file so far that succeeded (`ok`) or
+    /// failed.
+    pub fn token_reloads(&self, ok: bool) -> u64 {
+        self.token_reloads
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .get()
     }
 
     /// Reloads of the TLS material so far that succeeded (`ok`) or failed.

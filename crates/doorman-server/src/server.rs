@@ -280,6 +280,15 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         ),
     }
     warn_if_rules_cannot_pass(&state, tls.as_deref(), &opts.auth);
+    if let Some(t) = &opts.auth.tokens {
+        let (t, state, stop) = (t.clone(), state.clone(), stop_rx.clone());
+        tasks.push(crate::auth::token_file::spawn_watch(
+            t,
+            state,
+            opts.reload_interval,
+            stop,
+        ));
+    }
     tasks.push(spawn_cleanup(
         state.clone(),
         opts.cleanup_interval,

@@ -15,7 +15,7 @@ use doorman_client::{BearerToken, ClientTls};
 use doorman_core::config::Config;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
-use doorman_server::auth::{Auth, Tokens};
+use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{start, ConfigSource, RunningServer};
 use doorman_server::tls::TlsFiles;
 use doorman_testkit::{CertFiles, Name, Pki};
@@ -73,7 +73,7 @@ async fn setup(mutual: bool, health_needs_identity: bool) -> Setup {
     });
     let tokens = format!("[[token]]\nidentity = \"batch\"\ntoken = \"{BATCH_TOKEN}\"\n");
     o.auth = Auth {
-        tokens: Some(Tokens::parse(&tokens).unwrap()),
+        tokens: Some(Arc::new(TokenFile::fixed(Tokens::parse(&tokens).unwrap()))),
         health_needs_identity,
         authenticating: false,
     };
@@ -346,4 +346,50 @@ async fn health_pages_can_require_an_identity() {
         status.contains("200") && body.starts_with("ok"),
         "{status} {body}"
     );
+}
+
+/// The token file is re-read when it changes: a new token works and a
+/// removed one is refused, without a restart; a broken file keeps the
+/// tokens in use and is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_token_file_takes_effect_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.toml");
+    let entry = |id: &str, t: &str| format!("[[token]]\nidentity = \"{id}\"\ntoken = \"{t}\"\n");
+    std::fs::write(&file, entry("batch", BATCH_TOKEN)).unwrap();
+    let cfg = Arc::new(Config::parse(CONFIG, "auth.toml").unwrap());
+    let mut o = opts(ConfigSource::Inline(cfg), &ManualClock::new());
+    o.reload_interval = Duration::from_millis(50);
+    o.auth.tokens = Some(Arc::new(TokenFile::load(&file).unwrap()));
+    let server = start(o).await.expect("server starts");
+    let mut c = client(server.grpc_addr).await;
+    let code = |r: Result<tonic::Response<pb::GetCapacityResponse>, tonic::Status>| {
+        r.map(|_| Code::Ok).unwrap_or_else(|e| e.code())
+    };
+    let ask = |t: &str| {
+        let mut r = tonic::Request::new(acquire("job", "jobs/a", 1.0));
+        BearerToken::new(t).unwrap().attach(&mut r);
+        r
+    };
+    assert_eq!(code(c.get_capacity(ask(BATCH_TOKEN)).await), Code::Ok);
+
+    const NEW: &str = "rotated-0123456789abcdef";
+    std::fs::write(&file, entry("batch", NEW)).unwrap();
+    let mut ok = false;
+    for _ in 0..100 {
+        if code(c.get_capacity(ask(NEW)).await) == Code::Ok {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ok, "the new token is accepted");
+    let old = code(c.get_capacity(ask(BATCH_TOKEN)).await);
+    assert_eq!(old, Code::Unauthenticated, "the removed token is refused");
+
+    std::fs::write(&file, "not toml [[").unwrap();
+    let rejected = || server.state.metrics.token_reloads(false);
+    doorman_testkit::eventually("rejected", Duration::from_secs(5), || rejected() == 1).await;
+    assert_eq!(code(c.get_capacity(ask(NEW)).await), Code::Ok, "kept");
+    server.shutdown().await;
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use doorman_server::auth::{Auth, Tokens};
+use doorman_server::auth::{Auth, TokenFile};
 use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::{Election, Standalone};
 use doorman_server::http::serve::HttpLimits;
@@ -103,7 +103,8 @@ pub struct Args {
     parent_token_file: Option<PathBuf>,
     /// Accept bearer tokens listed in this TOML file (`[[token]]` entries
     /// with `identity` and `token` or `sha256`); a caller sending one has
-    /// that identity. Use with TLS.
+    /// that identity. Use with TLS. Re-read when it changes and on SIGHUP
+    /// (a bad new file is logged and the old tokens stay).
     #[arg(long)]
     auth_tokens: Option<PathBuf>,
     /// Require a client certificate or token for /metrics, /healthz and
@@ -218,7 +219,7 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
     opts.parent_token = parent_tls.token()?;
     opts.auth = Auth {
         tokens: match &args.auth_tokens {
-            Some(p) => Some(Tokens::load(p).map_err(anyhow::Error::msg)?),
+            Some(p) => Some(Arc::new(TokenFile::load(p).map_err(anyhow::Error::msg)?)),
             None => None,
         },
         health_needs_identity: args.http_require_identity,

@@ -8,17 +8,19 @@
 //!
 //! Must not: decide what an identity may do, or print a token.
 
+pub mod token_file;
 pub mod tokens;
 
 use std::sync::Arc;
 
+pub use token_file::TokenFile;
 pub use tokens::Tokens;
 
 /// How a server authenticates callers, besides TLS client certificates.
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
-    /// Bearer tokens (`--auth-tokens`).
-    pub tokens: Option<Tokens>,
+    /// Bearer tokens (`--auth-tokens`), kept in step with their file.
+    pub tokens: Option<Arc<TokenFile>>,
     /// `/metrics`, `/healthz` and `/readyz` need an identity too
     /// (`--http-require-identity`); by default they are open.
     pub health_needs_identity: bool,
@@ -68,7 +70,7 @@ impl Auth {
             .ok_or(AuthError::Malformed)?;
         self.tokens
             .as_ref()
-            .and_then(|t| t.identify(token))
+            .and_then(|t| t.tokens().identify(token))
             .map(Some)
             .ok_or(AuthError::UnknownToken)
     }
@@ -81,7 +83,7 @@ mod tests {
     fn auth() -> Auth {
         let t = "[[token]]\nidentity = \"batch\"\ntoken = \"0123456789abcdef-batch\"\n";
         Auth {
-            tokens: Some(Tokens::parse(t).unwrap()),
+            tokens: Some(Arc::new(TokenFile::fixed(Tokens::parse(t).unwrap()))),
             ..Default::default()
         }
     }

@@ -14,6 +14,7 @@ use doorman_core::config::{Config, ConfigError};
 use tokio::sync::watch;
 
 use super::{apply, ConfigVersion};
+use crate::hangup::Look;
 use crate::state::ServerState;
 
 /// Reads and validates a config file at start; also returns its bytes (to
@@ -81,23 +82,17 @@ pub async fn watch_file(
     path: PathBuf,
     initial: Option<Vec<u8>>,
     interval: Duration,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
     let mut last = initial;
-    let mut hup = crate::hangup::Hangups::new();
-    // A zero period would panic in tokio; 1 ms is the floor.
-    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(1)));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => check(&state, &path, &mut last, false),
-            _ = hup.recv() => {
-                tracing::info!(path = %path.display(), "SIGHUP: reloading config");
-                check(&state, &path, &mut last, true);
-            }
-            _ = stop.changed() => return,
+    crate::hangup::watch_files(interval, stop, |look| {
+        let force = look == Look::Hangup;
+        if force {
+            tracing::info!(path = %path.display(), "SIGHUP: reloading config");
         }
-    }
+        check(&state, &path, &mut last, force);
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 pub use crate::identity::identity_of;
 pub use accept::{secure, Peer, PeerInfo};
 
-use crate::listener::stopped;
+use crate::hangup::Look;
 use crate::metrics::Metrics;
 use crate::state::ServerState;
 
@@ -147,24 +147,13 @@ pub fn spawn_watch(
     tls: Arc<ServerTls>,
     state: Arc<ServerState>,
     interval: Duration,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut hup = crate::hangup::Hangups::new();
-        let mut tick = tokio::time::interval(interval.max(Duration::from_millis(1)));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if tls.changed() {
-                        tls.reload_logged(&state.metrics, "files changed");
-                    }
-                }
-                _ = hup.recv() => tls.reload_logged(&state.metrics, "SIGHUP"),
-                _ = stopped(&mut stop) => return,
-            }
+    tokio::spawn(crate::hangup::watch_files(interval, stop, move |look| {
+        if look == Look::Hangup || tls.changed() {
+            tls.reload_logged(&state.metrics, look.why());
         }
-    })
+    }))
 }
 
 fn stamps(files: &TlsFiles) -> Vec<Option<SystemTime>> {

@@ -2,11 +2,17 @@
 //! a root (capacity 500 on one FAIR_SHARE resource), two parents, four
 //! leaves and twenty clients using `RateResource` with varying demand (some
 //! above their fair share of 25, one spiking to 200 midway). Prints a table
-//! every second and a summary at the end.
+//! every second and a summary at the end. With `--tls` every link (clients
+//! to leaves, leaves to parents, parents to the root, the status pages) is
+//! mutual TLS with certificates made for the run (`pki.rs`), or with the
+//! user's own (`--tls-ca`, `--tls-cert`, `--tls-key`).
 //!
 //! Must not: bind anything but 127.0.0.1, or run longer than `--duration`.
 
+mod pki;
+
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -40,6 +46,35 @@ pub struct Args {
     /// other servers on the following ports (default: free ports).
     #[arg(long)]
     http: Option<SocketAddr>,
+    /// Run every link over mutual TLS with a throwaway CA and certificates
+    /// made for this run (printed, deleted at exit).
+    #[arg(long)]
+    tls: bool,
+    /// Run every link over mutual TLS with this CA (with --tls-cert and
+    /// --tls-key, used by every node and client; the certificate must be
+    /// valid for 127.0.0.1 as a server and as a client).
+    #[arg(long, requires_all = ["tls_cert", "tls_key"], conflicts_with = "tls")]
+    tls_ca: Option<PathBuf>,
+    /// PEM certificate for --tls-ca.
+    #[arg(long, requires = "tls_ca")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_ca")]
+    tls_key: Option<PathBuf>,
+}
+
+impl Args {
+    /// The TLS material asked for, if any.
+    fn tls(&self) -> anyhow::Result<Option<pki::DemoTls>> {
+        if let (Some(ca), Some(cert), Some(key)) = (&self.tls_ca, &self.tls_cert, &self.tls_key) {
+            return Ok(Some(pki::DemoTls::given(ca, cert, key)));
+        }
+        Ok(if self.tls {
+            Some(pki::DemoTls::make()?)
+        } else {
+            None
+        })
+    }
 }
 
 struct DemoClient {
@@ -62,18 +97,24 @@ async fn node(
     config: Arc<Config>,
     parent: Option<&RunningServer>,
     http: SocketAddr,
+    tls: Option<&pki::DemoTls>,
 ) -> anyhow::Result<RunningServer> {
     let mut o = ServerOptions::new("127.0.0.1:0".parse()?, ConfigSource::Inline(config));
     o.http = Some(http);
     if let Some(p) = parent {
         o.parent = vec![p.grpc_addr.to_string()];
     }
+    if let Some(t) = tls {
+        o.tls = Some(t.server(name)?);
+        o.parent_tls = parent.map(|_| t.client(name)).transpose()?;
+    }
     let s = start(o)
         .await
         .with_context(|| format!("cannot start {name}"))?;
     if let Some(h) = s.http_addr {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         println!(
-            "  {name:<9} gRPC {}  status http://{h}/debug/status",
+            "  {name:<9} gRPC {}  status {scheme}://{h}/debug/status",
             s.grpc_addr
         );
     }
@@ -102,22 +143,22 @@ struct Tree {
     leaves: Vec<RunningServer>,
 }
 
-async fn tree(http: Option<SocketAddr>) -> anyhow::Result<Tree> {
+async fn tree(http: Option<SocketAddr>, tls: Option<&pki::DemoTls>) -> anyhow::Result<Tree> {
     let root_cfg = Arc::new(Config::parse(CONFIG, "demo").context("demo config")?);
     let empty = Arc::new(Config::empty());
-    let root = node("root", root_cfg, None, http_addr(http, 0)).await?;
+    let root = node("root", root_cfg, None, http_addr(http, 0), tls).await?;
     let mut parents = Vec::new();
     for p in 0..2u16 {
         let name = format!("parent-{}", p + 1);
         let addr = http_addr(http, 1 + p);
-        parents.push(node(&name, empty.clone(), Some(&root), addr).await?);
+        parents.push(node(&name, empty.clone(), Some(&root), addr, tls).await?);
     }
     let mut leaves = Vec::new();
     for l in 0..4u16 {
         let name = format!("leaf-{}", l + 1);
         let parent = &parents[usize::from(l / 2)];
         let addr = http_addr(http, 3 + l);
-        leaves.push(node(&name, empty.clone(), Some(parent), addr).await?);
+        leaves.push(node(&name, empty.clone(), Some(parent), addr, tls).await?);
     }
     Ok(Tree {
         root,
@@ -127,17 +168,24 @@ async fn tree(http: Option<SocketAddr>) -> anyhow::Result<Tree> {
 }
 
 /// Twenty clients, five per leaf, each using its capacity as fast as it may.
-async fn clients(leaves: &[RunningServer], duration: u64) -> anyhow::Result<Vec<DemoClient>> {
+async fn clients(
+    leaves: &[RunningServer],
+    duration: u64,
+    tls: Option<&pki::DemoTls>,
+) -> anyhow::Result<Vec<DemoClient>> {
     let mut clients = Vec::new();
     for i in 0..20 {
         let leaf = i % 4;
         let base = 10.0 + ((i * 13) % 9) as f64 * 5.0;
-        let client = Client::builder()
+        let id = format!("demo-client-{i:02}");
+        let mut builder = Client::builder()
             .servers([leaves[leaf].grpc_addr.to_string()])
-            .client_id(format!("demo-client-{i:02}"))
-            .fallback(Fallback::Pessimistic)
-            .build()
-            .await?;
+            .client_id(id.clone())
+            .fallback(Fallback::Pessimistic);
+        if let Some(t) = tls {
+            builder = builder.tls(t.client(&id)?);
+        }
+        let client = builder.build().await?;
         let wants = RateOptions::wants(demand(i, base, 0, duration));
         let resource = client.rate_resource(RESOURCE, wants)?;
         let ops = Arc::new(AtomicU64::new(0));
@@ -253,11 +301,33 @@ fn print_summary(w: &Watch, duration: u64, root_leases: usize) {
     println!("  root: {root_leases} lease(s) (the two parents)");
 }
 
+/// Says where the certificates are and how to talk to the tree with them.
+fn print_tls(t: &pki::DemoTls) -> anyhow::Result<()> {
+    let ca = t.ca().display();
+    match t.dir() {
+        Some(dir) => {
+            let (cert, key) = t.cert("you")?;
+            println!("every link uses mutual TLS; a throwaway CA and certificates are in {} (deleted at exit)", dir.display());
+            println!(
+                "  e.g. doorman get --server LEAF --resource {RESOURCE} --wants 10 --tls-ca {ca} --tls-cert {} --tls-key {}\n",
+                cert.display(),
+                key.display()
+            );
+        }
+        None => println!("every link uses mutual TLS with the CA {ca}\n"),
+    }
+    Ok(())
+}
+
 /// Runs `doorman demo`.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("doorman demo: 1 root (capacity {CAPACITY} on {RESOURCE}, FAIR_SHARE), 2 parents, 4 leaves, 20 clients\n");
-    let tree = tree(args.http).await?;
-    let clients = clients(&tree.leaves, args.duration).await?;
+    let tls = args.tls()?;
+    if let Some(t) = &tls {
+        print_tls(t)?;
+    }
+    let tree = tree(args.http, tls.as_ref()).await?;
+    let clients = clients(&tree.leaves, args.duration, tls.as_ref()).await?;
     print_header();
     let start_time = Instant::now();
     let mut watch = Watch::default();
