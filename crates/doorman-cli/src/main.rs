@@ -16,8 +16,22 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "doorman", version, about)]
 struct Cli {
+    /// Log lines as text (default) or as one JSON object per line. Text
+    /// has colours only when stderr is a terminal. The level comes from
+    /// `DOORMAN_LOG` (default `info`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, with the event's fields as keys.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -38,18 +52,22 @@ enum Command {
     },
 }
 
-fn init_logging() {
+fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("DOORMAN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    init_logging(cli.log_format);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -60,6 +78,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    let json = cli.log_format == LogFormat::Json;
     let result = rt.block_on(async move {
         match cli.command {
             Command::Server(a) => cmd::server::run(*a).await,
@@ -81,6 +100,10 @@ fn main() -> std::process::ExitCode {
     });
     match result {
         Ok(code) => code,
+        Err(e) if json => {
+            tracing::error!(error = format!("{e:#}"), "failed");
+            std::process::ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

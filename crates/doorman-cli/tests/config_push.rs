@@ -97,8 +97,7 @@ async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
     .unwrap();
     eventually("invalid config counted", Duration::from_secs(2), || {
         servers.iter().all(|s| {
-            let (gauges, counters, is_master) = s.state.gauges();
-            let text = s.state.metrics.render(&gauges, counters, is_master);
+            let text = s.state.metrics_text();
             text.contains("doorman_server_config_reloads_total{result=\"error\"} 1")
         })
     })

@@ -35,8 +35,14 @@ fn capacity_client(ch: Channel) -> Client {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
     /// No configured server said it was the master or knew who is.
-    #[error("no master found among {0:?}")]
-    NoMaster(Vec<String>),
+    #[error("no master found among {addrs:?}{}", last_error_suffix(.last_error))]
+    NoMaster {
+        /// The addresses tried.
+        addrs: Vec<String>,
+        /// Why the last one failed, if it failed (a refused connection, a
+        /// TLS handshake, …) rather than not knowing the master.
+        last_error: Option<String>,
+    },
     /// The RPC failed (connection refused, deadline exceeded, …).
     #[error("{addr}: {code:?}: {message}")]
     Rpc {
@@ -52,11 +58,17 @@ pub enum CallError {
     TooManyRedirects(String),
 }
 
+fn last_error_suffix(e: &Option<String>) -> String {
+    e.as_deref()
+        .map(|e| format!(" (last error: {e})"))
+        .unwrap_or_default()
+}
+
 impl CallError {
     /// The gRPC code, for metrics.
     pub fn code(&self) -> tonic::Code {
         match self {
-            CallError::NoMaster(_) => tonic::Code::Unavailable,
+            CallError::NoMaster { .. } => tonic::Code::Unavailable,
             CallError::Rpc { code, .. } => *code,
             CallError::TooManyRedirects(_) => tonic::Code::Unavailable,
         }
@@ -223,6 +235,7 @@ impl Connector {
     /// address in rotation.
     pub async fn discover(&mut self) -> Result<String, CallError> {
         let n = self.addrs.len();
+        let mut last_error = None;
         for i in 0..n {
             let addr = self.addrs[(self.next + i) % n].clone();
             let req = outgoing(&pb::DiscoveryRequest {}, self.timeout, self.token.as_ref());
@@ -246,11 +259,17 @@ impl Connector {
                         return Ok(m);
                     }
                 }
-                Err(e) => tracing::debug!(error = %e, "discovery failed"),
+                Err(e) => {
+                    tracing::debug!(error = %e, "discovery failed");
+                    last_error = Some(e.to_string());
+                }
             }
         }
         self.next = (self.next + 1) % n.max(1);
-        Err(CallError::NoMaster(self.addrs.clone()))
+        Err(CallError::NoMaster {
+            addrs: self.addrs.clone(),
+            last_error,
+        })
     }
 
     /// Calls the master with `f`, discovering it first if needed and
@@ -279,7 +298,10 @@ impl Connector {
                     }
                     _ => {
                         self.master = None;
-                        return Err(CallError::NoMaster(self.addrs.clone()));
+                        return Err(CallError::NoMaster {
+                            addrs: self.addrs.clone(),
+                            last_error: None,
+                        });
                     }
                 },
             }

@@ -29,6 +29,7 @@ pub mod identity;
 pub mod idle;
 pub mod listener;
 pub mod metrics;
+pub mod parent_link;
 pub mod server;
 pub mod state;
 pub mod tls;

@@ -79,6 +79,8 @@ pub struct ServerOptions {
     /// Bearer tokens accepted from callers, and whether the health pages
     /// need an identity.
     pub auth: Auth,
+    /// `/metrics` per template (default) or per resource with a cap.
+    pub metrics_series: crate::metrics::ResourceSeries,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -116,6 +118,7 @@ impl ServerOptions {
             parent_tls: None,
             parent_token: None,
             auth: Auth::default(),
+            metrics_series: Default::default(),
         }
     }
 }
@@ -338,6 +341,10 @@ fn build_state(
     }
     let mut state = ServerState::new(core, Metrics::new(), opts.clock.clone());
     state.auth = opts.auth.clone();
+    state.series = opts.metrics_series;
+    if !opts.parent.is_empty() {
+        state.parent_link = Some(crate::parent_link::ParentLink::default());
+    }
     let client_ca = opts.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
     state.auth.authenticating = client_ca || opts.auth.tokens.is_some();
     Arc::new(state)
@@ -412,6 +419,7 @@ fn spawn_election(
         out: views_tx,
         stop: stop.clone(),
         stop_granting: crate::election::StopGranting::of(state.clone()),
+        session: crate::election::SessionFlag::of(state.clone()),
     });
     [
         tokio::spawn(election),

@@ -1,5 +1,6 @@
 //! The state every boundary of a running server shares: the core behind its
-//! lock, the metrics, the clock, and the wake-up of the upstream task.
+//! lock, the metrics, the clock, the wake-up of the upstream task, the
+//! parent link's state and the election session's.
 //! Whole-server reads and cleanup go through [`ServerState::sweep`], which
 //! takes the lock for one bounded step at a time, so a scrape or a status
 //! page of 100 000 resources never holds requests up for more than a step.
@@ -7,18 +8,18 @@
 //! Must not: decide anything (the core does), do I/O, or hold the core
 //! lock for more than one step of whole-server work.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use doorman_core::server::{
-    whole_pass, CapacityRequest, Counters, Grant, Refusal, ResourceGauge, ServerCore, Status,
-};
+use doorman_core::server::{whole_pass, CapacityRequest, Grant, Refusal, ServerCore, Status};
 use doorman_core::Time;
 
 use doorman_core::config::Action;
 
 use crate::auth::{Auth, AuthError};
 use crate::config_version::ConfigVersion;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ParentScrape, ResourceSeries, Scrape};
+use crate::parent_link::ParentLink;
 
 /// Where the server gets the time from (the wall clock in production).
 pub type Clock = std::sync::Arc<dyn Fn() -> Time + Send + Sync>;
@@ -36,6 +37,13 @@ pub struct ServerState {
     pub auth: Auth,
     /// Which config runs (none while waiting for one, or inline).
     config_version: Mutex<Option<ConfigVersion>>,
+    /// The link to the parent; `None` at a root.
+    pub parent_link: Option<ParentLink>,
+    /// The election session is alive (an etcd election clears it while it
+    /// has no session; standalone it stays set).
+    pub session_up: AtomicBool,
+    /// `/metrics` per template (default) or per resource.
+    pub series: ResourceSeries,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -54,6 +62,9 @@ impl ServerState {
             clock,
             config_version: Mutex::new(None),
             auth: Auth::default(),
+            parent_link: None,
+            session_up: AtomicBool::new(true),
+            series: ResourceSeries::default(),
         }
     }
 
@@ -151,14 +162,45 @@ impl ServerState {
         status
     }
 
-    /// What `/metrics` exports from the core: per-resource figures (taken
-    /// step by step), the counters and mastership.
-    pub fn gauges(&self) -> (Vec<ResourceGauge>, Counters, bool) {
+    /// What `/metrics` exports from the core (per-resource figures taken
+    /// step by step), the election and the parent link.
+    pub fn scrape(&self) -> Scrape {
         let now = self.now();
         let mut gauges = Vec::with_capacity(self.core().resource_count());
         self.sweep(|core, from| core.gauges_step(now, from, &mut gauges));
         let core = self.core();
-        (gauges, core.counters(), core.is_master())
+        let parent = self.parent_link.as_ref().map(|l| {
+            let l = l.get();
+            ParentScrape {
+                connected: !l.failing,
+                last_success_unix: l.last_success_unix.unwrap_or(0.0),
+            }
+        });
+        Scrape {
+            gauges,
+            counters: core.counters(),
+            is_master: core.is_master(),
+            master_known: core.is_master() || core.master_address().is_some(),
+            session_up: self.session_up.load(Ordering::Relaxed),
+            parent,
+            series: self.series,
+        }
+    }
+
+    /// The `/metrics` page.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.render(&self.scrape())
+    }
+
+    /// 200 or why not: the core's readiness (config, mastership, upstream
+    /// leases of resources in use), then a parent that has never answered.
+    pub fn readiness(&self) -> Result<(), String> {
+        let now = self.now();
+        self.core().readiness(now)?;
+        match self.parent_link.as_ref().and_then(|l| l.get().unready()) {
+            Some(why) if self.core().is_master() => Err(why),
+            _ => Ok(()),
+        }
     }
 
     /// One whole cleanup pass, step by step.

@@ -36,6 +36,7 @@ pub async fn run(
             let now = state.now();
             state.core().upstream_request(now)
         };
+        let idle = asks.as_ref().is_none_or(|a| a.is_empty());
         if let Some(asks) = asks.filter(|a| !a.is_empty()) {
             for chunk in asks.chunks(MAX_RESOURCES_PER_REQUEST) {
                 let ask = ask_parent(&state, &mut conn, &node_id, chunk, &mut backoff);
@@ -44,17 +45,48 @@ pub async fn run(
                     _ = stop.changed() => return,
                 }
             }
+        } else if idle && state.core().is_master() {
+            tokio::select! {
+                _ = probe(&state, &mut conn) => {}
+                _ = stop.changed() => return,
+            }
         }
         let now = state.now();
         let next = state.core().next_upstream_wakeup();
         let sleep = next
             .map(|t| (t - now).to_duration())
             .unwrap_or(Duration::from_secs(3600));
+        // With nothing to ask, look at the parent now and then anyway.
+        let sleep = if idle {
+            sleep.min(PROBE_INTERVAL)
+        } else {
+            sleep
+        };
         tokio::select! {
             _ = tokio::time::sleep(sleep) => {}
             _ = state.upstream_wake.notified() => {}
             // A dropped sender (the server was dropped) also means stop.
             r = stop.changed() => if r.is_err() { return },
+        }
+    }
+}
+
+/// How often a master with nothing to ask checks that its parent answers
+/// (Discovery), so `/readyz` and the metrics show a broken parent link
+/// before the first client comes.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// A Discovery call to the parent, recorded in the parent link.
+async fn probe(state: &ServerState, conn: &mut Connector) {
+    let Some(link) = &state.parent_link else {
+        return;
+    };
+    match conn.discover().await {
+        Ok(_) => link.succeeded(),
+        Err(e) => {
+            tracing::warn!(error = %e, "the parent does not answer Discovery");
+            state.metrics.parent_error(e.code());
+            link.failed(e.to_string());
         }
     }
 }
@@ -77,9 +109,16 @@ async fn ask_parent(
         Ok(resp) => {
             let grants = upstream_grants(&resp);
             state.core().upstream_response(now, &ids, &grants);
+            if let Some(link) = &state.parent_link {
+                link.succeeded();
+            }
         }
         Err((e, delay)) => {
             tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");
+            state.metrics.parent_error(e.code());
+            if let Some(link) = &state.parent_link {
+                link.failed(e.to_string());
+            }
             state
                 .core()
                 .upstream_failure(now, &ids, Time::from_duration(delay));

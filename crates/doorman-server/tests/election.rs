@@ -169,6 +169,11 @@ async fn etcd_gone_longer_than_the_ttl_makes_the_master_step_down() {
         b.state.core().master_address() == Some(a.addr().as_str())
     })
     .await;
+    let gauge = |s: &IsolatedServer, name: &str| common::metric(&s.state.metrics_text(), name);
+    assert_eq!(gauge(&a, "doorman_server_election_session_up"), Some(1.0));
+    assert_eq!(gauge(&b, "doorman_server_master_known"), Some(1.0));
+    let became = "doorman_server_master_transitions_total";
+    assert_eq!(gauge(&a, became), Some(1.0));
     e.stop();
     let took = eventually("a steps down", Duration::from_secs(4), || !is_master(&a)).await;
     assert!(
@@ -184,6 +189,13 @@ async fn etcd_gone_longer_than_the_ttl_makes_the_master_step_down() {
     .await;
     common::assert_unavailable_standby(&a.addr()).await;
     common::assert_unavailable_standby(&b.addr()).await;
+    assert_eq!(gauge(&a, "doorman_server_election_session_up"), Some(0.0));
+    assert_eq!(gauge(&a, "doorman_server_master_known"), Some(0.0));
+    assert_eq!(
+        gauge(&a, became),
+        Some(2.0),
+        "became, then stopped being master"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,8 +284,7 @@ async fn election_keep_alives_leave_the_config_watch_alone() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(s.state.metrics.config_watch_restarts(), 0);
     let loads = |s: &IsolatedServer| {
-        let (g, c, m) = s.state.gauges();
-        let text = s.state.metrics.render(&g, c, m);
+        let text = s.state.metrics_text();
         common::metric(&text, "doorman_server_config_reloads_total{result=\"ok\"}")
     };
     assert_eq!(loads(&s), Some(1.0), "the config was read once");

@@ -215,3 +215,50 @@ async fn an_unreachable_parent_drains_its_leaves_until_it_returns() {
     let _back = IsolatedServer::start(opts(&parent_addr, Some(&root))).expect("parent restarts");
     eventually("recovered", Duration::from_secs(12), || total(&cs) == 60.0).await;
 }
+
+/// A leaf whose parent does not answer is not ready even before any
+/// client comes (it checks the parent with Discovery), says why, and
+/// exports the link's state; under a live parent it is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_whose_parent_never_answers_is_not_ready() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap().to_string();
+    drop(dead);
+    let mut o = opts("127.0.0.1:0", None);
+    o.config = ConfigSource::Inline(Arc::new(Config::empty()));
+    o.parent = vec![dead_addr];
+    let leaf = doorman_server::server::start(o).await.unwrap();
+    eventually("not ready", Duration::from_secs(5), || {
+        leaf.state
+            .readiness()
+            .is_err_and(|e| e.contains("the parent has not answered since start"))
+    })
+    .await;
+    let text = leaf.state.metrics_text();
+    assert!(
+        text.contains("doorman_server_parent_connected 0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("doorman_server_parent_errors_total{code=\"Unavailable\"}"),
+        "{text}"
+    );
+    leaf.shutdown().await;
+
+    let root = server(None);
+    let mut o = opts("127.0.0.1:0", Some(&root));
+    o.config = ConfigSource::Inline(Arc::new(Config::empty()));
+    let leaf = doorman_server::server::start(o).await.unwrap();
+    eventually("the parent answered", Duration::from_secs(5), || {
+        let text = leaf.state.metrics_text();
+        !text.contains("doorman_server_parent_last_success_timestamp_seconds 0\n")
+    })
+    .await;
+    assert_eq!(leaf.state.readiness(), Ok(()));
+    let text = leaf.state.metrics_text();
+    assert!(
+        text.contains("doorman_server_parent_connected 1\n"),
+        "{text}"
+    );
+    leaf.shutdown().await;
+}

@@ -63,6 +63,7 @@ impl InMemoryElection {
             out,
             mut stop,
             stop_granting,
+            ..
         } = c;
         let id = {
             let mut hub = self.hub.lock().unwrap_or_else(|e| e.into_inner());

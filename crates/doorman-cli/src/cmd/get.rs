@@ -48,7 +48,7 @@ async fn ask(
     timeout: Duration,
     tls: Option<&ClientTls>,
     token: Option<&BearerToken>,
-) -> anyhow::Result<pb::GetCapacityResponse> {
+) -> anyhow::Result<(pb::GetCapacityResponse, Option<String>)> {
     let ep = endpoint(addr, tls)
         .map_err(anyhow::Error::msg)?
         .connect_timeout(timeout)
@@ -68,7 +68,21 @@ async fn ask(
             let why = crate::tls_args::explain(&s, tls);
             anyhow::anyhow!("{addr} answered {:?}: {why}", s.code())
         })?;
-    Ok(resp.into_inner())
+    let note = resp.metadata().get(NOTE_HEADER);
+    let note = note.and_then(|v| v.to_str().ok()).map(str::to_string);
+    Ok((resp.into_inner(), note))
+}
+
+/// The `doorman-note` header of our servers (an original Doorman sends
+/// none): why a grant may be small, as `RESOURCE: NOTE; …`.
+const NOTE_HEADER: &str = "doorman-note";
+
+/// The note about `resource` in a `doorman-note` header.
+fn note_for(header: Option<&str>, resource: &str) -> Option<String> {
+    header?
+        .split("; ")
+        .find_map(|n| n.strip_prefix(resource)?.strip_prefix(": "))
+        .map(str::to_string)
 }
 
 fn request(a: &Args) -> pb::GetCapacityRequest {
@@ -97,25 +111,26 @@ async fn ask_master(
     timeout: Duration,
     tls: Option<&ClientTls>,
     token: Option<&BearerToken>,
-) -> anyhow::Result<(String, pb::GetCapacityResponse)> {
-    let mut resp = ask(server, req, timeout, tls, token).await?;
+) -> anyhow::Result<(String, pb::GetCapacityResponse, Option<String>)> {
+    let (mut resp, note) = ask(server, req, timeout, tls, token).await?;
     let Some(m) = resp.mastership.take() else {
-        return Ok((server.to_string(), resp));
+        return Ok((server.to_string(), resp, note));
     };
     let Some(master) = m.master_address else {
         bail!("{server} is not the master and does not know who is; retry later");
     };
     eprintln!("{server} is not the master; asking {master}");
-    let resp = ask(&master, req, timeout, tls, token).await?;
+    let (resp, note) = ask(&master, req, timeout, tls, token).await?;
     if resp.mastership.is_some() {
         bail!("{master} redirected again; giving up after one redirect");
     }
-    Ok((master, resp))
+    Ok((master, resp, note))
 }
 
-fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, json: bool) {
+fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, note: Option<&str>, json: bool) {
     if json {
         let v = serde_json::json!({
+            "note": note,
             "server": server,
             "client_id": client_id,
             "resource_id": r.resource_id,
@@ -132,7 +147,10 @@ fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, json: bool) {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     println!("resource          {}", r.resource_id);
-    println!("capacity          {}", r.gets.capacity);
+    match note {
+        Some(n) => println!("capacity          {} ({n})", r.gets.capacity),
+        None => println!("capacity          {}", r.gets.capacity),
+    }
     println!(
         "expiry_time       {} (in {} s)",
         r.gets.expiry_time,
@@ -151,7 +169,7 @@ pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
     let req = request(&a);
     let tls = a.tls.client_tls()?;
     let token = a.tls.token()?;
-    let (server, resp) =
+    let (server, resp, notes) =
         ask_master(&a.server, &req, a.timeout, tls.as_ref(), token.as_ref()).await?;
     let Some(r) = resp.response.iter().find(|r| r.resource_id == a.resource) else {
         let why = if a.has.is_some() {
@@ -162,6 +180,7 @@ pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         bail!("{server} returned no lease for {:?}{why}", a.resource);
     };
-    print(&server, &req.client_id, r, a.json);
+    let note = note_for(notes.as_deref(), &a.resource);
+    print(&server, &req.client_id, r, note.as_deref(), a.json);
     Ok(ExitCode::SUCCESS)
 }

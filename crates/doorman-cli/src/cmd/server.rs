@@ -15,6 +15,7 @@ use doorman_server::auth::{Auth, TokenFile};
 use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::{Election, Standalone};
 use doorman_server::http::serve::HttpLimits;
+use doorman_server::metrics::ResourceSeries;
 use doorman_server::server::{start, ConfigSource, ServerOptions, DEFAULT_GRPC_MAX_CONNECTIONS};
 use doorman_server::tls::TlsFiles;
 
@@ -111,6 +112,14 @@ pub struct Args {
     /// /readyz too (open by default, for probes and scrapers).
     #[arg(long)]
     http_require_identity: bool,
+    /// Export resource gauges per resource (label `resource`) instead of
+    /// per config template, for at most --metrics-max-resources resources.
+    #[arg(long)]
+    metrics_per_resource: bool,
+    /// With --metrics-per-resource: most resources with their own series;
+    /// the rest are summed per template under resource="_other".
+    #[arg(long, default_value_t = 1000, requires = "metrics_per_resource")]
+    metrics_max_resources: usize,
 }
 
 /// Raises the soft limit of open files to the hard limit, so the
@@ -226,6 +235,9 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
         authenticating: false, // set by the server from its TLS and tokens
     };
     opts.parent_tls = parent_tls.client_tls()?;
+    if args.metrics_per_resource {
+        opts.metrics_series = ResourceSeries::PerResource(args.metrics_max_resources);
+    }
     Ok(opts)
 }
 
@@ -238,14 +250,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut server = start(opts)
         .await
         .with_context(|| format!("cannot start the server with config {config_name}"))?;
-    eprintln!(
-        "doorman server listening on {} (gRPC){}",
-        server.grpc_addr,
-        server
-            .http_addr
-            .map(|a| format!(", {scheme}://{a}/debug/status"))
-            .unwrap_or_default()
-    );
+    let status = server
+        .http_addr
+        .map(|a| format!(", {scheme}://{a}/debug/status"))
+        .unwrap_or_default();
+    tracing::info!(grpc = %server.grpc_addr, "doorman server listening on {} (gRPC){status}", server.grpc_addr);
     tokio::select! {
         _ = terminated() => {
             tracing::info!("shutting down (resigning mastership if held)");

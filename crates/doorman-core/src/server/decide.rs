@@ -240,6 +240,7 @@ impl Resource {
             algorithm: self.template.algorithm.clone(),
             algorithm_known,
             decision,
+            note: None,
         }
     }
 }

@@ -26,10 +26,13 @@ use indexmap::IndexMap;
 
 use doorman_algorithms::Time;
 
-pub use request::{CapacityRequest, Decision, Grant, NotMaster, Refusal, ResourceAsk, Who};
+pub use request::{
+    CapacityRequest, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
+};
 use resource::{Context, Resource};
 pub use status::{
-    BandStatus, LeaseStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus, UpstreamStatus,
+    BandStatus, LeaseStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus, UpstreamGauge,
+    UpstreamStatus,
 };
 pub use sweep::{whole_pass, STATUS_STEP, SWEEP_STEP};
 pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
@@ -291,7 +294,8 @@ impl ServerCore {
             self.upstream_wake = true;
         }
         resource.sync_capacity(now);
-        let grant = resource.request(&cx, who, ask);
+        let mut grant = resource.request(&cx, who, ask);
+        grant.note = resource.note(now, grant.decision);
         let learning = resource.in_learning(now);
         if let Some(u) = resource.upstream.as_mut() {
             let wants = resource.shares.totals().wants;
@@ -317,6 +321,7 @@ impl ServerCore {
             algorithm,
             algorithm_known: true,
             decision: Decision::Unmatched,
+            note: None,
         }
     }
 

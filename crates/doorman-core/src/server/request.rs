@@ -139,6 +139,33 @@ pub struct Grant {
     pub algorithm_known: bool,
     /// How it was decided.
     pub decision: Decision,
+    /// Why the grant may be smaller than asked for, for people reading it
+    /// (`doorman get`): learning mode or no word from the parent yet.
+    pub note: Option<GrantNote>,
+}
+
+/// Why a grant may be small, told to the requester beside the lease.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GrantNote {
+    /// Learning mode: claims are echoed, nothing new is handed out, for
+    /// this many more seconds.
+    Learning {
+        /// Seconds left.
+        seconds_left: f64,
+    },
+    /// An intermediate server without a valid lease from its parent.
+    WaitingForParent,
+}
+
+impl std::fmt::Display for GrantNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrantNote::Learning { seconds_left } => {
+                write!(f, "learning mode, {:.0} s left", seconds_left.ceil())
+            }
+            GrantNote::WaitingForParent => f.write_str("waiting for the parent's first grant"),
+        }
+    }
 }
 
 /// This server is not the master; ask `master_address` (unknown if `None`).

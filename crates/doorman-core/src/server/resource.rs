@@ -11,7 +11,7 @@ use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Time};
 
 use super::index::Index;
 use super::record::Record;
-use super::request::Who;
+use super::request::{Decision, GrantNote, Who};
 use super::upstream::{
     aggregate_bands, keep_while_learning, UpstreamAsk, UpstreamState, MIN_UPSTREAM_INTERVAL,
 };
@@ -161,6 +161,22 @@ impl Resource {
     /// True once a retired resource's last lease has expired.
     pub fn retired(&self, now: Time) -> bool {
         self.retired_until.is_some_and(|until| now >= until)
+    }
+
+    /// What to tell a requester about a grant decided as `decision`.
+    pub fn note(&self, now: Time, decision: Decision) -> Option<GrantNote> {
+        let waiting = self
+            .upstream
+            .as_ref()
+            .is_some_and(|u| u.valid_lease(now).is_none());
+        match decision {
+            Decision::Pending => Some(GrantNote::WaitingForParent),
+            Decision::Learning if waiting => Some(GrantNote::WaitingForParent),
+            Decision::Learning => Some(GrantNote::Learning {
+                seconds_left: (self.learning_until - now).as_secs_f64().max(0.0),
+            }),
+            _ => None,
+        }
     }
 
     /// True while claims are echoed (learning mode).

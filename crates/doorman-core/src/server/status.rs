@@ -165,6 +165,24 @@ pub struct ResourceGauge {
     pub requesters: usize,
     /// In learning mode?
     pub learning: bool,
+    /// The template it matched (its glob).
+    pub template: String,
+    /// Seconds of learning mode left (0 outside it).
+    pub learning_remaining: f64,
+    /// Σ wants per priority band (what an intermediate asks its parent).
+    pub bands: Vec<(i64, f64)>,
+    /// Intermediate servers: the lease from the parent.
+    pub upstream: Option<UpstreamGauge>,
+}
+
+/// An intermediate server's lease on one resource, for `/metrics`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpstreamGauge {
+    /// Capacity the parent granted (0 before its first answer).
+    pub granted: f64,
+    /// Seconds until that lease expires (negative: expired; absent: none
+    /// yet).
+    pub expires_in: Option<f64>,
 }
 
 impl ServerCore {
@@ -219,7 +237,7 @@ fn template_status(t: &Template) -> TemplateStatus {
     }
 }
 
-pub(super) fn resource_gauge(id: &str, r: &Resource, now: Time) -> ResourceGauge {
+pub(super) fn resource_gauge(id: &str, r: &mut Resource, now: Time) -> ResourceGauge {
     let totals = r.shares.totals();
     ResourceGauge {
         id: id.to_string(),
@@ -228,6 +246,18 @@ pub(super) fn resource_gauge(id: &str, r: &Resource, now: Time) -> ResourceGauge
         wants: totals.wants,
         requesters: totals.requesters,
         learning: r.in_learning(now),
+        template: r.template.identifier_glob.clone(),
+        learning_remaining: (r.learning_until - now).as_secs_f64().max(0.0),
+        bands: r
+            .shares
+            .bands()
+            .iter()
+            .map(|b| (b.priority, b.wants))
+            .collect(),
+        upstream: r.upstream.as_ref().map(|u| UpstreamGauge {
+            granted: u.lease.map(|l| l.capacity).unwrap_or(0.0),
+            expires_in: u.lease.map(|l| (l.expiry - now).as_secs_f64()),
+        }),
     }
 }
 

@@ -20,7 +20,7 @@ use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOp
 use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};
 
-use super::{Candidacy, Election, ElectionFuture, MasterView, StopGranting};
+use super::{Candidacy, Election, ElectionFuture, MasterView, SessionFlag, StopGranting};
 use crate::etcd::{connect, EtcdOptions};
 
 /// Settings of an etcd election.
@@ -64,7 +64,9 @@ impl EtcdElection {
             out,
             mut stop,
             stop_granting,
+            session,
         } = c;
+        session.set(false);
         let seed = std::process::id() as u64 ^ 0xE7CD;
         let mut backoff = Backoff::new(
             Duration::from_millis(100),
@@ -75,7 +77,10 @@ impl EtcdElection {
             if *stop.borrow() {
                 return;
             }
-            match self.session(&me, &out, &mut stop, &stop_granting).await {
+            let end = self.session(&me, &out, &mut stop, &stop_granting, &session);
+            let end = end.await;
+            session.set(false);
+            match end {
                 End::Stopped => return,
                 // The session has already published the step-down.
                 End::Retry(why) => {
@@ -121,12 +126,14 @@ impl EtcdElection {
         out: &watch::Sender<MasterView>,
         stop: &mut watch::Receiver<bool>,
         stop_granting: &StopGranting,
+        session: &SessionFlag,
     ) -> End {
         let step = (self.ttl / 3).max(Duration::from_millis(100));
         let mut s = match self.open(step).await {
             Ok(s) => s,
             Err(e) => return End::Retry(e),
         };
+        session.set(true);
         let (obs_tx, mut obs_rx) = watch::channel(None);
         let observer = tokio::spawn(observe(s.client.clone(), self.key.clone(), obs_tx));
         let mut campaigner = s.client.clone();

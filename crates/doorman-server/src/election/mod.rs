@@ -81,6 +81,38 @@ impl fmt::Debug for StopGranting {
     }
 }
 
+/// Whether this server's election session is alive (an etcd lease kept
+/// alive), for `/metrics`.
+#[derive(Clone)]
+pub struct SessionFlag(Arc<dyn Fn(bool) + Send + Sync>);
+
+impl SessionFlag {
+    /// Sets `state`'s flag.
+    pub fn of(state: Arc<ServerState>) -> Self {
+        SessionFlag(Arc::new(move |up| {
+            state
+                .session_up
+                .store(up, std::sync::atomic::Ordering::Relaxed)
+        }))
+    }
+
+    /// Goes nowhere.
+    pub fn none() -> Self {
+        SessionFlag(Arc::new(|_| {}))
+    }
+
+    /// The session is (or is not) alive now.
+    pub fn set(&self, up: bool) {
+        (self.0)(up);
+    }
+}
+
+impl fmt::Debug for SessionFlag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SessionFlag")
+    }
+}
+
 /// One server's part in an election.
 #[derive(Debug)]
 pub struct Candidacy {
@@ -94,6 +126,8 @@ pub struct Candidacy {
     /// Step 1 of leaving mastership: call it before publishing the
     /// step-down and before releasing the election.
     pub stop_granting: StopGranting,
+    /// Where the election says whether its session is alive.
+    pub session: SessionFlag,
 }
 
 /// How a server takes part in its node's master election: standalone
@@ -157,12 +191,14 @@ fn apply(state: &ServerState, old: &MasterView, new: &MasterView) {
     let mut core = state.core();
     match (old.is_master, new.is_master) {
         (false, true) => {
+            state.metrics.master_transition();
             tracing::info!("became master: fresh state, learning mode starts");
             core.become_master(now);
             drop(core);
             state.upstream_wake.notify_one();
         }
         (true, false) => {
+            state.metrics.master_transition();
             tracing::warn!(master = ?new.master, "lost mastership: lease state dropped, redirecting");
             core.step_down(new.master.clone());
         }

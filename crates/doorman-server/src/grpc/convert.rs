@@ -9,6 +9,7 @@ use doorman_algorithms::Kind;
 use doorman_core::config::AlgorithmConfig;
 use doorman_core::server::{Grant, NotMaster, Refusal, UpstreamAsk, UpstreamGrant};
 use doorman_proto::doorman as pb;
+use tonic::metadata::{Ascii, MetadataValue};
 use tonic::Status;
 
 /// The `mastership` field of a redirect.
@@ -61,6 +62,25 @@ pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityRespo
         mastership,
     }
 }
+
+/// The response header telling people why grants may be small
+/// (`doorman-note: db/users: learning mode, 42 s left`), one
+/// `RESOURCE: NOTE` per noted resource, joined by `; `; none if no grant
+/// has a note (or the text is not valid in a header).
+pub fn note_header(r: &Result<Vec<Grant>, NotMaster>) -> Option<MetadataValue<Ascii>> {
+    let grants = r.as_ref().ok()?;
+    let notes: Vec<String> = grants
+        .iter()
+        .filter_map(|g| g.note.map(|n| format!("{}: {n}", g.resource_id)))
+        .collect();
+    if notes.is_empty() {
+        return None;
+    }
+    MetadataValue::try_from(notes.join("; ")).ok()
+}
+
+/// The name of [`note_header`]'s header.
+pub const NOTE_HEADER: &str = "doorman-note";
 
 /// A GetServerCapacity answer: like GetCapacity's, plus the algorithm once
 /// this server knows it.

@@ -126,11 +126,19 @@ impl doorman_proto::Capacity for CapacityService {
         request: Request<pb::GetCapacityRequest>,
     ) -> Result<Response<pb::GetCapacityResponse>, Status> {
         let req = request.get_ref();
-        self.timed("GetCapacity", || {
+        let mut note = None;
+        let answer = self.timed("GetCapacity", || {
             let caller = self.caller(&request)?;
             let checked = validate::get_capacity(req);
             let grants = self.decide("GetCapacity", caller.as_deref(), Action::Acquire, checked)?;
+            note = convert::note_header(&grants);
             Ok(client_response(grants))
+        });
+        answer.map(|mut r| {
+            if let Some(n) = note {
+                r.metadata_mut().insert(convert::NOTE_HEADER, n);
+            }
+            r
         })
     }
 

@@ -72,24 +72,16 @@ async fn status_gate(State(pages): State<Builder>, req: Request, next: Next) -> 
     gated(&pages, Page::Status, req, next).await
 }
 
-async fn healthz(State(pages): State<Builder>) -> impl IntoResponse {
-    let core = pages.state().core();
-    let role = if core.is_master() {
-        "master"
-    } else {
-        "standby"
-    };
-    format!("ok {role}\n")
+/// The process lives and answers: nothing else (readiness is `/readyz`).
+async fn healthz() -> &'static str {
+    "ok\n"
 }
 
 /// 200 when the server can serve now, else 503 with the reason: no config
-/// yet, the master unknown, or (intermediate) no valid lease from the
-/// parent for the resources in use.
+/// yet, the master unknown, (intermediate) no valid lease from the parent
+/// for the resources in use, or a parent that never answered.
 async fn readyz(State(pages): State<Builder>) -> impl IntoResponse {
-    let state = pages.state();
-    let now = state.now();
-    let readiness = state.core().readiness(now);
-    match readiness {
+    match pages.state().readiness() {
         Ok(()) => (StatusCode::OK, "ready\n".to_string()),
         Err(why) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -99,12 +91,7 @@ async fn readyz(State(pages): State<Builder>) -> impl IntoResponse {
 }
 
 async fn metrics(State(pages): State<Builder>) -> impl IntoResponse {
-    let text = pages
-        .build(|state| {
-            let (gauges, counters, is_master) = state.gauges();
-            state.metrics.render(&gauges, counters, is_master)
-        })
-        .await?;
+    let text = pages.build(|state| state.metrics_text()).await?;
     Ok::<_, StatusCode>(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 

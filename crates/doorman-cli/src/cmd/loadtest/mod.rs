@@ -119,6 +119,9 @@ pub struct Report {
     pub granted: BTreeMap<String, f64>,
     /// The capacity given with --capacity.
     pub capacity: Option<f64>,
+    /// Why grants were small at the end, as the server said (learning
+    /// mode, waiting for its parent).
+    pub note: Option<String>,
     /// Wall time of the whole run, warmup included.
     pub wall_s: f64,
 }
@@ -195,6 +198,10 @@ struct Shared {
     end: Instant,
     tls: Option<ClientTls>,
     token: Option<BearerToken>,
+    /// The server's latest `doorman-note` (learning mode, waiting for its
+    /// parent), cleared by an answer without one.
+    note: Mutex<Option<String>>,
+    noted: std::sync::atomic::AtomicBool,
 }
 
 struct WorkerResult {
@@ -228,6 +235,16 @@ impl Shared {
                 })
                 .collect(),
         }
+    }
+
+    /// Keeps the latest note (locking only while there is one).
+    fn note(&self, header: Option<&tonic::metadata::MetadataValue<tonic::metadata::Ascii>>) {
+        let text = header.and_then(|v| v.to_str().ok());
+        if text.is_none() && !self.noted.load(Ordering::Relaxed) {
+            return;
+        }
+        self.noted.store(text.is_some(), Ordering::Relaxed);
+        *self.note.lock().unwrap_or_else(|e| e.into_inner()) = text.map(str::to_string);
     }
 
     fn record(&self, c: usize, resp: &pb::GetCapacityResponse) {
@@ -293,6 +310,7 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
         let measuring = start >= shared.measure_from;
         match r {
             Ok(Ok(resp)) => {
+                shared.note(resp.metadata().get("doorman-note"));
                 let resp = resp.into_inner();
                 if let Some(m) = resp.mastership {
                     shared.follow(&target.addr, m.master_address).await?;
@@ -371,6 +389,8 @@ async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
         target: RwLock::new(Arc::new(target)),
         redirect_lock: tokio::sync::Mutex::new(()),
         redirects: AtomicU64::new(0),
+        note: Mutex::new(None),
+        noted: std::sync::atomic::AtomicBool::new(false),
         allowed_hosts,
         measure_from,
         end,
@@ -426,6 +446,11 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         .unwrap_or_else(|e| e.into_inner())
         .addr
         .clone();
+    let note = shared
+        .note
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     Ok(Report {
         server,
         clients: opts.clients,
@@ -440,6 +465,7 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         redirects: shared.redirects.load(Ordering::Relaxed),
         granted: granted(&shared),
         capacity: opts.capacity,
+        note,
         wall_s: began.elapsed().as_secs_f64(),
     })
 }
@@ -474,6 +500,9 @@ pub fn print(r: &Report) {
             ),
             _ => println!("granted     {id}: Σ {g:.1}"),
         }
+    }
+    if let Some(n) = &r.note {
+        println!("server says {n}");
     }
 }
 

@@ -5,17 +5,52 @@
 //! written from a stepwise core snapshot when `/metrics` is scraped, so
 //! resources that disappear also disappear from the metrics.
 //!
+//! The series computed at each scrape from a core snapshot (per template
+//! or per resource, towards the parent) are `resources.rs`.
+//!
 //! Must not: change server state or keep anything but the metrics.
+
+pub mod resources;
 
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
 };
 
 use doorman_core::server::{Counters, ResourceGauge};
 
 use crate::config_version::ConfigVersion;
+pub use resources::ResourceSeries;
+use resources::Writer;
+
+/// What one scrape exports from the server's state besides the registry.
+#[derive(Debug, Default)]
+pub struct Scrape {
+    /// Per-resource figures, taken step by step.
+    pub gauges: Vec<ResourceGauge>,
+    /// The core's counters.
+    pub counters: Counters,
+    /// This server is the master.
+    pub is_master: bool,
+    /// It knows the master (itself or another).
+    pub master_known: bool,
+    /// Its election session is alive (always, standalone).
+    pub session_up: bool,
+    /// The link to the parent; `None` at a root.
+    pub parent: Option<ParentScrape>,
+    /// Per template or per resource.
+    pub series: ResourceSeries,
+}
+
+/// The parent link at a scrape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ParentScrape {
+    /// The last RPC to the parent did not fail (true before the first).
+    pub connected: bool,
+    /// Unix time of the last successful answer (0: never).
+    pub last_success_unix: f64,
+}
 
 /// Every metric of one server, on its own registry.
 #[derive(Debug, Clone)]
@@ -38,6 +73,9 @@ pub struct Metrics {
     config_info: IntGaugeVec,
     auth_failures: IntCounterVec,
     denied: IntCounterVec,
+    parent_errors: IntCounterVec,
+    master_transitions: IntCounter,
+    config_last_reload: Gauge,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -66,57 +104,6 @@ fn register<T: Collector + Clone + 'static>(
 const LATENCY_BUCKETS: [f64; 12] = [
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1,
 ];
-
-/// How a per-resource gauge reads its value.
-type GaugeValue = fn(&ResourceGauge) -> f64;
-
-/// The per-resource gauges: name, help, value. Written straight into the
-/// text format from a stepwise snapshot (100 000 resources take a few
-/// milliseconds this way; as labelled prometheus gauges, rebuilt each scrape,
-/// they took far longer and far more memory).
-const RESOURCE_GAUGES: [(&str, &str, GaugeValue); 5] = [
-    (
-        "doorman_server_resource_capacity",
-        "Capacity being shared.",
-        |g| g.capacity,
-    ),
-    (
-        "doorman_server_resource_has",
-        "Capacity handed out (sum of has).",
-        |g| g.has,
-    ),
-    ("doorman_server_resource_wants", "Sum of wants.", |g| {
-        g.wants
-    }),
-    (
-        "doorman_server_resource_clients",
-        "Requesters holding a lease.",
-        |g| g.requesters as f64,
-    ),
-    (
-        "doorman_server_resource_learning_mode",
-        "1 while in learning mode.",
-        |g| if g.learning { 1.0 } else { 0.0 },
-    ),
-];
-
-/// Appends the per-resource gauges in the Prometheus text format.
-fn write_resource_gauges(out: &mut String, gauges: &[ResourceGauge]) {
-    let mut numbers = Numbers::default();
-    for (name, help, value) in RESOURCE_GAUGES {
-        for line in ["# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n"] {
-            out.push_str(line);
-        }
-        for g in gauges {
-            out.push_str(name);
-            out.push_str("{resource=\"");
-            out.push_str(&escape_label(&g.id));
-            out.push_str("\"} ");
-            out.push_str(sample(&mut numbers, value(g)));
-            out.push('\n');
-        }
-    }
-}
 
 /// Number formatting buffers: integers (most samples: counts, flags and
 /// whole capacities) are much cheaper to print than floats.
@@ -259,8 +246,63 @@ impl Metrics {
                 &r,
                 IntGauge::new("doorman_server_leases", "Live leases over all resources."),
             ),
+            parent_errors: counters(
+                "doorman_server_parent_errors_total",
+                "Failed GetServerCapacity calls to the parent, by gRPC code.",
+                &["code"],
+            ),
+            master_transitions: register(
+                &r,
+                IntCounter::new(
+                    "doorman_server_master_transitions_total",
+                    "Times this server became or stopped being the master.",
+                ),
+            ),
+            config_last_reload: register(
+                &r,
+                Gauge::new(
+                    "doorman_server_config_last_reload_timestamp_seconds",
+                    "Unix time of the last successful config load (0: none yet).",
+                ),
+            ),
             registry: r,
         }
+        .with_build_and_process()
+    }
+
+    /// Registers `doorman_build_info` and, on Linux, the standard
+    /// `process_*` metrics (CPU, RSS, open and max fds, start time).
+    fn with_build_and_process(self) -> Self {
+        let info = register(
+            &self.registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "doorman_build_info",
+                    "The running binary (value 1): its version and source revision.",
+                ),
+                &["version", "revision"],
+            ),
+        );
+        let revision = option_env!("DOORMAN_REVISION").unwrap_or("unknown");
+        info.with_label_values(&[env!("CARGO_PKG_VERSION"), revision])
+            .set(1);
+        #[cfg(target_os = "linux")]
+        must(self.registry.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        )));
+        self
+    }
+
+    /// Counts a failed call to the parent.
+    pub fn parent_error(&self, code: tonic::Code) {
+        self.parent_errors
+            .with_label_values(&[&format!("{code:?}")])
+            .inc();
+    }
+
+    /// Counts a change of mastership.
+    pub fn master_transition(&self) {
+        self.master_transitions.inc();
     }
 
     /// The registry (to add more metrics or gather).
@@ -321,6 +363,11 @@ impl Metrics {
 
     /// Records a config load.
     pub fn config_reload(&self, ok: bool) {
+        if ok {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            self.config_last_reload
+                .set(now.map(|d| d.as_secs_f64()).unwrap_or(0.0));
+        }
         self.config_reloads
             .with_label_values(&[if ok { "ok" } else { "error" }])
             .inc();
@@ -369,17 +416,16 @@ impl Metrics {
             .get()
     }
 
-    /// Refreshes the core's counters and renders the text format, with the
-    /// per-resource gauges of `gauges`.
-    pub fn render(&self, gauges: &[ResourceGauge], counters: Counters, is_master: bool) -> String {
-        self.unmatched.inc_by(
-            counters
-                .unmatched_requests
-                .saturating_sub(self.unmatched.get()),
-        );
+    /// Refreshes the core's counters and renders the text format: the
+    /// registry, then the series computed from the snapshot.
+    pub fn render(&self, scrape: &Scrape) -> String {
+        let c = &scrape.counters;
+        self.unmatched
+            .inc_by(c.unmatched_requests.saturating_sub(self.unmatched.get()));
         self.expired
-            .inc_by(counters.expired_leases.saturating_sub(self.expired.get()));
-        self.is_master.set(i64::from(is_master));
+            .inc_by(c.expired_leases.saturating_sub(self.expired.get()));
+        self.is_master.set(i64::from(scrape.is_master));
+        let gauges = &scrape.gauges;
         self.leases
             .set(gauges.iter().map(|g| g.requesters as i64).sum());
         let mut buf = Vec::new();
@@ -387,44 +433,156 @@ impl Metrics {
             return format!("# error encoding metrics: {e}\n");
         }
         let mut text = String::from_utf8(buf).unwrap_or_default();
-        // Five lines per resource of about 50 bytes besides the id: one
-        // allocation instead of a doubling series of 30 MB at 100 000.
-        let ids: usize = gauges.iter().map(|g| g.id.len()).sum();
-        text.reserve(5 * (ids + 64 * gauges.len()));
-        write_resource_gauges(&mut text, gauges);
+        if let ResourceSeries::PerResource(max) = scrape.series {
+            // About 5 lines of 64 bytes besides the id per resource shown:
+            // one allocation instead of a doubling series.
+            let shown = &gauges[..max.min(gauges.len())];
+            let ids: usize = shown.iter().map(|g| g.id.len() + g.template.len()).sum();
+            text.reserve(5 * (ids + 64 * shown.len()));
+        }
+        resources::write(&mut text, gauges, scrape.series);
+        write_node(&mut Writer::new(&mut text), scrape);
         text
     }
+}
+
+/// Election and parent-link gauges of one scrape.
+fn write_node(w: &mut Writer<'_>, s: &Scrape) {
+    let flag = |b: bool| f64::from(u8::from(b));
+    let name = "doorman_server_master_known";
+    w.header(
+        name,
+        "1 if this server knows its node's master (itself or another).",
+    );
+    w.sample(name, &[], flag(s.master_known));
+    let name = "doorman_server_election_session_up";
+    w.header(
+        name,
+        "1 while the election session (the etcd lease) is alive; 1 standalone.",
+    );
+    w.sample(name, &[], flag(s.session_up));
+    let Some(p) = s.parent else {
+        return;
+    };
+    let name = "doorman_server_parent_connected";
+    w.header(
+        name,
+        "1 if the last call to the parent did not fail (1 before the first).",
+    );
+    w.sample(name, &[], flag(p.connected));
+    let name = "doorman_server_parent_last_success_timestamp_seconds";
+    w.header(
+        name,
+        "Unix time of the parent's last successful answer (0: never).",
+    );
+    w.sample(name, &[], p.last_success_unix);
+    let name = "doorman_server_parent_lease_seconds_left";
+    w.header(
+        name,
+        "Seconds until the earliest parent lease of a resource in use expires (0: expired or none came).",
+    );
+    let left = resources::parent_lease_left(&s.gauges);
+    // Nothing in use depends on the parent: as good as a fresh lease.
+    w.sample(name, &[], left.unwrap_or(f64::INFINITY));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use doorman_core::server::UpstreamGauge;
+
+    fn gauge(id: &str, template: &str, has: f64) -> ResourceGauge {
+        ResourceGauge {
+            id: id.into(),
+            capacity: 10.0,
+            has,
+            wants: 2.0 * has,
+            requesters: 1,
+            learning: false,
+            template: template.into(),
+            learning_remaining: 0.0,
+            bands: vec![(0, 2.0 * has)],
+            upstream: None,
+        }
+    }
+
+    fn scrape(gauges: Vec<ResourceGauge>, series: ResourceSeries) -> Scrape {
+        Scrape {
+            gauges,
+            is_master: true,
+            series,
+            ..Default::default()
+        }
+    }
 
     #[test]
-    fn resource_ids_are_escaped_in_labels() {
-        let g = ResourceGauge {
-            id: "a\"b\\c\nd".into(),
-            capacity: 5.0,
-            has: 1.5,
-            wants: 2.0,
-            requesters: 1,
-            learning: true,
-        };
-        let text = Metrics::new().render(&[g], Counters::default(), true);
+    fn resources_are_summed_per_template_by_default() {
+        let mut learning = gauge("db/b", "db/*", 2.5);
+        learning.learning = true;
+        learning.learning_remaining = 42.0;
+        let gauges = vec![gauge("db/a", "db/*", 1.0), learning, gauge("x", "*", 1.0)];
+        let text = Metrics::new().render(&scrape(gauges, ResourceSeries::PerTemplate));
+        for line in [
+            "doorman_server_resource_has{template=\"db/*\"} 3.5\n",
+            "doorman_server_resource_capacity{template=\"db/*\"} 20\n",
+            "doorman_server_resource_learning_mode{template=\"db/*\"} 1\n",
+            "doorman_server_learning_seconds_left{template=\"db/*\"} 42\n",
+            "doorman_server_resources{template=\"*\"} 1\n",
+            "doorman_server_leases 3\n",
+            "doorman_server_master_known 0\n",
+            "# TYPE doorman_server_resource_capacity gauge",
+            "doorman_build_info{",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in {text}");
+        }
         assert!(
-            text.contains("doorman_server_resource_has{resource=\"a\\\"b\\\\c\\nd\"} 1.5"),
-            "{text}"
-        );
-        assert!(text.contains("doorman_server_resource_learning_mode{resource=\"a"));
-        assert!(text.contains("# TYPE doorman_server_resource_capacity gauge"));
-        assert!(text.contains("doorman_server_leases 1"));
-        assert!(
-            text.contains("doorman_server_resource_capacity{resource=\"a"),
-            "{text}"
+            !text.contains("resource=\""),
+            "no per-resource series: {text}"
         );
         assert!(
-            text.contains("} 5\n"),
-            "whole numbers print as integers: {text}"
+            !text.contains("doorman_server_parent_connected"),
+            "a root: {text}"
         );
+    }
+
+    #[test]
+    fn per_resource_series_are_capped_and_escaped() {
+        let gauges = vec![
+            gauge("a\"b\\c\nd", "*", 1.5),
+            gauge("two", "*", 1.0),
+            gauge("three", "*", 2.0),
+        ];
+        let text = Metrics::new().render(&scrape(gauges, ResourceSeries::PerResource(1)));
+        let first =
+            "doorman_server_resource_has{template=\"*\",resource=\"a\\\"b\\\\c\\nd\"} 1.5\n";
+        assert!(text.contains(first), "{text}");
+        let other = "doorman_server_resource_has{template=\"*\",resource=\"_other\"} 3\n";
+        assert!(text.contains(other), "the rest summed: {text}");
+        assert!(!text.contains("resource=\"two\""), "{text}");
+    }
+
+    #[test]
+    fn the_parent_link_is_exported_by_intermediates() {
+        let mut g = gauge("db/a", "db/*", 4.0);
+        g.bands = vec![(1, 3.0), (0, 5.0)];
+        g.upstream = Some(UpstreamGauge {
+            granted: 4.0,
+            expires_in: Some(-2.0),
+        });
+        let mut s = scrape(vec![g], ResourceSeries::PerTemplate);
+        s.parent = Some(ParentScrape {
+            connected: false,
+            last_success_unix: 1700000000.0,
+        });
+        let text = Metrics::new().render(&s);
+        for line in [
+            "doorman_server_parent_connected 0\n",
+            "doorman_server_parent_last_success_timestamp_seconds 1700000000\n",
+            "doorman_server_parent_lease_seconds_left 0\n",
+            "doorman_server_parent_asked{template=\"db/*\",priority=\"1\"} 3\n",
+            "doorman_server_parent_granted{template=\"db/*\"} 4\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in {text}");
+        }
     }
 }

@@ -1,0 +1,78 @@
+//! What an intermediate server knows about its link to the parent, for
+//! `/readyz`, `/metrics` and the status pages: whether the last call
+//! succeeded, when one last did, and the last error. Written by the
+//! upstream task after each call; read by the HTTP boundary.
+//!
+//! Must not: decide anything about leases (the core does).
+
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// The link's state.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LinkState {
+    /// Calls made so far.
+    pub calls: u64,
+    /// The last call failed.
+    pub failing: bool,
+    /// Unix time of the last successful answer.
+    pub last_success_unix: Option<f64>,
+    /// The last failure, if the last call failed.
+    pub last_error: Option<String>,
+}
+
+/// The link, shared by the upstream task and the pages.
+#[derive(Debug, Default)]
+pub struct ParentLink {
+    state: Mutex<LinkState>,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl ParentLink {
+    /// The parent answered.
+    pub fn succeeded(&self) {
+        let mut s = self.lock();
+        s.calls += 1;
+        s.failing = false;
+        s.last_error = None;
+        s.last_success_unix = Some(unix_now());
+    }
+
+    /// A call failed with `error`.
+    pub fn failed(&self, error: String) {
+        let mut s = self.lock();
+        s.calls += 1;
+        s.failing = true;
+        s.last_error = Some(error);
+    }
+
+    /// A copy of the state.
+    pub fn get(&self) -> LinkState {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl LinkState {
+    /// Why the link stops the server from being ready: it never got an
+    /// answer and its last call failed.
+    pub fn unready(&self) -> Option<String> {
+        match (&self.last_success_unix, &self.last_error) {
+            (None, Some(e)) if self.failing => {
+                Some(format!("the parent has not answered since start: {e}"))
+            }
+            _ => None,
+        }
+    }
+}
