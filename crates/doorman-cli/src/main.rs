@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 #[command(name = "doorman", version, about)]
 struct Cli {
     /// Log lines as text (default) or as one JSON object per line. Text
-    /// has colours only when stderr is a terminal. The level comes from
+    /// has colours only when stderr is a terminal and NO_COLOR is unset. The level comes from
     /// `DOORMAN_LOG` (default `info`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -61,7 +61,11 @@ fn init_logging(format: LogFormat) {
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => logs.json().flatten_event(true).init(),
-        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Text => {
+            // The NO_COLOR convention (no-color.org) as well.
+            let colours = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            logs.with_ansi(colours).init()
+        }
     }
 }
 

@@ -112,7 +112,13 @@ pub struct Connector {
     observer: Option<RpcObserver>,
     tls: Option<ClientTls>,
     token: Option<BearerToken>,
+    /// The level in its tree the last answering server said it is at.
+    server_level: Option<u32>,
 }
+
+/// The response header in which a doorman-rs server says its level in the
+/// tree (0: the root); an original Doorman server sends none.
+pub const LEVEL_HEADER: &str = "doorman-level";
 
 impl std::fmt::Debug for Connector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,7 +142,14 @@ impl Connector {
             observer: None,
             tls: None,
             token: None,
+            server_level: None,
         }
+    }
+
+    /// The level in its tree the last server that answered said it is at
+    /// (`doorman-level`; none from an original Doorman server).
+    pub fn server_level(&self) -> Option<u32> {
+        self.server_level
     }
 
     /// Connects over TLS with `tls`.
@@ -213,7 +226,12 @@ impl Connector {
             obs(method, start.elapsed(), code);
         }
         let r = match result {
-            Ok(Ok(resp)) => return Ok(resp.into_inner()),
+            Ok(Ok(resp)) => {
+                let level = resp.metadata().get(LEVEL_HEADER);
+                let level = level.and_then(|v| v.to_str().ok()?.parse().ok());
+                self.server_level = level.or(self.server_level);
+                return Ok(resp.into_inner());
+            }
             Ok(Err(status)) => CallError::Rpc {
                 addr: addr.to_string(),
                 code: status.code(),

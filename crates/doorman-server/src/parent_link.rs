@@ -8,20 +8,8 @@
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
-
-/// The link's state.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct LinkState {
-    /// Calls made so far.
-    pub calls: u64,
-    /// The last call failed.
-    pub failing: bool,
-    /// Unix time of the last successful answer.
-    pub last_success_unix: Option<f64>,
-    /// The last failure, if the last call failed.
-    pub last_error: Option<String>,
-}
+/// The link's state (the status pages' type).
+pub use doorman_core::server::LinkStatus as LinkState;
 
 /// The link, shared by the upstream task and the pages.
 #[derive(Debug, Default)]
@@ -64,15 +52,13 @@ impl ParentLink {
     }
 }
 
-impl LinkState {
-    /// Why the link stops the server from being ready: it never got an
-    /// answer and its last call failed.
-    pub fn unready(&self) -> Option<String> {
-        match (&self.last_success_unix, &self.last_error) {
-            (None, Some(e)) if self.failing => {
-                Some(format!("the parent has not answered since start: {e}"))
-            }
-            _ => None,
+/// Why the link stops the server from being ready: it never got an
+/// answer and its last call failed.
+pub fn unready(link: &LinkState) -> Option<String> {
+    match (&link.last_success_unix, &link.last_error) {
+        (None, Some(e)) if link.failing => {
+            Some(format!("the parent has not answered since start: {e}"))
         }
+        _ => None,
     }
 }

@@ -342,7 +342,9 @@ fn build_state(
     let mut state = ServerState::new(core, Metrics::new(), opts.clock.clone());
     state.auth = opts.auth.clone();
     state.series = opts.metrics_series;
-    if !opts.parent.is_empty() {
+    if opts.parent.is_empty() {
+        state.set_level(0);
+    } else {
         state.parent_link = Some(crate::parent_link::ParentLink::default());
     }
     let client_ca = opts.tls.as_ref().is_some_and(|t| t.client_ca.is_some());

@@ -8,7 +8,7 @@
 //! Must not: decide anything (the core does), do I/O, or hold the core
 //! lock for more than one step of whole-server work.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use doorman_core::server::{whole_pass, CapacityRequest, Grant, Refusal, ServerCore, Status};
@@ -44,6 +44,8 @@ pub struct ServerState {
     pub session_up: AtomicBool,
     /// `/metrics` per template (default) or per resource.
     pub series: ResourceSeries,
+    /// The level in the tree; `u32::MAX` while unknown.
+    level: AtomicU32,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -65,6 +67,7 @@ impl ServerState {
             parent_link: None,
             session_up: AtomicBool::new(true),
             series: ResourceSeries::default(),
+            level: AtomicU32::new(u32::MAX),
         }
     }
 
@@ -89,6 +92,16 @@ impl ServerState {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Its level in the tree (0: the root), if known.
+    pub fn level(&self) -> Option<u32> {
+        Some(self.level.load(Ordering::Relaxed)).filter(|l| *l != u32::MAX)
+    }
+
+    /// Sets its level in the tree.
+    pub fn set_level(&self, level: u32) {
+        self.level.store(level.min(u32::MAX - 1), Ordering::Relaxed);
     }
 
     /// The current time.
@@ -159,6 +172,9 @@ impl ServerState {
         self.sweep(|core, from| core.status_step(now, max_leases, from, &mut status.resources));
         status.finish();
         status.config_version = self.config_version().map(|v| v.to_string());
+        status.level = self.level();
+        status.parent_link = self.parent_link.as_ref().map(ParentLink::get);
+        status.election_session_up = self.session_up.load(Ordering::Relaxed);
         status
     }
 
@@ -197,7 +213,8 @@ impl ServerState {
     pub fn readiness(&self) -> Result<(), String> {
         let now = self.now();
         self.core().readiness(now)?;
-        match self.parent_link.as_ref().and_then(|l| l.get().unready()) {
+        let link = self.parent_link.as_ref().map(ParentLink::get);
+        match link.as_ref().and_then(crate::parent_link::unready) {
             Some(why) if self.core().is_master() => Err(why),
             _ => Ok(()),
         }

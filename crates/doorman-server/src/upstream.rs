@@ -76,13 +76,24 @@ pub async fn run(
 /// before the first client comes.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(10);
 
+/// The parent answered: the link is up, and this server is one level
+/// below the parent's (when the parent says its level).
+fn answered(state: &ServerState, conn: &Connector) {
+    if let Some(link) = &state.parent_link {
+        link.succeeded();
+    }
+    if let Some(level) = conn.server_level() {
+        state.set_level(level.saturating_add(1));
+    }
+}
+
 /// A Discovery call to the parent, recorded in the parent link.
 async fn probe(state: &ServerState, conn: &mut Connector) {
     let Some(link) = &state.parent_link else {
         return;
     };
     match conn.discover().await {
-        Ok(_) => link.succeeded(),
+        Ok(_) => answered(state, conn),
         Err(e) => {
             tracing::warn!(error = %e, "the parent does not answer Discovery");
             state.metrics.parent_error(e.code());
@@ -109,9 +120,7 @@ async fn ask_parent(
         Ok(resp) => {
             let grants = upstream_grants(&resp);
             state.core().upstream_response(now, &ids, &grants);
-            if let Some(link) = &state.parent_link {
-                link.succeeded();
-            }
+            answered(state, conn);
         }
         Err((e, delay)) => {
             tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");

@@ -329,11 +329,11 @@ async fn http_endpoints_answer() {
     );
     let (_, body) = http_get(http, "/metrics").await;
     assert_eq!(
-        metric(&body, "doorman_server_resource_has{resource=\"fair\"}"),
+        metric(&body, "doorman_server_resource_has{template=\"fair\"}"),
         Some(10.0)
     );
     assert_eq!(
-        metric(&body, "doorman_server_resource_clients{resource=\"fair\"}"),
+        metric(&body, "doorman_server_resource_clients{template=\"fair\"}"),
         Some(1.0)
     );
     assert_eq!(metric(&body, "doorman_server_is_master"), Some(1.0));

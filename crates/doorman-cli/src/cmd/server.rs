@@ -44,14 +44,16 @@ pub struct Args {
     /// server that leases its capacity from the parent's master.
     #[arg(long, value_delimiter = ',')]
     parent: Vec<String>,
-    /// Id used towards the parent (default: the server id). Give every
-    /// replica of a node the same node id.
+    /// Id used towards the parent (default: the election key when
+    /// electing, else the server id). Replicas of one node must share it,
+    /// so a new master continues the node's lease.
     #[arg(long)]
     node_id: Option<String>,
     /// gRPC listen address.
     #[arg(long, default_value = "127.0.0.1:6000")]
     listen: SocketAddr,
-    /// HTTP address for /metrics, /debug/status, /api/v1/status, /healthz.
+    /// HTTP address for /metrics, /healthz, /readyz, /debug/status and
+    /// /api/v1/status.
     #[arg(long)]
     http: Option<SocketAddr>,
     /// Most open connections to the HTTP address (1 to 65536); one more is

@@ -31,8 +31,8 @@ pub use request::{
 };
 use resource::{Context, Resource};
 pub use status::{
-    BandStatus, LeaseStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus, UpstreamGauge,
-    UpstreamStatus,
+    BandStatus, LeaseStatus, LinkStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus,
+    UpstreamGauge, UpstreamStatus,
 };
 pub use sweep::{whole_pass, STATUS_STEP, SWEEP_STEP};
 pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};

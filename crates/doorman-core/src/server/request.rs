@@ -163,7 +163,7 @@ impl std::fmt::Display for GrantNote {
             GrantNote::Learning { seconds_left } => {
                 write!(f, "learning mode, {:.0} s left", seconds_left.ceil())
             }
-            GrantNote::WaitingForParent => f.write_str("waiting for the parent's first grant"),
+            GrantNote::WaitingForParent => f.write_str("no valid lease from the parent"),
         }
     }
 }

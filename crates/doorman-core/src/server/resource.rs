@@ -170,9 +170,11 @@ impl Resource {
             .as_ref()
             .is_some_and(|u| u.valid_lease(now).is_none());
         match decision {
+            Decision::Algorithm | Decision::Unmatched => None,
             Decision::Pending => Some(GrantNote::WaitingForParent),
-            Decision::Learning if waiting => Some(GrantNote::WaitingForParent),
-            Decision::Learning => Some(GrantNote::Learning {
+            // Learning, or a repeat of a lease decided while learning.
+            _ if waiting => Some(GrantNote::WaitingForParent),
+            _ if self.in_learning(now) => Some(GrantNote::Learning {
                 seconds_left: (self.learning_until - now).as_secs_f64().max(0.0),
             }),
             _ => None,

@@ -33,6 +33,14 @@ pub struct Status {
     pub config_summary: String,
     /// Which config version runs (set by the shell: hash, version, pusher).
     pub config_version: Option<String>,
+    /// Its level in the tree: 0 at the root, the parent's plus one below
+    /// (set by the shell; unknown until a parent of ours says its level).
+    pub level: Option<u32>,
+    /// The link to the parent (set by the shell; none at the root).
+    pub parent_link: Option<LinkStatus>,
+    /// The election session is alive (set by the shell; always,
+    /// standalone).
+    pub election_session_up: bool,
     /// The templates in file order.
     pub templates: Vec<TemplateStatus>,
     /// Resources with state.
@@ -41,6 +49,19 @@ pub struct Status {
     pub unmatched_requests: u64,
     /// Live leases over all resources.
     pub leases: usize,
+}
+
+/// An intermediate server's link to its parent.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LinkStatus {
+    /// Calls made so far.
+    pub calls: u64,
+    /// The last call failed.
+    pub failing: bool,
+    /// Unix time of the last successful answer.
+    pub last_success_unix: Option<f64>,
+    /// The last failure, if the last call failed.
+    pub last_error: Option<String>,
 }
 
 /// One template.
@@ -202,6 +223,9 @@ impl ServerCore {
             config_source: self.config.source().to_string(),
             config_summary: self.config.summary(),
             config_version: None,
+            level: None,
+            parent_link: None,
+            election_session_up: true,
             templates: self
                 .config
                 .templates()

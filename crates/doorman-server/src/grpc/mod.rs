@@ -102,6 +102,18 @@ impl CapacityService {
             .observe(method, start.elapsed().as_secs_f64(), code);
         r.map(Response::new)
     }
+
+    /// Says this server's level in the tree (`doorman-level`), so the
+    /// servers below know theirs.
+    fn with_level<T>(&self, r: Result<Response<T>, Status>) -> Result<Response<T>, Status> {
+        r.map(|mut resp| {
+            if let Some(level) = self.state.level() {
+                resp.metadata_mut()
+                    .insert(doorman_client::connection::LEVEL_HEADER, level.into());
+            }
+            resp
+        })
+    }
 }
 
 #[tonic::async_trait]
@@ -110,7 +122,7 @@ impl doorman_proto::Capacity for CapacityService {
         &self,
         _request: Request<pb::DiscoveryRequest>,
     ) -> Result<Response<pb::DiscoveryResponse>, Status> {
-        self.timed("Discovery", || {
+        self.with_level(self.timed("Discovery", || {
             let core = self.state.core();
             Ok(pb::DiscoveryResponse {
                 mastership: pb::Mastership {
@@ -118,7 +130,7 @@ impl doorman_proto::Capacity for CapacityService {
                 },
                 is_master: core.is_master(),
             })
-        })
+        }))
     }
 
     async fn get_capacity(
@@ -147,13 +159,14 @@ impl doorman_proto::Capacity for CapacityService {
         request: Request<pb::GetServerCapacityRequest>,
     ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
         let req = request.get_ref();
-        self.timed("GetServerCapacity", || {
+        let answer = self.timed("GetServerCapacity", || {
             let caller = self.caller(&request)?;
             let checked = validate::get_server_capacity(req);
             let method = "GetServerCapacity";
             let grants = self.decide(method, caller.as_deref(), Action::Serve, checked)?;
             Ok(server_response(grants))
-        })
+        });
+        self.with_level(answer)
     }
 
     async fn release_capacity(

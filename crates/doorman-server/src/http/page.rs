@@ -1,5 +1,7 @@
-//! The HTML status page: one server's role, config, templates, resources,
-//! bands and leases, rendered from a core [`Status`] snapshot.
+//! The HTML status page: one server's level and role in the tree, its
+//! election and parent link, config, templates, resources (learning mode,
+//! the parent's lease), bands and leases, rendered from a [`Status`]
+//! snapshot.
 //!
 //! Must not: read or change server state (it gets a snapshot).
 
@@ -41,7 +43,11 @@ pub fn render_html(s: &Status) -> String {
          td.l,th.l{{text-align:left}}</style></head><body>\
          <h1>doorman server {id}</h1><p>Role: <b>{role}</b> · \
          {leases} live leases · {unmatched} unmatched-resource requests</p>\
+         <p>Tree: {tree}</p><p>Election: {election}</p>{parent}\
          <p>Config: {summary}</p><p>Version: {version}</p>",
+        tree = tree(s),
+        election = election(s),
+        parent = parent(s),
         id = esc(&s.server_id),
         leases = s.leases,
         unmatched = s.unmatched_requests,
@@ -55,6 +61,44 @@ pub fn render_html(s: &Status) -> String {
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// "level 2, intermediate" (the level as far as the parent said it).
+fn tree(s: &Status) -> String {
+    match s.level {
+        Some(l) => format!("level <b>{l}</b>, {}", s.role),
+        None => format!("level unknown (the parent has not said), {}", s.role),
+    }
+}
+
+fn election(s: &Status) -> String {
+    let session = if s.election_session_up {
+        "session up"
+    } else {
+        "<b>no election session</b>"
+    };
+    match (s.is_master, &s.master_address) {
+        (true, _) => format!("this server is the master · {session}"),
+        (false, Some(m)) => format!("standby, master {} · {session}", esc(m)),
+        (false, None) => format!("<b>master unknown</b> · {session}"),
+    }
+}
+
+/// The parent link's paragraph (none at the root).
+fn parent(s: &Status) -> String {
+    let Some(l) = &s.parent_link else {
+        return String::new();
+    };
+    let last = match l.last_success_unix {
+        Some(t) => format!("last answer {:.1} s ago", (s.now - t).max(0.0)),
+        None => "no answer yet".into(),
+    };
+    let state = match (&l.last_error, l.failing) {
+        (Some(e), true) => format!("<b>failing</b>: {}", esc(e)),
+        _ if l.calls == 0 => "not used yet".into(),
+        _ => "ok".into(),
+    };
+    format!("<p>Parent link: {state} · {last} · {} calls</p>", l.calls)
 }
 
 fn templates_table(h: &mut String, s: &Status) {
@@ -79,11 +123,7 @@ fn templates_table(h: &mut String, s: &Status) {
 fn resources_table(h: &mut String, s: &Status) {
     h.push_str("<h2>Resources</h2><table><tr><th class=l>resource</th><th class=l>template</th><th class=l>algorithm</th><th>capacity</th><th>Σ has</th><th>Σ wants</th><th>requesters</th><th>subclients</th><th>safe</th><th class=l>mode</th></tr>");
     for r in &s.resources {
-        let mode = if r.learning {
-            format!("learning ({:.0}s left)", r.learning_remaining)
-        } else {
-            "normal".into()
-        };
+        let mode = mode(r);
         let _ = write!(
             h,
             "<tr><td class=l><a href=\"#r-{id}\">{id}</a></td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
@@ -100,6 +140,23 @@ fn resources_table(h: &mut String, s: &Status) {
         );
     }
     h.push_str("</table>");
+}
+
+/// Learning or normal, and for an intermediate its lease from the parent.
+fn mode(r: &ResourceStatus) -> String {
+    let mut m = if r.learning {
+        format!("learning ({:.0} s left)", r.learning_remaining.ceil())
+    } else {
+        "normal".into()
+    };
+    if let Some(u) = &r.upstream {
+        let _ = match u.expires_in {
+            Some(e) if e > 0.0 => write!(m, " · parent lease {} for {e:.0} s", num(u.capacity)),
+            Some(_) => write!(m, " · <b>parent lease expired</b>"),
+            None => write!(m, " · <b>no parent lease yet</b>"),
+        };
+    }
+    m
 }
 
 fn resource_details(h: &mut String, r: &ResourceStatus) {

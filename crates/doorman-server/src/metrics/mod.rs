@@ -479,7 +479,7 @@ fn write_node(w: &mut Writer<'_>, s: &Scrape) {
     let name = "doorman_server_parent_lease_seconds_left";
     w.header(
         name,
-        "Seconds until the earliest parent lease of a resource in use expires (0: expired or none came).",
+        "Seconds until the earliest parent lease of a resource in use expires (0: expired or none came; +Inf: nothing in use depends on the parent).",
     );
     let left = resources::parent_lease_left(&s.gauges);
     // Nothing in use depends on the parent: as good as a fresh lease.

@@ -493,6 +493,7 @@ pub fn print(r: &Report) {
     }
     println!("redirects   {}", r.redirects);
     for (id, g) in &r.granted {
+        let g = g + 0.0; // no "-0.0"
         match r.capacity {
             Some(c) if c > 0.0 => println!(
                 "granted     {id}: Σ {g:.1} of capacity {c} ({:.1} %)",

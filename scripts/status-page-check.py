@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The status page as a browser shows it: a three-level tree (root, parent,
+leaf) on 127.0.0.1 from DOORMAN_BIN, one lease taken through the leaf, then
+headless Chromium loads the leaf's and the root's /debug/status, the DOM it
+renders is checked (level and role in the tree, election, parent link,
+learning mode and the parent's lease per resource) and a screenshot of each
+is kept in target/artefacts/ (status-leaf.png, status-root.png).
+
+Fails (exit 1) with the servers' logs if a page lacks what it must show, if
+Chromium is missing or if it writes no screenshot. Every server started
+here binds 127.0.0.1 and is stopped by its pid.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BIN = os.environ.get("DOORMAN_BIN", "target/debug/doorman")
+ART = os.path.join("target", "artefacts")
+CONFIG = """
+[[resources]]
+identifier_glob = "db/*"
+capacity = 100
+description = "the status page check"
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 20
+refresh_interval = 2
+learning_mode_duration = 300
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    sys.exit("status-page-check: no chromium binary (apt-get install -y chromium)")
+
+
+def start(tmp, name, args):
+    log = open(os.path.join(tmp, name + ".log"), "w")
+    p = subprocess.Popen([BIN, "server", *args], stdout=log, stderr=subprocess.STDOUT)
+    return p, log.name
+
+
+def page(http, path):
+    with urllib.request.urlopen(f"http://{http}{path}", timeout=5) as r:
+        return r.read().decode()
+
+
+def wait(what, check, seconds=20):
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def browser(url, png):
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+           "--window-size=1400,900", "--hide-scrollbars"]
+    dom = subprocess.run(cmd + ["--dump-dom", url], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    subprocess.run(cmd + [f"--screenshot={png}", url], capture_output=True,
+                   timeout=60, check=True)
+    if not os.path.exists(png) or os.path.getsize(png) < 5000:
+        raise RuntimeError(f"no screenshot of {url} in {png}")
+    return dom
+
+
+def expect(dom, needles, where):
+    missing = [n for n in needles if n not in dom]
+    if missing:
+        raise RuntimeError(f"{where} lacks {missing}:\n{dom[:3000]}")
+
+
+def tree(tmp):
+    cfg = os.path.join(tmp, "root.toml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG)
+    ports = {n: (free_port(), free_port()) for n in ("root", "parent", "leaf")}
+    procs, parent = [], None
+    for name in ("root", "parent", "leaf"):
+        g, h = ports[name]
+        args = ["--listen", f"127.0.0.1:{g}", "--http", f"127.0.0.1:{h}"]
+        args += ["--config", cfg] if parent is None else ["--parent", parent]
+        procs.append(start(tmp, name, args))
+        parent = f"127.0.0.1:{g}"
+    return procs, {n: (f"127.0.0.1:{g}", f"127.0.0.1:{h}") for n, (g, h) in ports.items()}
+
+
+def check(addrs):
+    leaf_grpc, leaf_http = addrs["leaf"]
+    root_http = addrs["root"][1]
+    for http in (addrs["root"][1], addrs["parent"][1], leaf_http):
+        wait(f"{http} up", lambda: page(http, "/healthz") == "ok\n")
+    subprocess.run([BIN, "get", "--server", leaf_grpc, "--resource", "db/users",
+                    "--wants", "10"], check=True, capture_output=True, timeout=30)
+    wait("the leaf's lease from its parent",
+         lambda: "parent lease" in page(leaf_http, "/debug/status")
+         and "Parent link: ok" in page(leaf_http, "/debug/status"))
+    os.makedirs(ART, exist_ok=True)
+    dom = browser(f"http://{leaf_http}/debug/status", os.path.join(ART, "status-leaf.png"))
+    expect(dom, ["level <b>2</b>, intermediate", "this server is the master",
+                 "session up", "Parent link: ok", "db/users", "parent lease"],
+           "the leaf's page")
+    dom = browser(f"http://{root_http}/debug/status", os.path.join(ART, "status-root.png"))
+    expect(dom, ["level <b>0</b>, root", "learning (", "db/users",
+                 "the status page check"], "the root's page")
+    assert "Parent link" not in dom, "a root has no parent link"
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="doorman-status-")
+    procs, addrs = tree(tmp)
+    try:
+        check(addrs)
+    except (RuntimeError, AssertionError, subprocess.SubprocessError) as e:
+        for _, log in procs:
+            print(f"--- {log}\n{open(log).read()[-3000:]}", file=sys.stderr)
+        print(f"status-page-check: FAILED: {e}", file=sys.stderr)
+        return 1
+    finally:
+        for p, _ in procs:
+            p.terminate()
+        for p, _ in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"status-page-check: ok; screenshots in {ART}/status-leaf.png, status-root.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
