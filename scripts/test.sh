@@ -48,6 +48,21 @@ python3 scripts/module-cycles.py crates/*/src simulations/src
 log "cargo test"
 cargo test --workspace "$@"
 
+# The Kubernetes manifests (deploy/kubernetes), without a cluster: rendered
+# with kubectl's kustomize, validated against the Kubernetes schemas
+# (kubernetes-validate, in a venv under target/), and every pod of each
+# overlay run on 127.0.0.1 from its manifest (the binary cargo test just
+# built, a local etcd) until its readiness probe answers. See the header
+# of scripts/k8s-check.py.
+K8S_VENV=target/venv-k8s
+if [ ! -x "$K8S_VENV/bin/kubernetes-validate" ]; then
+  log "installing kubernetes-validate into $K8S_VENV"
+  python3 -m venv "$K8S_VENV"
+  "$K8S_VENV/bin/pip" install -q "kubernetes-validate==1.37.0" "PyYAML==6.0.3"
+fi
+log "Kubernetes manifests: render, validate, smoke test"
+DOORMAN_BIN=target/debug/doorman "$K8S_VENV/bin/python" scripts/k8s-check.py
+
 # Fuzzing, bounded: config parsing and request validation (fuzz/). cargo
 # fuzz is installed under target/tools. It passes -Z flags to rustc; no
 # nightly toolchain can be fetched here, so RUSTC_BOOTSTRAP lets the stable
@@ -69,3 +84,36 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
     grep -E "^Done [0-9]+ runs" "target/fuzz-$t.log" >&2 || true
   done
 fi
+
+# Monitoring (deploy/grafana, deploy/prometheus): the dashboard's structure,
+# promtool check and unit tests of the alert rules, and every metric name
+# the dashboard and the rules use against a real root and leaf run from
+# target/debug/doorman (built by cargo test above; set DOORMAN_BIN for
+# another). promtool comes from the Debian package prometheus, unpacked
+# under target/tools (apt-get download: no Prometheus service is installed).
+if [ -z "${PROMTOOL:-}" ] && ! command -v promtool >/dev/null 2>&1 \
+    && [ ! -x target/tools/prometheus/usr/bin/promtool ]; then
+  log "unpacking promtool (Debian package prometheus) under target/tools"
+  mkdir -p target/tools/prometheus
+  if ! (cd target/tools && apt-get download prometheus >/dev/null 2>&1); then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    (cd target/tools && apt-get download prometheus >/dev/null)
+  fi
+  for deb in target/tools/prometheus_*.deb; do
+    dpkg-deb -x "$deb" target/tools/prometheus && rm -f "$deb"
+  done
+fi
+log "monitoring: dashboard, alert rules, and the metric names they use against real servers"
+python3 scripts/check-monitoring.py
+
+# The status page as a browser renders it (headless Chromium, Debian's
+# package, installed if missing): a three-level tree's pages checked and
+# screenshotted into target/artefacts/.
+if ! command -v chromium >/dev/null 2>&1; then
+  log "installing chromium (Debian package) for the status page check"
+  apt-get install -y -qq chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+fi
+log "status page in headless Chromium"
+DOORMAN_BIN=target/debug/doorman python3 scripts/status-page-check.py
