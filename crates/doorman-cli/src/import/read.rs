@@ -1,10 +1,11 @@
 //! Reading an original Doorman config the way the original reads it: YAML
 //! turned into JSON (`ghodss/yaml`) and decoded into its proto structs
-//! (`encoding/json`). So field names match ignoring case, a repeated
-//! field keeps its last value, unknown fields and `null`s are ignored, a
-//! number or boolean where text belongs becomes that text, `kind` may be a
-//! name or a number, and any other type mismatch makes the original refuse
-//! the whole file.
+//! (`encoding/json`). So field names match ignoring case (of two spellings
+//! of one field, the one sorting last wins: the YAML passes through a Go
+//! map written out with sorted keys), unknown fields and `null`s are
+//! ignored, a number or boolean where text belongs becomes that text,
+//! `kind` may be a name or a number, and any other type mismatch makes the
+//! original refuse the whole file.
 //!
 //! The result is the templates as written ([`RawTemplate`]), every field
 //! optional; what they mean is decided in `translate.rs`.
@@ -171,14 +172,16 @@ fn template_fields(out: &mut Findings, index: usize, item: &Yaml) -> RawTemplate
     t
 }
 
-/// The glob a template will be known by in findings (its last
-/// `identifier_glob`, read quietly: [`Cx::text`] reports on it).
+/// The glob a template will be known by in findings (the
+/// `identifier_glob` the original keeps, read quietly: [`Cx::text`] reports
+/// on it).
 fn peek_glob(item: &Yaml) -> Option<String> {
     let Yaml::Hash(map) = item else { return None };
     map.iter()
-        .filter(|(k, _)| scalar_text(k).is_some_and(|k| k.eq_ignore_ascii_case("identifier_glob")))
-        .filter_map(|(_, v)| scalar_text(v))
-        .next_back()
+        .filter_map(|(k, v)| Some((scalar_text(k)?, v)))
+        .filter(|(k, _)| k.eq_ignore_ascii_case("identifier_glob"))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .and_then(|(_, v)| scalar_text(v))
 }
 
 /// Where findings go while one template is read.
@@ -213,7 +216,8 @@ impl Cx<'_> {
         let Yaml::Hash(map) = map else {
             return Vec::new();
         };
-        let mut found: Vec<(&'static str, &'y Yaml)> = Vec::new();
+        // (field, name as written, value)
+        let mut found: Vec<(&'static str, String, &'y Yaml)> = Vec::new();
         for (key, value) in map {
             let Some(name) = scalar_text(key) else {
                 self.error(
@@ -239,14 +243,24 @@ impl Cx<'_> {
                     format!("read as `{field}`: the original matches field names ignoring case");
                 self.push(Level::Note, &format!("{prefix}{name}"), why);
             }
-            if let Some(pos) = found.iter().position(|(f, _)| *f == field) {
-                let why = "given twice: the last one is used, as by the original".to_string();
+            // The original goes through a Go map, written out with its keys
+            // sorted: of two spellings, the one sorting last is decoded last.
+            if let Some(pos) = found.iter().position(|(f, _, _)| *f == field) {
+                let kept = found[pos].1.clone().max(name.clone());
+                let why = format!(
+                    "given as both {:?} and {name:?}: the original uses {kept:?} (the spelling \
+                     that sorts last, as Go writes its map), and so does this",
+                    found[pos].1
+                );
                 self.push(Level::Warning, &format!("{prefix}{field}"), why);
+                if kept == found[pos].1 {
+                    continue;
+                }
                 found.remove(pos);
             }
-            found.push((field, value));
+            found.push((field, name, value));
         }
-        found
+        found.into_iter().map(|(f, _, v)| (f, v)).collect()
     }
 
     /// A text field; numbers and booleans become their text.
