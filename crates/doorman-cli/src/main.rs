@@ -1,6 +1,7 @@
 //! The `doorman` command: run a server or a demo tree, ask a server for
-//! capacity, load-test one, check, push and read configs. Each subcommand
-//! lives in `cmd/`. Errors are reported with `anyhow`; exit status 1 on
+//! capacity, load-test one, check, push and read configs, convert an
+//! original Doorman config. Each subcommand lives in `cmd/`; the config
+//! conversion's logic, which does no I/O, in `import/`. Errors are reported with `anyhow`; exit status 1 on
 //! failure, 2 on a usage error.
 //!
 //! Must not: hold a subcommand's logic.
@@ -8,6 +9,7 @@
 mod args;
 mod cmd;
 mod etcd_args;
+mod import;
 mod tls_args;
 
 use clap::{Parser, Subcommand};
@@ -45,7 +47,8 @@ enum Command {
     Get(cmd::get::Args),
     /// Load-test any server that speaks doorman.Capacity.
     Loadtest(cmd::loadtest::Options),
-    /// Check configuration files; push, get, list or roll back them in etcd.
+    /// Check configuration files; push, get, list or roll back them in etcd;
+    /// import an original Doorman config.
     Config {
         #[command(subcommand)]
         command: cmd::config::Command,

@@ -1,11 +1,13 @@
-//! `doorman config check|push|get|history|rollback`: validate config files
-//! without running a server; push a validated file to an etcd key with an
-//! audit record (who, when, which version it replaced); print the stored
-//! config; list its versions; restore an earlier one.
+//! `doorman config check|push|get|history|rollback|import`: validate
+//! config files without running a server; push a validated file to an etcd
+//! key with an audit record (who, when, which version it replaced); print
+//! the stored config; list its versions; restore an earlier one; convert an
+//! original Doorman config (the conversion itself is `crate::import`).
 //!
-//! Must not: write anything to etcd that did not validate.
+//! Must not: write anything to etcd that did not validate, or write an
+//! imported config that did not.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -13,6 +15,7 @@ use doorman_core::config::Config;
 use doorman_server::config_source::{audit, etcd as etcd_config, file};
 
 use crate::etcd_args::EtcdArgs;
+use crate::import::{self, Level};
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -62,6 +65,17 @@ pub enum Command {
         #[arg(long)]
         to: i64,
     },
+    /// Convert an original Doorman config (its YAML) to ours (TOML): the
+    /// same templates in the same order, checked by our parser, with every
+    /// difference on stderr. Exit 0 (with any warnings), or 1 with every
+    /// error and nothing written.
+    Import {
+        /// The original's YAML config.
+        file: PathBuf,
+        /// Where to write the TOML (default: standard output).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
 }
 
 pub async fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -93,6 +107,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<ExitCode> {
             push(&etcd, &key, &r.config, &name, &format!("rollback to {to}")).await
         }
         Command::Check { files } => Ok(check(&files)),
+        Command::Import { file, output } => Ok(import(&file, output.as_deref())),
     }
 }
 
@@ -173,4 +188,55 @@ fn check(files: &[PathBuf]) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Reads `file`, converts it, and writes the TOML to `output` (or
+/// stdout); findings go to stderr, one per line, each naming the file.
+fn import(file: &Path, output: Option<&Path>) -> ExitCode {
+    let name = file.display().to_string();
+    let text = match std::fs::read(file).map(String::from_utf8) {
+        Ok(Ok(text)) => text,
+        Ok(Err(e)) => return import_failed(&name, &format!("not valid UTF-8: {e}")),
+        Err(e) => return import_failed(&name, &format!("cannot read: {e}")),
+    };
+    let imported = match import::convert(&text, &name) {
+        Ok(i) => i,
+        Err(findings) => {
+            let errors = findings.iter().filter(|f| f.level == Level::Error).count();
+            let s = if errors == 1 { "" } else { "s" };
+            eprintln!("{name}: not imported ({errors} error{s}); nothing written");
+            for f in &findings {
+                eprintln!("  {}: {name}: {f}", f.level);
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    for f in &imported.findings {
+        eprintln!("{}: {name}: {f}", f.level);
+    }
+    let to = match output {
+        Some(path) => match std::fs::write(path, &imported.toml) {
+            Ok(()) => format!(" -> {}", path.display()),
+            Err(e) => {
+                return import_failed(&name, &format!("cannot write {}: {e}", path.display()))
+            }
+        },
+        None => {
+            print!("{}", imported.toml);
+            String::new()
+        }
+    };
+    let count = |l: Level| imported.findings.iter().filter(|f| f.level == l).count();
+    eprintln!(
+        "imported {}{to} ({} warnings, {} notes)",
+        imported.summary,
+        count(Level::Warning),
+        count(Level::Note)
+    );
+    ExitCode::SUCCESS
+}
+
+fn import_failed(name: &str, why: &str) -> ExitCode {
+    eprintln!("{name}: not imported: {why}; nothing written");
+    ExitCode::FAILURE
 }
