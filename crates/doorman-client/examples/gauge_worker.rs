@@ -11,16 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_client::{Client, GaugeOptions, Mode};
+use doorman_client::{Client, GaugeOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (addr, _server) = common::server(&common::config("example/*", "STATIC", 4.0)).await;
     let client = Client::builder().servers([addr]).build().await?;
     let gauge = client.gauge_resource("example/tx", GaugeOptions::wants(16.0))?;
-    while gauge.mode() != Mode::Lease {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::wait_for_capacity(|| (gauge.mode(), gauge.capacity(), gauge.note())).await;
     println!("capacity {} in flight", gauge.capacity());
     let peak = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));

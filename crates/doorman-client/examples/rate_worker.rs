@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use doorman_client::{Client, Fallback, Mode, RateOptions};
+use doorman_client::{Client, Fallback, RateOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,9 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()
         .await?;
     let rate = client.rate_resource("example/rate", RateOptions::wants(1000.0))?;
-    while rate.mode() != Mode::Lease {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::wait_for_capacity(|| (rate.mode(), rate.capacity(), rate.note())).await;
     let granted = rate.capacity();
     println!(
         "server {addr}: granted {granted} ops/s to {}",

@@ -7,10 +7,10 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use doorman_client::tower::RateLimitLayer;
-use doorman_client::{Client, Mode, RateOptions};
+use doorman_client::{Client, RateOptions};
 use tower::{Layer, ServiceExt};
 
 #[tokio::main]
@@ -18,9 +18,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (addr, _server) = common::server(&common::config("example/*", "FAIR_SHARE", 20.0)).await;
     let client = Client::builder().servers([addr]).build().await?;
     let rate = client.rate_resource("example/api", RateOptions::wants(100.0))?;
-    while rate.mode() != Mode::Lease {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::wait_for_capacity(|| (rate.mode(), rate.capacity(), rate.note())).await;
     let backend =
         tower::service_fn(|n: u32| async move { Ok::<_, std::convert::Infallible>(n * 2) });
     let svc = RateLimitLayer::new(rate.clone()).layer(backend);

@@ -128,7 +128,7 @@ impl Client {
             .core
             .capacity(id, now)
             .unwrap_or((0.0, Mode::Pessimistic));
-        let hist = shared.metrics.as_ref().map(|m| m.wait_histogram(id));
+        let metrics = shared.metrics.as_ref().map(|m| m.for_resource(id));
         let owner: Weak<dyn Owner> = Arc::downgrade(shared) as Weak<ClientShared>;
         let r = Arc::new(Shared::new(
             id.to_string(),
@@ -137,7 +137,7 @@ impl Client {
             burst,
             initial,
             owner,
-            hist,
+            metrics,
         ));
         r.handles.store(1, Ordering::Release);
         st.resources.insert(id.to_string(), r.clone());

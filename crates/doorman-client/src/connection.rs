@@ -114,11 +114,26 @@ pub struct Connector {
     token: Option<BearerToken>,
     /// The level in its tree the last answering server said it is at.
     server_level: Option<u32>,
+    /// The last answer's `doorman-note` (why grants may be small).
+    last_note: Option<String>,
 }
 
 /// The response header in which a doorman-rs server says its level in the
 /// tree (0: the root); an original Doorman server sends none.
 pub const LEVEL_HEADER: &str = "doorman-level";
+
+/// The response header in which a doorman-rs server says why grants may be
+/// small, as `RESOURCE: NOTE; …` (learning mode, N s left; no valid lease
+/// from the parent).
+pub const NOTE_HEADER: &str = "doorman-note";
+
+/// The note about `resource` in a `doorman-note` header's value.
+pub fn note_for(header: Option<&str>, resource: &str) -> Option<String> {
+    header?
+        .split("; ")
+        .find_map(|n| n.strip_prefix(resource)?.strip_prefix(": "))
+        .map(str::to_string)
+}
 
 impl std::fmt::Debug for Connector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,7 +158,13 @@ impl Connector {
             tls: None,
             token: None,
             server_level: None,
+            last_note: None,
         }
+    }
+
+    /// The `doorman-note` of the last answer, if it had one.
+    pub fn last_note(&self) -> Option<&str> {
+        self.last_note.as_deref()
     }
 
     /// The level in its tree the last server that answered said it is at
@@ -230,6 +251,8 @@ impl Connector {
                 let level = resp.metadata().get(LEVEL_HEADER);
                 let level = level.and_then(|v| v.to_str().ok()?.parse().ok());
                 self.server_level = level.or(self.server_level);
+                let note = resp.metadata().get(NOTE_HEADER);
+                self.last_note = note.and_then(|v| v.to_str().ok()).map(str::to_string);
                 return Ok(resp.into_inner());
             }
             Ok(Err(status)) => CallError::Rpc {

@@ -134,8 +134,17 @@ impl GaugeResource {
         ok
     }
 
-    /// Takes a permit if one is free now. Never blocks.
+    /// Takes a permit if one is free now. Never blocks. A refusal is
+    /// counted in `doorman_client_refused_total`.
     pub fn try_mark(&self) -> Option<GaugePermit> {
+        let permit = self.take_now();
+        if permit.is_none() {
+            self.shared.refused();
+        }
+        permit
+    }
+
+    fn take_now(&self) -> Option<GaugePermit> {
         let now = Instant::now();
         let mut st = self.shared.lock();
         if self.take(&mut st, now) {
@@ -152,10 +161,8 @@ impl GaugeResource {
     /// nothing.
     pub async fn mark(&self) -> GaugePermit {
         let start = Instant::now();
-        if let Some(p) = self.try_mark() {
-            if let Some(h) = &self.shared.wait_histogram {
-                h.observe(0.0);
-            }
+        if let Some(p) = self.take_now() {
+            self.shared.waited(0.0);
             return p;
         }
         let mut waiting = Waiting {
@@ -188,9 +195,8 @@ impl GaugeResource {
                         let level = (g.in_flight + g.waiting) as f64;
                         st.window.record_level(now, level);
                         drop(st);
-                        if let Some(h) = &self.shared.wait_histogram {
-                            h.observe(now.saturating_duration_since(start).as_secs_f64());
-                        }
+                        self.shared
+                            .waited(now.saturating_duration_since(start).as_secs_f64());
                         return GaugePermit {
                             shared: self.shared.0.clone(),
                         };

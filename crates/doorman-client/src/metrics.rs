@@ -1,11 +1,13 @@
 //! Client Prometheus metrics, registered on a registry the user passes in:
 //! RPCs, errors and latency by method; capacity, wants and mode per
-//! resource; permit wait time per resource.
+//! resource; permit wait time, refused acquisitions and fallback
+//! activations per resource.
 //!
 //! Must not: register on a global registry or change client state.
 
 use prometheus::{
-    GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+    GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
+    Registry,
 };
 
 use doorman_core::client::Mode;
@@ -20,6 +22,17 @@ pub struct ClientMetrics {
     wants: GaugeVec,
     mode: IntGaugeVec,
     wait: HistogramVec,
+    refused: IntCounterVec,
+    fallbacks: IntCounterVec,
+}
+
+/// The metrics one resource records itself.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceMetrics {
+    /// Time spent waiting for a permit.
+    pub wait: Histogram,
+    /// `try_acquire`/`try_mark` calls that found no capacity.
+    pub refused: IntCounter,
 }
 
 impl ClientMetrics {
@@ -70,6 +83,22 @@ impl ClientMetrics {
             ]),
             &["resource"],
         )?;
+        let refused = IntCounterVec::new(
+            Opts::new(
+                "doorman_client_refused_total",
+                "Acquisitions refused at once for lack of capacity (try_acquire, try_mark).",
+            ),
+            &["resource"],
+        )?;
+        let fallbacks = IntCounterVec::new(
+            Opts::new(
+                "doorman_client_fallback_activations_total",
+                "Times a resource went from a lease to a fallback mode (pessimistic, optimistic, safe).",
+            ),
+            &["resource"],
+        )?;
+        registry.register(Box::new(refused.clone()))?;
+        registry.register(Box::new(fallbacks.clone()))?;
         registry.register(Box::new(rpcs.clone()))?;
         registry.register(Box::new(errors.clone()))?;
         registry.register(Box::new(latency.clone()))?;
@@ -85,6 +114,8 @@ impl ClientMetrics {
             wants,
             mode,
             wait,
+            refused,
+            fallbacks,
         })
     }
 
@@ -99,6 +130,13 @@ impl ClientMetrics {
     }
 
     pub(crate) fn resource(&self, id: &str, capacity: f64, wants: f64, mode: Mode) {
+        // The mode gauges hold the previous mode: leaving a lease for a
+        // fallback mode counts as one activation (a resource starts in its
+        // fallback before its first lease; that is not counted).
+        let leased = self.mode.with_label_values(&[id, Mode::Lease.name()]).get() == 1;
+        if leased && mode != Mode::Lease {
+            self.fallbacks.with_label_values(&[id]).inc();
+        }
         self.capacity.with_label_values(&[id]).set(capacity);
         self.wants.with_label_values(&[id]).set(wants);
         for m in Mode::ALL {
@@ -115,9 +153,14 @@ impl ClientMetrics {
             let _ = self.mode.remove_label_values(&[id, m.name()]);
         }
         let _ = self.wait.remove_label_values(&[id]);
+        let _ = self.refused.remove_label_values(&[id]);
+        let _ = self.fallbacks.remove_label_values(&[id]);
     }
 
-    pub(crate) fn wait_histogram(&self, id: &str) -> prometheus::Histogram {
-        self.wait.with_label_values(&[id])
+    pub(crate) fn for_resource(&self, id: &str) -> ResourceMetrics {
+        ResourceMetrics {
+            wait: self.wait.with_label_values(&[id]),
+            refused: self.refused.with_label_values(&[id]),
+        }
     }
 }

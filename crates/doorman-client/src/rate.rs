@@ -82,15 +82,21 @@ impl RateResource {
         self.try_acquire_n(1)
     }
 
-    /// Takes `n` permits if available now. Never blocks.
+    /// Takes `n` permits if available now. Never blocks. A refusal is
+    /// counted in `doorman_client_refused_total`.
     pub fn try_acquire_n(&self, n: u32) -> bool {
         let now = Instant::now();
         let mut st = self.shared.lock();
         st.window.record_call(now, f64::from(n));
-        match &mut st.limiter {
+        let ok = match &mut st.limiter {
             Limiter::Rate(b) => b.try_take(f64::from(n), now).is_ok(),
             Limiter::Gauge(_) => false,
+        };
+        drop(st);
+        if !ok {
+            self.shared.refused();
         }
+        ok
     }
 
     /// Waits for one permit.
@@ -121,9 +127,8 @@ impl RateResource {
                     Ok(()) => {
                         st.window.record_wait(now, blocked);
                         drop(st);
-                        if let Some(h) = &self.shared.wait_histogram {
-                            h.observe(now.saturating_duration_since(start).as_secs_f64());
-                        }
+                        self.shared
+                            .waited(now.saturating_duration_since(start).as_secs_f64());
                         return;
                     }
                     Err(d) => d,

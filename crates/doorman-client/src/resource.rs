@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 
+use crate::metrics::ResourceMetrics;
 use crate::wants::Window;
 use doorman_core::client::Mode;
 
@@ -139,7 +140,11 @@ pub(crate) struct Shared {
     pub handles: AtomicUsize,
     /// Told when the last handle is dropped.
     pub client: Weak<dyn Owner>,
-    pub wait_histogram: Option<prometheus::Histogram>,
+    /// Its own metrics, when the client has a registry.
+    pub metrics: Option<ResourceMetrics>,
+    /// What the server last said about its grant (learning mode, no lease
+    /// from the parent), if anything.
+    note: Mutex<Option<String>>,
 }
 
 fn mode_index(m: Mode) -> u8 {
@@ -154,7 +159,7 @@ impl Shared {
         burst_time: Duration,
         initial: (f64, Mode),
         client: Weak<dyn Owner>,
-        wait_histogram: Option<prometheus::Histogram>,
+        metrics: Option<ResourceMetrics>,
     ) -> Self {
         let now = Instant::now();
         let limiter = match kind {
@@ -177,7 +182,8 @@ impl Shared {
             mode: AtomicU8::new(mode_index(Mode::Pessimistic)),
             handles: AtomicUsize::new(0),
             client,
-            wait_histogram,
+            metrics,
+            note: Mutex::new(None),
         };
         s.apply(initial.0, initial.1);
         s
@@ -192,6 +198,30 @@ impl Shared {
     /// The capacity currently applied.
     pub fn capacity(&self) -> f64 {
         f64::from_bits(self.capacity_bits.load(Ordering::Relaxed))
+    }
+
+    /// What the server last said about the grant.
+    pub fn note(&self) -> Option<String> {
+        self.note.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records what the server said about the grant.
+    pub fn set_note(&self, note: Option<String>) {
+        *self.note.lock().unwrap_or_else(|e| e.into_inner()) = note;
+    }
+
+    /// Counts an acquisition refused for lack of capacity.
+    pub fn refused(&self) {
+        if let Some(m) = &self.metrics {
+            m.refused.inc();
+        }
+    }
+
+    /// Records a permit's wait.
+    pub fn waited(&self, seconds: f64) {
+        if let Some(m) = &self.metrics {
+            m.wait.observe(seconds);
+        }
     }
 
     /// The mode currently applied.
@@ -283,6 +313,13 @@ macro_rules! handle_accessors {
         /// Lease or which fallback.
         pub fn mode(&self) -> doorman_core::client::Mode {
             self.shared.mode()
+        }
+
+        /// Why the capacity may be small, as the server said with its last
+        /// grant (e.g. "learning mode, 42 s left", "no valid lease from
+        /// the parent"); none from an original Doorman server.
+        pub fn note(&self) -> Option<String> {
+            self.shared.note()
         }
     };
 }

@@ -15,7 +15,7 @@ use doorman_core::{Backoff, Time};
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
 
-use crate::connection::Connector;
+use crate::connection::{note_for, Connector};
 use crate::registry::ClientShared;
 
 fn grants(resp: &pb::GetCapacityResponse) -> Vec<GrantItem> {
@@ -97,7 +97,14 @@ async fn refresh(
     let now = shared.now();
     let mut st = shared.lock();
     match backoff.outcome(r) {
-        Ok(resp) => st.core.on_response(now, &ids, &grants(&resp)),
+        Ok(resp) => {
+            st.core.on_response(now, &ids, &grants(&resp));
+            for id in &ids {
+                if let Some(res) = st.resources.get(id) {
+                    res.set_note(note_for(conn.last_note(), id));
+                }
+            }
+        }
         Err((e, delay)) => {
             tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
             st.core.on_failure(now, &ids, Time::from_duration(delay));

@@ -313,6 +313,48 @@ async fn client_metrics_are_registered() {
         .build()
         .await;
     assert!(matches!(e, Err(doorman_client::ClientError::Metrics(_))));
+
+    // Taking more than the burst at once is refused and counted; losing
+    // the lease is one fallback activation (the start, before any lease,
+    // is not).
+    let refused = (0..100).filter(|_| !r.try_acquire()).count();
+    assert!(refused > 0, "12/s cannot give 100 permits at once");
+    let count = |name: &str| {
+        let text = prometheus::TextEncoder::new()
+            .encode_to_string(&registry.gather())
+            .unwrap();
+        let line = text.lines().find(|l| l.starts_with(name));
+        line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    let refused_total = "doorman_client_refused_total{resource=\"m\"}";
+    assert_eq!(count(refused_total), Some(refused as f64));
+    let activations = "doorman_client_fallback_activations_total{resource=\"m\"}";
+    assert_eq!(count(activations).unwrap_or(0.0), 0.0);
+    s.kill();
+    eventually("fallback", Duration::from_secs(6), || {
+        r.mode() != Mode::Lease
+    })
+    .await;
+    assert_eq!(count(activations), Some(1.0));
+    c.close().await;
+}
+
+/// A resource says why its capacity is small, as the server told it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_carries_the_servers_note() {
+    let learning = CONFIG.replace("learning_mode_duration = 0", "learning_mode_duration = 300");
+    let cfg = Arc::new(Config::parse(&learning, "learning").unwrap());
+    let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    let s = IsolatedServer::start(o).expect("server starts");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let r = c.rate_resource("n", RateOptions::wants(5.0)).unwrap();
+    eventually("a note", Duration::from_secs(5), || r.note().is_some()).await;
+    let note = r.note().unwrap();
+    assert!(
+        note.starts_with("learning mode, ") && note.ends_with(" s left"),
+        "{note}"
+    );
+    assert_eq!((r.mode(), r.capacity()), (Mode::Lease, 0.0));
     c.close().await;
 }
 

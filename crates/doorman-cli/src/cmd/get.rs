@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::bail;
+use doorman_client::connection;
 use doorman_client::tls::endpoint;
 use doorman_client::{BearerToken, ClientTls};
 use doorman_proto::doorman as pb;
@@ -68,21 +69,9 @@ async fn ask(
             let why = crate::tls_args::explain(&s, tls);
             anyhow::anyhow!("{addr} answered {:?}: {why}", s.code())
         })?;
-    let note = resp.metadata().get(NOTE_HEADER);
+    let note = resp.metadata().get(connection::NOTE_HEADER);
     let note = note.and_then(|v| v.to_str().ok()).map(str::to_string);
     Ok((resp.into_inner(), note))
-}
-
-/// The `doorman-note` header of our servers (an original Doorman sends
-/// none): why a grant may be small, as `RESOURCE: NOTE; …`.
-const NOTE_HEADER: &str = "doorman-note";
-
-/// The note about `resource` in a `doorman-note` header.
-fn note_for(header: Option<&str>, resource: &str) -> Option<String> {
-    header?
-        .split("; ")
-        .find_map(|n| n.strip_prefix(resource)?.strip_prefix(": "))
-        .map(str::to_string)
 }
 
 fn request(a: &Args) -> pb::GetCapacityRequest {
@@ -180,7 +169,7 @@ pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         bail!("{server} returned no lease for {:?}{why}", a.resource);
     };
-    let note = note_for(notes.as_deref(), &a.resource);
+    let note = connection::note_for(notes.as_deref(), &a.resource);
     print(&server, &req.client_id, r, note.as_deref(), a.json);
     Ok(ExitCode::SUCCESS)
 }

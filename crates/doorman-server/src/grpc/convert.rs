@@ -80,7 +80,7 @@ pub fn note_header(r: &Result<Vec<Grant>, NotMaster>) -> Option<MetadataValue<As
 }
 
 /// The name of [`note_header`]'s header.
-pub const NOTE_HEADER: &str = "doorman-note";
+pub use doorman_client::connection::NOTE_HEADER;
 
 /// A GetServerCapacity answer: like GetCapacity's, plus the algorithm once
 /// this server knows it.

@@ -310,7 +310,7 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
         let measuring = start >= shared.measure_from;
         match r {
             Ok(Ok(resp)) => {
-                shared.note(resp.metadata().get("doorman-note"));
+                shared.note(resp.metadata().get(doorman_client::connection::NOTE_HEADER));
                 let resp = resp.into_inner();
                 if let Some(m) = resp.mastership {
                     shared.follow(&target.addr, m.master_address).await?;
