@@ -449,140 +449,37 @@ impl Metrics {
 /// Election and parent-link gauges of one scrape.
 fn write_node(w: &mut Writer<'_>, s: &Scrape) {
     let flag = |b: bool| f64::from(u8::from(b));
-    let name = "doorman_server_master_known";
-    w.header(
-        name,
+    w.gauge(
+        "doorman_server_master_known",
         "1 if this server knows its node's master (itself or another).",
+        flag(s.master_known),
     );
-    w.sample(name, &[], flag(s.master_known));
-    let name = "doorman_server_election_session_up";
-    w.header(
-        name,
+    w.gauge(
+        "doorman_server_election_session_up",
         "1 while the election session (the etcd lease) is alive; 1 standalone.",
+        flag(s.session_up),
     );
-    w.sample(name, &[], flag(s.session_up));
     let Some(p) = s.parent else {
         return;
     };
-    let name = "doorman_server_parent_connected";
-    w.header(
-        name,
+    w.gauge(
+        "doorman_server_parent_connected",
         "1 if the last call to the parent did not fail (1 before the first).",
+        flag(p.connected),
     );
-    w.sample(name, &[], flag(p.connected));
-    let name = "doorman_server_parent_last_success_timestamp_seconds";
-    w.header(
-        name,
+    w.gauge(
+        "doorman_server_parent_last_success_timestamp_seconds",
         "Unix time of the parent's last successful answer (0: never).",
+        p.last_success_unix,
     );
-    w.sample(name, &[], p.last_success_unix);
-    let name = "doorman_server_parent_lease_seconds_left";
-    w.header(
-        name,
-        "Seconds until the earliest parent lease of a resource in use expires (0: expired or none came; +Inf: nothing in use depends on the parent).",
-    );
-    let left = resources::parent_lease_left(&s.gauges);
     // Nothing in use depends on the parent: as good as a fresh lease.
-    w.sample(name, &[], left.unwrap_or(f64::INFINITY));
+    let left = resources::parent_lease_left(&s.gauges).unwrap_or(f64::INFINITY);
+    w.gauge(
+        "doorman_server_parent_lease_seconds_left",
+        "Seconds until the earliest parent lease of a resource in use expires (0: expired or none came; +Inf: nothing in use depends on the parent).",
+        left,
+    );
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use doorman_core::server::UpstreamGauge;
-
-    fn gauge(id: &str, template: &str, has: f64) -> ResourceGauge {
-        ResourceGauge {
-            id: id.into(),
-            capacity: 10.0,
-            has,
-            wants: 2.0 * has,
-            requesters: 1,
-            learning: false,
-            template: template.into(),
-            learning_remaining: 0.0,
-            bands: vec![(0, 2.0 * has)],
-            upstream: None,
-        }
-    }
-
-    fn scrape(gauges: Vec<ResourceGauge>, series: ResourceSeries) -> Scrape {
-        Scrape {
-            gauges,
-            is_master: true,
-            series,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn resources_are_summed_per_template_by_default() {
-        let mut learning = gauge("db/b", "db/*", 2.5);
-        learning.learning = true;
-        learning.learning_remaining = 42.0;
-        let gauges = vec![gauge("db/a", "db/*", 1.0), learning, gauge("x", "*", 1.0)];
-        let text = Metrics::new().render(&scrape(gauges, ResourceSeries::PerTemplate));
-        for line in [
-            "doorman_server_resource_has{template=\"db/*\"} 3.5\n",
-            "doorman_server_resource_capacity{template=\"db/*\"} 20\n",
-            "doorman_server_resource_learning_mode{template=\"db/*\"} 1\n",
-            "doorman_server_learning_seconds_left{template=\"db/*\"} 42\n",
-            "doorman_server_resources{template=\"*\"} 1\n",
-            "doorman_server_leases 3\n",
-            "doorman_server_master_known 0\n",
-            "# TYPE doorman_server_resource_capacity gauge",
-            "doorman_build_info{",
-        ] {
-            assert!(text.contains(line), "missing {line:?} in {text}");
-        }
-        assert!(
-            !text.contains("resource=\""),
-            "no per-resource series: {text}"
-        );
-        assert!(
-            !text.contains("doorman_server_parent_connected"),
-            "a root: {text}"
-        );
-    }
-
-    #[test]
-    fn per_resource_series_are_capped_and_escaped() {
-        let gauges = vec![
-            gauge("a\"b\\c\nd", "*", 1.5),
-            gauge("two", "*", 1.0),
-            gauge("three", "*", 2.0),
-        ];
-        let text = Metrics::new().render(&scrape(gauges, ResourceSeries::PerResource(1)));
-        let first =
-            "doorman_server_resource_has{template=\"*\",resource=\"a\\\"b\\\\c\\nd\"} 1.5\n";
-        assert!(text.contains(first), "{text}");
-        let other = "doorman_server_resource_has{template=\"*\",resource=\"_other\"} 3\n";
-        assert!(text.contains(other), "the rest summed: {text}");
-        assert!(!text.contains("resource=\"two\""), "{text}");
-    }
-
-    #[test]
-    fn the_parent_link_is_exported_by_intermediates() {
-        let mut g = gauge("db/a", "db/*", 4.0);
-        g.bands = vec![(1, 3.0), (0, 5.0)];
-        g.upstream = Some(UpstreamGauge {
-            granted: 4.0,
-            expires_in: Some(-2.0),
-        });
-        let mut s = scrape(vec![g], ResourceSeries::PerTemplate);
-        s.parent = Some(ParentScrape {
-            connected: false,
-            last_success_unix: 1700000000.0,
-        });
-        let text = Metrics::new().render(&s);
-        for line in [
-            "doorman_server_parent_connected 0\n",
-            "doorman_server_parent_last_success_timestamp_seconds 1700000000\n",
-            "doorman_server_parent_lease_seconds_left 0\n",
-            "doorman_server_parent_asked{template=\"db/*\",priority=\"1\"} 3\n",
-            "doorman_server_parent_granted{template=\"db/*\"} 4\n",
-        ] {
-            assert!(text.contains(line), "missing {line:?} in {text}");
-        }
-    }
-}
+mod tests;

@@ -118,6 +118,12 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// A gauge with one sample and no labels.
+    pub fn gauge(&mut self, name: &str, help: &str, v: f64) {
+        self.header(name, help);
+        self.sample(name, &[], v);
+    }
+
     /// One sample with its labels (values escaped here).
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], v: f64) {
         self.out.push_str(name);
