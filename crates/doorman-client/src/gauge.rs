@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 
+use crate::error::AcquireError;
 use crate::resource::{Handle, Limiter, Shared, Wants};
 
 /// Options of a gauge resource.
@@ -157,54 +158,99 @@ impl GaugeResource {
         }
     }
 
-    /// Waits for a permit. Dropping the future before it completes takes
-    /// nothing.
+    /// Waits for a permit, however long (also while the server refuses the
+    /// resource; [`mark_timeout`](Self::mark_timeout) says why).
+    /// Cancellation-safe: dropping the future takes nothing.
     pub async fn mark(&self) -> GaugePermit {
+        // Without a deadline `acquire` fails never; loop rather than trust it.
+        loop {
+            if let Ok(p) = self.acquire(None).await {
+                return p;
+            }
+        }
+    }
+
+    /// Waits at most `timeout` for a permit.
+    pub async fn mark_timeout(&self, timeout: Duration) -> Result<GaugePermit, AcquireError> {
+        self.mark_until(Instant::now() + timeout).await
+    }
+
+    /// Waits until `deadline` for a permit; fails at once when the server
+    /// refuses the resource or the client is closed. Cancellation-safe.
+    pub async fn mark_until(&self, deadline: Instant) -> Result<GaugePermit, AcquireError> {
+        self.acquire(Some(deadline)).await
+    }
+
+    async fn acquire(&self, deadline: Option<Instant>) -> Result<GaugePermit, AcquireError> {
         let start = Instant::now();
         if let Some(p) = self.take_now() {
             self.shared.waited(0.0);
-            return p;
+            return Ok(p);
         }
         let mut waiting = Waiting {
             shared: &self.shared,
             done: false,
         };
-        {
-            let mut st = self.shared.lock();
-            let level = match &mut st.limiter {
-                Limiter::Gauge(g) => {
-                    g.waiting += 1;
-                    (g.in_flight + g.waiting) as f64
-                }
-                Limiter::Rate(_) => 0.0,
-            };
-            st.window.record_level(start, level);
-        }
+        self.queue(start);
         loop {
             let notified = self.shared.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
-                let now = Instant::now();
-                let mut st = self.shared.lock();
-                if let Limiter::Gauge(g) = &mut st.limiter {
-                    if g.in_flight < g.capacity {
-                        g.in_flight += 1;
-                        g.waiting = g.waiting.saturating_sub(1);
-                        waiting.done = true;
-                        let level = (g.in_flight + g.waiting) as f64;
-                        st.window.record_level(now, level);
-                        drop(st);
-                        self.shared
-                            .waited(now.saturating_duration_since(start).as_secs_f64());
-                        return GaugePermit {
-                            shared: self.shared.0.clone(),
-                        };
-                    }
-                }
+            if let Some(p) = self.take_queued(start, &mut waiting) {
+                return Ok(p);
             }
-            notified.await;
+            let Some(dl) = deadline else {
+                notified.await;
+                continue;
+            };
+            if let Some(e) = self.shared.hopeless() {
+                return Err(e);
+            }
+            if Instant::now() >= dl {
+                let resource = self.shared.id.clone();
+                return Err(AcquireError::Deadline { resource });
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(dl) => {}
+                _ = &mut notified => {}
+            }
         }
+    }
+
+    /// Counts this caller as waiting.
+    fn queue(&self, now: Instant) {
+        let mut st = self.shared.lock();
+        let level = match &mut st.limiter {
+            Limiter::Gauge(g) => {
+                g.waiting += 1;
+                (g.in_flight + g.waiting) as f64
+            }
+            Limiter::Rate(_) => 0.0,
+        };
+        st.window.record_level(now, level);
+    }
+
+    /// A waiting caller's permit, if one is free now.
+    fn take_queued(&self, start: Instant, waiting: &mut Waiting<'_>) -> Option<GaugePermit> {
+        let now = Instant::now();
+        let mut st = self.shared.lock();
+        let Limiter::Gauge(g) = &mut st.limiter else {
+            return None;
+        };
+        if g.in_flight >= g.capacity {
+            return None;
+        }
+        g.in_flight += 1;
+        g.waiting = g.waiting.saturating_sub(1);
+        waiting.done = true;
+        let level = (g.in_flight + g.waiting) as f64;
+        st.window.record_level(now, level);
+        drop(st);
+        self.shared
+            .waited(now.saturating_duration_since(start).as_secs_f64());
+        Some(GaugePermit {
+            shared: self.shared.0.clone(),
+        })
     }
 }
 

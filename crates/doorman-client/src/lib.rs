@@ -48,7 +48,7 @@ pub use client::Client;
 pub use connection::{CallError, Connector};
 pub use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
 pub use doorman_core::Backoff;
-pub use error::ClientError;
+pub use error::{AcquireError, ClientError};
 pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};
 pub use identity::{default_client_id, hostname, wall_clock, Clock};
 pub use metrics::ClientMetrics;

@@ -134,7 +134,7 @@ impl ClientMetrics {
         // fallback mode counts as one activation (a resource starts in its
         // fallback before its first lease; that is not counted).
         let leased = self.mode.with_label_values(&[id, Mode::Lease.name()]).get() == 1;
-        if leased && mode != Mode::Lease {
+        if leased && mode.is_fallback() {
             self.fallbacks.with_label_values(&[id]).inc();
         }
         self.capacity.with_label_values(&[id]).set(capacity);

@@ -4,8 +4,9 @@
 //!
 //! Must not: talk to the server (the background task does).
 
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 
+use crate::error::AcquireError;
 use crate::resource::{Handle, Limiter, Wants};
 
 /// Options of a rate resource.
@@ -99,7 +100,10 @@ impl RateResource {
         ok
     }
 
-    /// Waits for one permit.
+    /// Waits for one permit. Capacity 0 blocks until capacity arrives,
+    /// however long that takes (also while the server refuses the
+    /// resource); use [`wait_timeout`](Self::wait_timeout) to be told why.
+    /// Cancellation-safe: dropping the future takes nothing.
     pub async fn wait(&self) {
         self.wait_n(1).await
     }
@@ -108,6 +112,37 @@ impl RateResource {
     /// until capacity arrives. Dropping the future before it completes takes
     /// nothing.
     pub async fn wait_n(&self, n: u32) {
+        // Without a deadline nothing fails: refusals and a closed client
+        // are waited out like capacity 0.
+        let _ = self.acquire(n, None).await;
+    }
+
+    /// Waits at most `timeout` for one permit.
+    pub async fn wait_timeout(&self, timeout: Duration) -> Result<(), AcquireError> {
+        self.wait_n_until(1, Instant::now() + timeout).await
+    }
+
+    /// Waits until `deadline` for one permit.
+    pub async fn wait_until(&self, deadline: Instant) -> Result<(), AcquireError> {
+        self.wait_n_until(1, deadline).await
+    }
+
+    /// Waits at most `timeout` for `n` permits.
+    pub async fn wait_n_timeout(&self, n: u32, timeout: Duration) -> Result<(), AcquireError> {
+        self.wait_n_until(n, Instant::now() + timeout).await
+    }
+
+    /// Waits until `deadline` for `n` permits. Fails at once, without
+    /// taking anything, when the server refuses the resource or the client
+    /// is closed, and at the deadline when capacity did not come.
+    /// Cancellation-safe.
+    pub async fn wait_n_until(&self, n: u32, deadline: Instant) -> Result<(), AcquireError> {
+        self.acquire(n, Some(deadline)).await
+    }
+
+    /// Takes `n` permits as soon as the limiter allows; with a deadline,
+    /// gives up on it or when acquiring is hopeless.
+    async fn acquire(&self, n: u32, deadline: Option<Instant>) -> Result<(), AcquireError> {
         let start = Instant::now();
         let n = f64::from(n);
         self.shared.lock().window.record_call(start, n);
@@ -116,35 +151,54 @@ impl RateResource {
             let notified = self.shared.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let now = Instant::now();
-            let delay = {
-                let mut st = self.shared.lock();
-                let r = match &mut st.limiter {
-                    Limiter::Rate(b) => b.try_take(n, now),
-                    Limiter::Gauge(_) => Err(None),
-                };
-                match r {
-                    Ok(()) => {
-                        st.window.record_wait(now, blocked);
-                        drop(st);
-                        self.shared
-                            .waited(now.saturating_duration_since(start).as_secs_f64());
-                        return;
-                    }
-                    Err(d) => d,
+            if deadline.is_some() {
+                if let Some(e) = self.shared.hopeless() {
+                    return Err(e);
                 }
+            }
+            let now = Instant::now();
+            let delay = match self.take(n, now, blocked) {
+                Ok(()) => {
+                    self.shared
+                        .waited(now.saturating_duration_since(start).as_secs_f64());
+                    return Ok(());
+                }
+                Err(_) if deadline.is_some_and(|dl| now >= dl) => {
+                    let resource = self.shared.id.clone();
+                    return Err(AcquireError::Deadline { resource });
+                }
+                Err(d) => d,
             };
             blocked = true;
-            match delay {
-                Some(d) => {
+            let wake = delay.map(|d| now + d);
+            let until = match (wake, deadline) {
+                (Some(w), Some(dl)) => Some(w.min(dl)),
+                (w, dl) => w.or(dl),
+            };
+            match until {
+                Some(t) => {
                     tokio::select! {
-                        _ = tokio::time::sleep(d) => {}
+                        _ = tokio::time::sleep_until(t) => {}
                         _ = &mut notified => {}
                     }
                 }
                 None => notified.await,
             }
         }
+    }
+
+    /// Takes `n` tokens now, or says how long until they could be there
+    /// (`None`: not before the capacity changes).
+    fn take(&self, n: f64, now: Instant, blocked: bool) -> Result<(), Option<Duration>> {
+        let mut st = self.shared.lock();
+        let r = match &mut st.limiter {
+            Limiter::Rate(b) => b.try_take(n, now),
+            Limiter::Gauge(_) => Err(None),
+        };
+        if r.is_ok() {
+            st.window.record_wait(now, blocked);
+        }
+        r
     }
 }
 

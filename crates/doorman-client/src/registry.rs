@@ -55,6 +55,7 @@ impl ClientShared {
     pub(crate) fn publish(&self, st: &ClientState, now: Time) {
         for (id, r) in &st.resources {
             if let Some((cap, mode)) = st.core.capacity(id, now) {
+                r.set_refused(st.core.refusal(id));
                 r.apply(cap, mode);
                 if let Some(m) = &self.metrics {
                     m.resource(id, cap, st.core.wants(id).unwrap_or(0.0), mode);
@@ -90,5 +91,9 @@ impl Owner for ClientShared {
 
     fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 }

@@ -17,7 +17,9 @@ use tokio::time::{Duration, Instant};
 
 use crate::metrics::ResourceMetrics;
 use crate::wants::Window;
-use doorman_core::client::Mode;
+use doorman_core::client::{Mode, Refused};
+
+use crate::error::AcquireError;
 
 /// What a resource asks the server for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,6 +147,8 @@ pub(crate) struct Shared {
     /// What the server last said about its grant (learning mode, no lease
     /// from the parent), if anything.
     note: Mutex<Option<String>>,
+    /// Why the server refuses the resource, while it does.
+    refusal: Mutex<Option<Refused>>,
 }
 
 fn mode_index(m: Mode) -> u8 {
@@ -184,6 +188,7 @@ impl Shared {
             client,
             metrics,
             note: Mutex::new(None),
+            refusal: Mutex::new(None),
         };
         s.apply(initial.0, initial.1);
         s
@@ -208,6 +213,37 @@ impl Shared {
     /// Records what the server said about the grant.
     pub fn set_note(&self, note: Option<String>) {
         *self.note.lock().unwrap_or_else(|e| e.into_inner()) = note;
+    }
+
+    /// Records whether the server refuses the resource; waiters with a
+    /// deadline are woken to report it.
+    pub fn set_refused(&self, why: Option<&Refused>) {
+        let mut r = self.refusal.lock().unwrap_or_else(|e| e.into_inner());
+        if r.as_ref() != why {
+            *r = why.cloned();
+            drop(r);
+            self.notify.notify_waiters();
+        }
+    }
+
+    /// Why an acquisition with a deadline cannot succeed now, if it
+    /// cannot: the client closed, or the server refuses the resource.
+    pub fn hopeless(&self) -> Option<AcquireError> {
+        let resource = self.id.clone();
+        if self.client.upgrade().is_some_and(|c| c.closed()) {
+            return Some(AcquireError::ClientClosed { resource });
+        }
+        let r = self.refusal.lock().unwrap_or_else(|e| e.into_inner());
+        r.as_ref().map(|why| match why {
+            Refused::PermissionDenied(m) => AcquireError::PermissionDenied {
+                resource,
+                reason: m.clone(),
+            },
+            Refused::Invalid(m) => AcquireError::InvalidResource {
+                resource,
+                reason: m.clone(),
+            },
+        })
     }
 
     /// Counts an acquisition refused for lack of capacity.
@@ -332,6 +368,8 @@ pub(crate) trait Owner: Send + Sync {
     fn release(&self, shared: &Arc<Shared>);
     /// Something the owner's background task acts on changed (wants).
     fn wake(&self);
+    /// The owner was closed.
+    fn closed(&self) -> bool;
 }
 
 /// The owner of a detached resource (limiter tests): nobody.
@@ -342,6 +380,9 @@ struct NoOwner;
 impl Owner for NoOwner {
     fn release(&self, _: &Arc<Shared>) {}
     fn wake(&self) {}
+    fn closed(&self) -> bool {
+        false
+    }
 }
 
 /// A counted reference to a resource: cloning retains it, dropping the last

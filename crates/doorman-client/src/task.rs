@@ -9,13 +9,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_core::client::{GrantItem, RequestItem};
+use doorman_core::client::{GrantItem, Refused, RequestItem};
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::{Backoff, Time};
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
 
-use crate::connection::{note_for, Connector};
+use crate::connection::{note_for, CallError, Connector};
 use crate::registry::ClientShared;
 
 fn grants(resp: &pb::GetCapacityResponse) -> Vec<GrantItem> {
@@ -105,11 +105,48 @@ async fn refresh(
                 }
             }
         }
-        Err((e, delay)) => {
-            tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
-            st.core.on_failure(now, &ids, Time::from_duration(delay));
-        }
+        Err((e, delay)) => match refused(&e, &ids) {
+            Some((named, why)) => {
+                tracing::warn!(error = %e, resources = ?named, "the server refused resources; asking again only after a while");
+                st.core.on_refused(now, &named, &why);
+                let rest: Vec<String> = ids.into_iter().filter(|i| !named.contains(i)).collect();
+                st.core.on_failure(now, &rest, Time::ZERO);
+            }
+            None => {
+                tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
+                st.core.on_failure(now, &ids, Time::from_duration(delay));
+            }
+        },
     }
+}
+
+/// For a refusal that is not transient (PERMISSION_DENIED: the access
+/// rules; INVALID_ARGUMENT: the request), the resources it concerns: those
+/// its message names (`resource "ID"` or `resource[i]`), else all of them.
+/// `None` for any other failure.
+fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
+    let CallError::Rpc { code, message, .. } = e else {
+        return None;
+    };
+    let why = match code {
+        tonic::Code::PermissionDenied => Refused::PermissionDenied(message.clone()),
+        tonic::Code::InvalidArgument => Refused::Invalid(message.clone()),
+        _ => return None,
+    };
+    let named: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .filter(|(i, id)| {
+            message.contains(&format!("{id:?}")) || message.contains(&format!("resource[{i}]"))
+        })
+        .map(|(_, id)| id.clone())
+        .collect();
+    let named = if named.is_empty() {
+        ids.to_vec()
+    } else {
+        named
+    };
+    Some((named, why))
 }
 
 /// Applies what the core says to the resources; returns how long to sleep.

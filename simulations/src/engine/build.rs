@@ -110,7 +110,7 @@ fn clients(
                 ClientOptions {
                     min_refresh_interval: Time::secs(1),
                     fallback: Fallback::Pessimistic,
-                    retry_interval: Time::secs(5),
+                    ..ClientOptions::default()
                 },
             );
             core.add(&scenario.resource, 0, scenario.demand.initial, start);

@@ -38,6 +38,10 @@ pub enum Mode {
     Optimistic,
     /// No valid lease; safe fallback.
     Safe,
+    /// The server refused the resource (PERMISSION_DENIED or
+    /// INVALID_ARGUMENT): capacity 0, asked again only after
+    /// [`CoreOptions::refused_retry_interval`].
+    Refused,
 }
 
 impl Mode {
@@ -48,11 +52,44 @@ impl Mode {
             Mode::Pessimistic => "pessimistic",
             Mode::Optimistic => "optimistic",
             Mode::Safe => "safe",
+            Mode::Refused => "refused",
         }
     }
 
+    /// A fallback mode (the lease ran out), as opposed to a lease or a
+    /// refusal.
+    pub fn is_fallback(self) -> bool {
+        matches!(self, Mode::Pessimistic | Mode::Optimistic | Mode::Safe)
+    }
+
     /// All modes.
-    pub const ALL: [Mode; 4] = [Mode::Lease, Mode::Pessimistic, Mode::Optimistic, Mode::Safe];
+    pub const ALL: [Mode; 5] = [
+        Mode::Lease,
+        Mode::Pessimistic,
+        Mode::Optimistic,
+        Mode::Safe,
+        Mode::Refused,
+    ];
+}
+
+/// Why the server refused a resource (not a transient failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Its access rules do not let this client acquire it
+    /// (PERMISSION_DENIED); the server's message.
+    PermissionDenied(String),
+    /// The request for it is invalid (INVALID_ARGUMENT); the server's
+    /// message.
+    Invalid(String),
+}
+
+impl Refused {
+    /// The server's message.
+    pub fn message(&self) -> &str {
+        match self {
+            Refused::PermissionDenied(m) | Refused::Invalid(m) => m,
+        }
+    }
 }
 
 /// Settings of a [`ClientCore`].
@@ -64,6 +101,10 @@ pub struct CoreOptions {
     pub fallback: Fallback,
     /// When the server's answer left a resource out, ask again after this.
     pub retry_interval: Time,
+    /// When the server refused a resource (its access rules, an invalid
+    /// id), ask again only after this: the refusal is not transient, but a
+    /// config change may lift it.
+    pub refused_retry_interval: Time,
 }
 
 impl Default for CoreOptions {
@@ -72,6 +113,7 @@ impl Default for CoreOptions {
             min_refresh_interval: Time::secs(1),
             fallback: Fallback::Pessimistic,
             retry_interval: Time::secs(5),
+            refused_retry_interval: Time::secs(60),
         }
     }
 }
@@ -108,6 +150,8 @@ struct State {
     lease: Option<Lease>,
     safe: Option<f64>,
     schedule: RefreshSchedule,
+    /// Why the server refused it, until it grants it again.
+    refused: Option<Refused>,
 }
 
 /// The bottom half's state.
@@ -155,6 +199,7 @@ impl ClientCore {
                 lease: None,
                 safe: None,
                 schedule: RefreshSchedule::new(now),
+                refused: None,
             },
         );
     }
@@ -183,7 +228,8 @@ impl ClientCore {
                 (s.wants - sent).abs() > EARLY_REFRESH_CHANGE * sent.max(f64::MIN_POSITIVE)
             }
         };
-        if changed {
+        // A refused resource waits for its retry whatever its wants do.
+        if changed && s.refused.is_none() {
             s.schedule.expedite(now);
         }
     }
@@ -213,7 +259,9 @@ impl ClientCore {
         }
         let mut items = Vec::new();
         for (id, s) in self.resources.iter_mut() {
-            if !s.schedule.allowed(now, min) {
+            // A refused resource rides along only once its own retry is due.
+            let refused_waits = s.refused.is_some() && !s.schedule.due(now, min);
+            if !s.schedule.allowed(now, min) || refused_waits {
                 continue;
             }
             items.push(RequestItem {
@@ -249,6 +297,7 @@ impl ClientCore {
             if let Some(safe) = g.safe_capacity.filter(|x| x.is_finite() && *x >= 0.0) {
                 s.safe = Some(safe);
             }
+            s.refused = None;
             s.schedule.granted(now, &g.lease);
         }
     }
@@ -264,10 +313,32 @@ impl ClientCore {
         }
     }
 
+    /// The server refused `requested` at `now` for `why` (its access
+    /// rules, an invalid id): no capacity, the lease dropped, and no new
+    /// request before the refused-retry interval.
+    pub fn on_refused(&mut self, now: Time, requested: &[String], why: &Refused) {
+        let later = self.opts.refused_retry_interval;
+        for id in requested {
+            if let Some(s) = self.resources.get_mut(id) {
+                s.refused = Some(why.clone());
+                s.lease = None;
+                s.schedule.failed(now, None, later);
+            }
+        }
+    }
+
+    /// Why the server refused the resource, while it does.
+    pub fn refusal(&self, resource_id: &str) -> Option<&Refused> {
+        self.resources.get(resource_id)?.refused.as_ref()
+    }
+
     /// The capacity that applies now and why: the lease while it is valid,
-    /// else the fallback.
+    /// 0 while refused, else the fallback.
     pub fn capacity(&self, resource_id: &str, now: Time) -> Option<(f64, Mode)> {
         let s = self.resources.get(resource_id)?;
+        if s.refused.is_some() {
+            return Some((0.0, Mode::Refused));
+        }
         if let Some(l) = s.lease.filter(|l| l.expiry > now) {
             return Some((l.capacity, Mode::Lease));
         }

@@ -172,3 +172,38 @@ fn removing_and_bad_values() {
     assert_eq!(c.capacity("a", t(0)), None);
     assert!(c.next_wakeup(t(0)).is_none());
 }
+
+#[test]
+fn a_refused_resource_gets_nothing_and_is_asked_again_only_after_the_retry() {
+    let mut c = ClientCore::new("c", CoreOptions::default());
+    c.add("a", 0, 10.0, t(0));
+    c.add("b", 0, 10.0, t(0));
+    let asked = c.poll_request(t(0)).unwrap();
+    assert_eq!(asked.len(), 2);
+    let why = Refused::PermissionDenied("identity \"x\" may not acquire resource \"a\"".into());
+    c.on_refused(t(0), &["a".to_string()], &why);
+    c.on_failure(t(0), &["b".to_string()], Time::secs(1));
+    assert_eq!(c.capacity("a", t(1000)), Some((0.0, Mode::Refused)));
+    assert_eq!(c.refusal("a"), Some(&why));
+    c.set_wants("a", 50.0, t(1000));
+    let next = c.poll_request(t(2000)).unwrap();
+    let ids: Vec<&str> = next.iter().map(|i| i.resource_id.as_str()).collect();
+    assert_eq!(ids, ["b"], "the refused one waits for its retry");
+    let later = c.poll_request(t(61000)).unwrap();
+    assert!(
+        later.iter().any(|i| i.resource_id == "a"),
+        "asked again after 60 s"
+    );
+    let grant = GrantItem {
+        resource_id: "a".into(),
+        lease: Lease {
+            capacity: 5.0,
+            expiry: t(80000),
+            refresh_interval: 5,
+        },
+        safe_capacity: None,
+    };
+    c.on_response(t(61000), &["a".to_string()], &[grant]);
+    assert_eq!(c.capacity("a", t(62000)), Some((5.0, Mode::Lease)));
+    assert_eq!(c.refusal("a"), None);
+}

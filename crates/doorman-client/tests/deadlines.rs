@@ -1,0 +1,152 @@
+//! Acquisitions with a deadline against a real server: capacity that does
+//! not come (Deadline), a resource the server's access rules refuse
+//! (PermissionDenied at once, other resources of the same client served),
+//! a closed client (ClientClosed), gauges likewise.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use doorman_client::{AcquireError, BearerToken, Client, GaugeOptions, Mode, RateOptions};
+use doorman_core::config::Config;
+use doorman_server::auth::{Auth, TokenFile, Tokens};
+use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::{eventually, IsolatedServer};
+
+const CONFIG: &str = r#"
+[[resources]]
+identifier_glob = "*"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 5
+refresh_interval = 1
+learning_mode_duration = 0
+
+[[access]]
+identities = ["web"]
+resources = ["web/*"]
+actions = ["acquire"]
+"#;
+
+const TOKEN: &str = "web-0123456789abcdef";
+
+fn server() -> IsolatedServer {
+    let cfg = Arc::new(Config::parse(CONFIG, "deadlines").unwrap());
+    let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    o.min_request_interval = Duration::ZERO;
+    let tokens = format!("[[token]]\nidentity = \"web\"\ntoken = \"{TOKEN}\"\n");
+    o.auth = Auth {
+        tokens: Some(Arc::new(TokenFile::fixed(Tokens::parse(&tokens).unwrap()))),
+        ..Default::default()
+    };
+    IsolatedServer::start(o).expect("server starts")
+}
+
+async fn client(s: &IsolatedServer) -> Client {
+    Client::builder()
+        .servers([s.addr()])
+        .bearer_token(BearerToken::new(TOKEN).unwrap())
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_resource_fails_at_once_and_the_others_are_served() {
+    let s = server();
+    let c = client(&s).await;
+    let denied = c
+        .rate_resource("db/users", RateOptions::wants(5.0))
+        .unwrap();
+    let allowed = c
+        .rate_resource("web/home", RateOptions::wants(5.0))
+        .unwrap();
+    eventually("the refusal arrives", Duration::from_secs(5), || {
+        denied.mode() == Mode::Refused
+    })
+    .await;
+    let t = Instant::now();
+    let e = denied
+        .wait_timeout(Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "at once, not at the deadline"
+    );
+    match e {
+        AcquireError::PermissionDenied { resource, reason } => {
+            assert_eq!(resource, "db/users");
+            assert!(reason.contains("may not acquire"), "{reason}");
+        }
+        other => panic!("expected PermissionDenied, got {other:?}"),
+    }
+    eventually("the allowed one is leased", Duration::from_secs(5), || {
+        allowed.mode() == Mode::Lease && allowed.capacity() == 5.0
+    })
+    .await;
+    allowed.wait_timeout(Duration::from_secs(5)).await.unwrap();
+    let g = c
+        .gauge_resource("db/pool", GaugeOptions::wants(2.0))
+        .unwrap();
+    eventually("refused too", Duration::from_secs(5), || {
+        g.mode() == Mode::Refused
+    })
+    .await;
+    let e = g.mark_timeout(Duration::from_secs(30)).await.unwrap_err();
+    assert!(matches!(e, AcquireError::PermissionDenied { .. }), "{e:?}");
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_capacity_before_the_deadline_and_a_closed_client_are_errors() {
+    let s = server();
+    let c = client(&s).await;
+    let r = c
+        .rate_resource("web/zero", RateOptions::wants(0.0))
+        .unwrap();
+    eventually("leased at 0", Duration::from_secs(5), || {
+        r.mode() == Mode::Lease
+    })
+    .await;
+    let t = Instant::now();
+    let e = r
+        .wait_timeout(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    let took = t.elapsed();
+    assert_eq!(
+        e,
+        AcquireError::Deadline {
+            resource: "web/zero".into()
+        }
+    );
+    assert!(
+        took >= Duration::from_millis(300),
+        "not before the deadline: {took:?}"
+    );
+    let g = c
+        .gauge_resource("web/none", GaugeOptions::wants(0.0))
+        .unwrap();
+    eventually("gauge leased", Duration::from_secs(5), || {
+        g.mode() == Mode::Lease
+    })
+    .await;
+    let e = g
+        .mark_timeout(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, AcquireError::Deadline { .. }), "{e:?}");
+
+    let ok = c.rate_resource("web/ok", RateOptions::wants(50.0)).unwrap();
+    eventually("leased", Duration::from_secs(5), || ok.capacity() == 50.0).await;
+    ok.wait_timeout(Duration::from_secs(1)).await.unwrap();
+    c.close().await;
+    let e = ok.wait_timeout(Duration::from_secs(1)).await.unwrap_err();
+    assert_eq!(
+        e,
+        AcquireError::ClientClosed {
+            resource: "web/ok".into()
+        }
+    );
+}
