@@ -180,6 +180,7 @@ impl ClientBuilder {
             clock,
             metrics: metrics.clone(),
             closed: AtomicBool::new(false),
+            connection: Mutex::new(Default::default()),
         });
         let mut conn = Connector::new(self.servers, self.rpc_timeout)
             .with_tls(self.tls)

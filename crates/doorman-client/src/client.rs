@@ -166,6 +166,12 @@ impl Client {
         })
     }
 
+    /// Whom the client talks to and how its last call went.
+    pub fn connection(&self) -> crate::observe::ConnectionState {
+        let c = self.inner.shared.connection.lock();
+        c.unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// The lease the client holds for a resource, if any.
     pub fn lease(&self, id: &str) -> Option<Lease> {
         self.inner.shared.lock().core.lease(id)

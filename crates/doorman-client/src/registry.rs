@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 
 use crate::identity::Clock;
 use crate::metrics::ClientMetrics;
+use crate::observe::ConnectionState;
 use crate::resource::{Owner, Shared};
 
 /// What the client's handle, its resources' handles and its background
@@ -26,6 +27,8 @@ pub(crate) struct ClientShared {
     pub(crate) clock: Clock,
     pub(crate) metrics: Option<ClientMetrics>,
     pub(crate) closed: AtomicBool,
+    /// The connection as the last call left it.
+    pub(crate) connection: Mutex<ConnectionState>,
 }
 
 impl std::fmt::Debug for ClientShared {
@@ -51,12 +54,22 @@ impl ClientShared {
         (self.clock)()
     }
 
+    /// Records how a call to `master` (as far as known) went.
+    pub(crate) fn called(&self, master: Option<&str>, error: Option<String>) {
+        let mut c = self.connection.lock().unwrap_or_else(|e| e.into_inner());
+        c.master = master.map(str::to_string);
+        if error.is_none() {
+            c.last_success = Some(std::time::SystemTime::now());
+        }
+        c.last_error = error;
+    }
+
     /// Applies the capacity the core says applies now to every resource.
     pub(crate) fn publish(&self, st: &ClientState, now: Time) {
         for (id, r) in &st.resources {
             if let Some((cap, mode)) = st.core.capacity(id, now) {
-                r.set_refused(st.core.refusal(id));
-                r.apply(cap, mode);
+                let expiry = st.core.lease(id).map(|l| l.expiry.as_millis());
+                r.publish(cap, mode, expiry, st.core.refusal(id));
                 if let Some(m) = &self.metrics {
                     m.resource(id, cap, st.core.wants(id).unwrap_or(0.0), mode);
                 }

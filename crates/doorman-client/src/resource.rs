@@ -20,6 +20,7 @@ use crate::wants::Window;
 use doorman_core::client::{Mode, Refused};
 
 use crate::error::AcquireError;
+use crate::observe::CapacityState;
 
 /// What a resource asks the server for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -149,6 +150,8 @@ pub(crate) struct Shared {
     note: Mutex<Option<String>>,
     /// Why the server refuses the resource, while it does.
     refusal: Mutex<Option<Refused>>,
+    /// What `capacity_watch()` receivers see.
+    watch: tokio::sync::watch::Sender<CapacityState>,
 }
 
 fn mode_index(m: Mode) -> u8 {
@@ -189,6 +192,12 @@ impl Shared {
             metrics,
             note: Mutex::new(None),
             refusal: Mutex::new(None),
+            watch: tokio::sync::watch::Sender::new(CapacityState::new(
+                0.0,
+                Mode::Pessimistic,
+                None,
+                None,
+            )),
         };
         s.apply(initial.0, initial.1);
         s
@@ -215,9 +224,34 @@ impl Shared {
         *self.note.lock().unwrap_or_else(|e| e.into_inner()) = note;
     }
 
+    /// Applies what the client core says now: capacity and mode, the
+    /// lease's expiry (ms since the epoch), the refusal if any; and tells
+    /// `capacity_watch()` receivers when anything they see changed.
+    pub fn publish(
+        &self,
+        capacity: f64,
+        mode: Mode,
+        expiry_ms: Option<i64>,
+        refused: Option<&Refused>,
+    ) {
+        self.set_refused(refused);
+        self.apply(capacity, mode);
+        let state = CapacityState::new(self.capacity(), mode, expiry_ms, self.note());
+        self.watch.send_if_modified(|s| {
+            let changed = *s != state;
+            *s = state;
+            changed
+        });
+    }
+
+    /// A receiver of the resource's [`CapacityState`].
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<CapacityState> {
+        self.watch.subscribe()
+    }
+
     /// Records whether the server refuses the resource; waiters with a
     /// deadline are woken to report it.
-    pub fn set_refused(&self, why: Option<&Refused>) {
+    fn set_refused(&self, why: Option<&Refused>) {
         let mut r = self.refusal.lock().unwrap_or_else(|e| e.into_inner());
         if r.as_ref() != why {
             *r = why.cloned();
@@ -349,6 +383,14 @@ macro_rules! handle_accessors {
         /// Lease or which fallback.
         pub fn mode(&self) -> doorman_core::client::Mode {
             self.shared.mode()
+        }
+
+        /// Capacity, lease expiry, mode and phase (leased, learning-zero,
+        /// fallback, refused), sent whenever one of them changes.
+        pub fn capacity_watch(
+            &self,
+        ) -> tokio::sync::watch::Receiver<crate::observe::CapacityState> {
+            self.shared.subscribe()
         }
 
         /// Why the capacity may be small, as the server said with its last

@@ -95,6 +95,7 @@ async fn refresh(
         .get_capacity(get_capacity_request(client_id, chunk))
         .await;
     let now = shared.now();
+    shared.called(conn.master(), r.as_ref().err().map(|e| e.to_string()));
     let mut st = shared.lock();
     match backoff.outcome(r) {
         Ok(resp) => {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use doorman_client::{AcquireError, BearerToken, Client, GaugeOptions, Mode, RateOptions};
+use doorman_client::{AcquireError, BearerToken, Client, GaugeOptions, Mode, Phase, RateOptions};
 use doorman_core::config::Config;
 use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{ConfigSource, ServerOptions};
@@ -65,6 +65,7 @@ async fn a_refused_resource_fails_at_once_and_the_others_are_served() {
         denied.mode() == Mode::Refused
     })
     .await;
+    assert_eq!(denied.capacity_watch().borrow().phase, Phase::Refused);
     let t = Instant::now();
     let e = denied
         .wait_timeout(Duration::from_secs(30))

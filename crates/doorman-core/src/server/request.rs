@@ -168,6 +168,21 @@ impl std::fmt::Display for GrantNote {
     }
 }
 
+impl GrantNote {
+    /// Reads a note as [`Display`](std::fmt::Display) writes it (what a
+    /// client receives in `doorman-note`); `None` for any other text.
+    pub fn parse(text: &str) -> Option<GrantNote> {
+        if text == "no valid lease from the parent" {
+            return Some(GrantNote::WaitingForParent);
+        }
+        let secs = text
+            .strip_prefix("learning mode, ")?
+            .strip_suffix(" s left")?;
+        let seconds_left = secs.parse::<f64>().ok().filter(|s| s.is_finite())?;
+        Some(GrantNote::Learning { seconds_left })
+    }
+}
+
 /// This server is not the master; ask `master_address` (unknown if `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotMaster {

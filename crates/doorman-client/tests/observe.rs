@@ -1,0 +1,87 @@
+//! What an application can watch, against real servers: a resource's
+//! capacity, lease expiry and phase through `capacity_watch()` (leased,
+//! learning-zero, fallback when the server dies), and the client's
+//! connection state.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use doorman_client::{Client, Fallback, Mode, Phase, RateOptions};
+use doorman_core::config::Config;
+use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::IsolatedServer;
+
+fn server(learning: i64) -> IsolatedServer {
+    let text = format!(
+        "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 4\nrefresh_interval = 1\nlearning_mode_duration = {learning}\n"
+    );
+    let cfg = Arc::new(Config::parse(&text, "observe").unwrap());
+    let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    o.min_request_interval = Duration::ZERO;
+    IsolatedServer::start(o).expect("server starts")
+}
+
+async fn client(s: &IsolatedServer) -> Client {
+    Client::builder()
+        .servers([s.addr()])
+        .fallback(Fallback::Pessimistic)
+        .rpc_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Waits for a state `ok` accepts, returning it.
+async fn until(
+    rx: &mut tokio::sync::watch::Receiver<doorman_client::CapacityState>,
+    ok: impl Fn(&doorman_client::CapacityState) -> bool,
+) -> doorman_client::CapacityState {
+    let r = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|s| ok(s))).await;
+    r.expect("state in time").expect("sender alive").clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_follows_lease_and_fallback_and_the_connection_is_reported() {
+    let s = server(0);
+    let addr = s.addr();
+    let c = client(&s).await;
+    let r = c.rate_resource("w", RateOptions::wants(30.0)).unwrap();
+    let mut rx = r.capacity_watch();
+    let leased = until(&mut rx, |st| st.phase == Phase::Leased).await;
+    assert_eq!((leased.capacity, leased.mode), (30.0, Mode::Lease));
+    let expiry = leased.lease_expiry.expect("a lease has an expiry");
+    assert!(expiry > SystemTime::now(), "{expiry:?}");
+    let conn = c.connection();
+    assert_eq!(conn.master.as_deref(), Some(addr.as_str()));
+    assert!(
+        conn.last_success.is_some() && conn.last_error.is_none(),
+        "{conn:?}"
+    );
+
+    s.kill();
+    let fallback = until(&mut rx, |st| st.phase == Phase::Fallback).await;
+    assert_eq!((fallback.capacity, fallback.mode), (0.0, Mode::Pessimistic));
+    assert_eq!(fallback.lease_expiry, None);
+    let conn = c.connection();
+    assert!(conn.last_error.is_some(), "{conn:?}");
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_master_in_learning_mode_shows_as_learning_zero() {
+    let s = server(300);
+    let c = client(&s).await;
+    let r = c.rate_resource("l", RateOptions::wants(30.0)).unwrap();
+    let mut rx = r.capacity_watch();
+    let st = until(&mut rx, |st| matches!(st.phase, Phase::LearningZero { .. })).await;
+    let Phase::LearningZero { seconds_left } = st.phase else {
+        unreachable!("waited for it")
+    };
+    assert!(
+        seconds_left > 290.0 && seconds_left <= 300.0,
+        "{seconds_left}"
+    );
+    assert_eq!((st.capacity, st.mode), (0.0, Mode::Lease));
+    assert!(st.note.unwrap().starts_with("learning mode"));
+    c.close().await;
+}
