@@ -40,6 +40,12 @@ pub enum ClientError {
     /// Metrics could not be registered.
     #[error("cannot register client metrics: {0}")]
     Metrics(#[from] prometheus::Error),
+    /// `blocking::Client::connect` was called inside an async runtime.
+    #[error("the blocking client cannot be used inside an async runtime; use the async API there")]
+    InAsyncContext,
+    /// The blocking client's runtime could not start.
+    #[error("cannot start the client's runtime: {0}")]
+    Runtime(String),
 }
 
 /// Why an acquisition with a deadline (`wait_timeout`, `wait_until`,

@@ -27,6 +27,7 @@
 //! Must not: decide refreshes or capacity itself (`doorman-core` does).
 
 mod auth;
+pub mod blocking;
 mod builder;
 mod client;
 pub mod connection;
