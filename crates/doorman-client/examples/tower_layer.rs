@@ -24,7 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let svc = RateLimitLayer::new(rate.clone()).layer(backend);
     let start = Instant::now();
     for i in 0..40 {
-        let out = svc.clone().oneshot(i).await?;
+        let out = svc.clone().oneshot(i).await.map_err(|e| e.to_string())?;
         assert_eq!(out, i * 2);
     }
     let secs = start.elapsed().as_secs_f64();
