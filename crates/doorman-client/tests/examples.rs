@@ -51,4 +51,5 @@ fn the_examples_run() {
     run("gauge_worker", &[], "capacity");
     run("tower_layer", &[], "calls/s");
     run("axum_server", &[], "answered 429");
+    run("tonic_server", &[], "RESOURCE_EXHAUSTED");
 }
