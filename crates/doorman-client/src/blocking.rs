@@ -164,6 +164,11 @@ impl RateResource {
         self.wait_n_timeout(1, timeout)
     }
 
+    /// Takes one permit if available now. Never blocks.
+    pub fn try_acquire(&self) -> bool {
+        self.inner.try_acquire()
+    }
+
     /// Takes `n` permits if available now. Never blocks.
     pub fn try_acquire_n(&self, n: u32) -> bool {
         self.inner.try_acquire_n(n)

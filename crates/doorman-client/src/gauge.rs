@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::time::{Duration, Instant};
 
-use crate::error::AcquireError;
+use crate::acquire::AcquireError;
 use crate::resource::{Handle, Limiter, Shared, Wants};
 
 /// Options of a gauge resource.

@@ -26,6 +26,7 @@
 //!
 //! Must not: decide refreshes or capacity itself (`doorman-core` does).
 
+mod acquire;
 mod auth;
 pub mod blocking;
 mod builder;
@@ -44,13 +45,14 @@ pub mod tls;
 pub mod tower;
 mod wants;
 
+pub use acquire::AcquireError;
 pub use auth::BearerToken;
 pub use builder::ClientBuilder;
 pub use client::Client;
 pub use connection::{CallError, Connector};
 pub use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
 pub use doorman_core::Backoff;
-pub use error::{AcquireError, ClientError};
+pub use error::ClientError;
 pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};
 pub use identity::{default_client_id, hostname, wall_clock, Clock};
 pub use metrics::ClientMetrics;

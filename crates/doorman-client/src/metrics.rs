@@ -69,7 +69,7 @@ impl ClientMetrics {
         let mode = IntGaugeVec::new(
             Opts::new(
                 "doorman_client_mode",
-                "1 for the mode a resource is in (lease, pessimistic, optimistic, safe).",
+                "1 for the mode a resource is in (lease, pessimistic, optimistic, safe, refused).",
             ),
             &["resource", "mode"],
         )?;

@@ -6,7 +6,7 @@
 
 use tokio::time::{Duration, Instant};
 
-use crate::error::AcquireError;
+use crate::acquire::AcquireError;
 use crate::resource::{Handle, Limiter, Wants};
 
 /// Options of a rate resource.

@@ -19,7 +19,7 @@ use crate::metrics::ResourceMetrics;
 use crate::wants::Window;
 use doorman_core::client::{Mode, Refused};
 
-use crate::error::AcquireError;
+use crate::acquire::AcquireError;
 use crate::observe::CapacityState;
 
 /// What a resource asks the server for.
@@ -380,7 +380,7 @@ macro_rules! handle_accessors {
             self.shared.capacity()
         }
 
-        /// Lease or which fallback.
+        /// Lease, which fallback, or refused by the server.
         pub fn mode(&self) -> doorman_core::client::Mode {
             self.shared.mode()
         }

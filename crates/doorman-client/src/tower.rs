@@ -28,7 +28,7 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::error::AcquireError;
+use crate::acquire::AcquireError;
 use crate::gauge::{GaugePermit, GaugeResource};
 use crate::rate::RateResource;
 
