@@ -155,6 +155,10 @@ impl ClientBuilder {
         if id_length_problem(client_id.len(), MAX_ID_BYTES).is_some() {
             return Err(ClientError::BadClientId(client_id.len()));
         }
+        if client_id.chars().any(char::is_control) {
+            // The server refuses such ids (they would break lease owners).
+            return Err(ClientError::ClientIdControlCharacters);
+        }
         let metrics = self
             .metrics
             .as_ref()

@@ -15,6 +15,9 @@ pub enum ClientError {
     /// The client id is empty or longer than [`MAX_ID_BYTES`].
     #[error("client id must be 1 to {MAX_ID_BYTES} bytes, got {0} bytes")]
     BadClientId(usize),
+    /// The client id contains control characters, which servers refuse.
+    #[error("client id must not contain control characters")]
+    ClientIdControlCharacters,
     /// The resource id is empty or longer than [`MAX_RESOURCE_ID_BYTES`].
     #[error("resource id must be 1 to {MAX_RESOURCE_ID_BYTES} bytes, got {0} bytes")]
     BadResourceId(usize),

@@ -56,14 +56,23 @@ fn next_turn(shared: &ClientShared) -> Turn {
     }
 }
 
+/// ReleaseCapacity requests for `ids`, at most the server's limit of
+/// resources each.
+fn release_requests(client_id: &str, ids: &[String]) -> Vec<pb::ReleaseCapacityRequest> {
+    ids.chunks(MAX_RESOURCES_PER_REQUEST)
+        .map(|chunk| pb::ReleaseCapacityRequest {
+            client_id: client_id.to_string(),
+            resource_id: chunk.to_vec(),
+        })
+        .collect()
+}
+
 /// Releases dropped resources; a failure is ignored (the lease expires).
 async fn release(conn: &mut Connector, client_id: &str, ids: Vec<String>) {
-    let req = pb::ReleaseCapacityRequest {
-        client_id: client_id.to_string(),
-        resource_id: ids,
-    };
-    if let Err(e) = conn.release_capacity(req).await {
-        tracing::debug!(error = %e, "ReleaseCapacity failed (ignored; the lease will expire)");
+    for req in release_requests(client_id, &ids) {
+        if let Err(e) = conn.release_capacity(req).await {
+            tracing::debug!(error = %e, "ReleaseCapacity failed (ignored; the lease will expire)");
+        }
     }
 }
 
@@ -122,7 +131,8 @@ async fn refresh(
 }
 
 /// For a refusal that is not transient (PERMISSION_DENIED: the access
-/// rules; INVALID_ARGUMENT: the request), the resources it concerns: those
+/// rules; UNAUTHENTICATED: the token; INVALID_ARGUMENT: the request), the
+/// resources it concerns: those
 /// its message names (`resource "ID"` or `resource[i]`), else all of them.
 /// `None` for any other failure.
 fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
@@ -130,7 +140,10 @@ fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
         return None;
     };
     let why = match code {
-        tonic::Code::PermissionDenied => Refused::PermissionDenied(message.clone()),
+        // A refused token is no more transient than an access rule.
+        tonic::Code::PermissionDenied | tonic::Code::Unauthenticated => {
+            Refused::PermissionDenied(message.clone())
+        }
         tonic::Code::InvalidArgument => Refused::Invalid(message.clone()),
         _ => return None,
     };
@@ -214,14 +227,16 @@ async fn release_all(shared: &ClientShared, conn: &mut Connector) {
     if ids.is_empty() {
         return;
     }
-    let req = pb::ReleaseCapacityRequest {
-        client_id,
-        resource_id: ids,
-    };
-    let limit = conn.timeout();
-    match tokio::time::timeout(limit, conn.release_capacity(req)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::debug!(error = %e, "ReleaseCapacity at close failed"),
-        Err(_) => tracing::debug!("ReleaseCapacity at close timed out"),
+    // All chunks within one RPC deadline: close never hangs.
+    let deadline = tokio::time::Instant::now() + conn.timeout();
+    for req in release_requests(&client_id, &ids) {
+        match tokio::time::timeout_at(deadline, conn.release_capacity(req)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "ReleaseCapacity at close failed"),
+            Err(_) => {
+                tracing::debug!("ReleaseCapacity at close timed out");
+                return;
+            }
+        }
     }
 }

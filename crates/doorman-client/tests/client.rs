@@ -373,6 +373,14 @@ async fn bad_arguments_are_errors() {
             .await,
         Err(ClientError::BadClientId(0))
     ));
+    assert!(matches!(
+        Client::builder()
+            .servers(["x:1"])
+            .client_id("a\u{1f}b")
+            .build()
+            .await,
+        Err(ClientError::ClientIdControlCharacters)
+    ));
     let c = Client::builder()
         .servers(["127.0.0.1:1"])
         .build()
@@ -399,4 +407,26 @@ async fn bad_arguments_are_errors() {
     ));
     c.close().await;
     other.close().await;
+}
+
+/// More resources than one request may carry: refreshed in chunks, and at
+/// close released in chunks too (one over the limit was refused whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_resources_than_one_request_holds_are_released_at_close() {
+    let s = TestServer::start("127.0.0.1:0");
+    let c = client(&[s.addr()], Fallback::Pessimistic).await;
+    let n = doorman_core::limits::MAX_RESOURCES_PER_REQUEST + 5;
+    let resources: Vec<_> = (0..n)
+        .map(|i| {
+            c.rate_resource(&format!("many/{i}"), RateOptions::wants(0.001))
+                .unwrap()
+        })
+        .collect();
+    eventually("every lease", Duration::from_secs(30), || {
+        s.lease_count() == n
+    })
+    .await;
+    c.close().await;
+    assert_eq!(s.lease_count(), 0, "all released at close");
+    drop(resources);
 }

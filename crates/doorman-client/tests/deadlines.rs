@@ -151,3 +151,29 @@ async fn no_capacity_before_the_deadline_and_a_closed_client_are_errors() {
         }
     );
 }
+
+/// A token the server does not know is not retried like an outage: the
+/// resources are refused and a deadline wait says why at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_token_is_reported_not_retried() {
+    let s = server();
+    let c = Client::builder()
+        .servers([s.addr()])
+        .bearer_token(BearerToken::new("not-a-known-token-at-all").unwrap())
+        .build()
+        .await
+        .unwrap();
+    let r = c.rate_resource("web/a", RateOptions::wants(5.0)).unwrap();
+    eventually("refused", Duration::from_secs(5), || {
+        r.mode() == Mode::Refused
+    })
+    .await;
+    let e = r.wait_timeout(Duration::from_secs(30)).await.unwrap_err();
+    match e {
+        AcquireError::PermissionDenied { reason, .. } => {
+            assert!(reason.contains("invalid bearer token"), "{reason}")
+        }
+        other => panic!("expected PermissionDenied, got {other:?}"),
+    }
+    c.close().await;
+}
