@@ -1,8 +1,9 @@
 //! The client for synchronous programs: the same calls as the async API,
 //! blocking the calling thread, with the client running on an internal
 //! runtime (one worker thread named `doorman-client`). Any number of
-//! threads may wait at once. Calling it from inside an async runtime
-//! (where blocking would stall that runtime) is an error, never a panic.
+//! threads may wait at once, `spawn_blocking` threads included. Calling it
+//! from an async task (where blocking would stall the runtime) is an error,
+//! [`BlockingError::InAsyncContext`], never a panic.
 //!
 //! ```no_run
 //! use doorman_client::{blocking, Client, RateOptions};
@@ -61,37 +62,46 @@ impl Drop for Rt {
     }
 }
 
-fn outside_runtime() -> Result<(), BlockingError> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(_) => Err(BlockingError::InAsyncContext),
-        Err(_) => Ok(()),
+impl Rt {
+    /// Runs `fut` to completion on this thread. Inside an async execution
+    /// context (a runtime's worker, where blocking would stall it) tokio
+    /// refuses by panicking before it starts anything; that refusal is
+    /// caught and returned as [`BlockingError::InAsyncContext`]. Elsewhere
+    /// (plain threads, `spawn_blocking`) it simply runs.
+    fn run<T>(&self, fut: impl std::future::Future<Output = T>) -> Result<T, BlockingError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Ok(self.block_on(fut));
+        }
+        let run = std::panic::AssertUnwindSafe(|| self.block_on(fut));
+        std::panic::catch_unwind(run).map_err(|_| BlockingError::InAsyncContext)
     }
 }
 
 /// A client for synchronous code.
 #[derive(Debug)]
 pub struct Client {
-    rt: Arc<Rt>,
+    // Dropped before the runtime, so its drop can still release leases.
     inner: crate::Client,
+    rt: Arc<Rt>,
 }
 
 impl Client {
     /// Builds the client on an internal runtime. Fails inside an async
     /// runtime or when the builder's settings are invalid.
     pub fn connect(builder: ClientBuilder) -> Result<Client, ClientError> {
-        if outside_runtime().is_err() {
-            return Err(ClientError::InAsyncContext);
-        }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("doorman-client")
             .enable_all()
             .build()
             .map_err(|e| ClientError::Runtime(e.to_string()))?;
-        let inner = rt.block_on(builder.build())?;
+        let rt = Rt(Some(rt));
+        let inner = rt
+            .run(builder.build())
+            .map_err(|_| ClientError::InAsyncContext)??;
         Ok(Client {
-            rt: Arc::new(Rt(Some(rt))),
             inner,
+            rt: Arc::new(rt),
         })
     }
 
@@ -105,8 +115,8 @@ impl Client {
         let _guard = self.rt.enter();
         let inner = self.inner.rate_resource(id, opts)?;
         Ok(RateResource {
-            rt: self.rt.clone(),
             inner,
+            rt: self.rt.clone(),
         })
     }
 
@@ -119,33 +129,29 @@ impl Client {
         let _guard = self.rt.enter();
         let inner = self.inner.gauge_resource(id, opts)?;
         Ok(GaugeResource {
-            rt: self.rt.clone(),
             inner,
+            rt: self.rt.clone(),
         })
     }
 
     /// Releases every resource on the server and stops (see
     /// [`crate::Client::close`]). Does nothing inside an async runtime.
     pub fn close(&self) {
-        if outside_runtime().is_ok() {
-            self.rt.block_on(self.inner.close());
-        }
+        let _ = self.rt.run(self.inner.close());
     }
 }
 
 /// A rate resource for synchronous code.
 #[derive(Debug, Clone)]
 pub struct RateResource {
-    rt: Arc<Rt>,
     inner: crate::RateResource,
+    rt: Arc<Rt>,
 }
 
 impl RateResource {
     /// Blocks for `n` permits, however long capacity takes.
     pub fn wait_n(&self, n: u32) -> Result<(), BlockingError> {
-        outside_runtime()?;
-        self.rt.block_on(self.inner.wait_n(n));
-        Ok(())
+        self.rt.run(self.inner.wait_n(n))
     }
 
     /// Blocks for one permit, however long capacity takes.
@@ -155,8 +161,7 @@ impl RateResource {
 
     /// Blocks at most `timeout` for `n` permits; says why it got none.
     pub fn wait_n_timeout(&self, n: u32, timeout: Duration) -> Result<(), BlockingError> {
-        outside_runtime()?;
-        Ok(self.rt.block_on(self.inner.wait_n_timeout(n, timeout))?)
+        Ok(self.rt.run(self.inner.wait_n_timeout(n, timeout))??)
     }
 
     /// Blocks at most `timeout` for one permit.
@@ -183,21 +188,19 @@ impl RateResource {
 /// A gauge resource for synchronous code.
 #[derive(Debug, Clone)]
 pub struct GaugeResource {
-    rt: Arc<Rt>,
     inner: crate::GaugeResource,
+    rt: Arc<Rt>,
 }
 
 impl GaugeResource {
     /// Blocks for a permit, however long capacity takes.
     pub fn mark(&self) -> Result<GaugePermit, BlockingError> {
-        outside_runtime()?;
-        Ok(self.rt.block_on(self.inner.mark()))
+        self.rt.run(self.inner.mark())
     }
 
     /// Blocks at most `timeout` for a permit; says why it got none.
     pub fn mark_timeout(&self, timeout: Duration) -> Result<GaugePermit, BlockingError> {
-        outside_runtime()?;
-        Ok(self.rt.block_on(self.inner.mark_timeout(timeout))?)
+        Ok(self.rt.run(self.inner.mark_timeout(timeout))??)
     }
 
     /// Takes a permit if one is free now. Never blocks.

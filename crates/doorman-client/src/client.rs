@@ -182,6 +182,10 @@ impl Client {
     /// hangs, even with every server gone. Handles keep their last capacity.
     pub async fn close(&self) {
         self.inner.shared.closed.store(true, Ordering::Release);
+        // Waiters with a deadline learn at once that the client closed.
+        for r in self.inner.shared.lock().resources.values() {
+            r.notify.notify_waiters();
+        }
         let _ = self.inner.stop.send(true);
         let task = self
             .inner

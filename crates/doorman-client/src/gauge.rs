@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::time::{Duration, Instant};
 
-use crate::acquire::AcquireError;
+use crate::acquire::{deadline_after, AcquireError};
 use crate::resource::{Handle, Limiter, Shared, Wants};
 
 /// Options of a gauge resource.
@@ -172,7 +172,7 @@ impl GaugeResource {
 
     /// Waits at most `timeout` for a permit.
     pub async fn mark_timeout(&self, timeout: Duration) -> Result<GaugePermit, AcquireError> {
-        self.mark_until(Instant::now() + timeout).await
+        self.mark_until(deadline_after(timeout)).await
     }
 
     /// Waits until `deadline` for a permit; fails at once when the server

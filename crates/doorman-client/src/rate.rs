@@ -6,7 +6,7 @@
 
 use tokio::time::{Duration, Instant};
 
-use crate::acquire::AcquireError;
+use crate::acquire::{deadline_after, AcquireError};
 use crate::resource::{Handle, Limiter, Wants};
 
 /// Options of a rate resource.
@@ -119,7 +119,7 @@ impl RateResource {
 
     /// Waits at most `timeout` for one permit.
     pub async fn wait_timeout(&self, timeout: Duration) -> Result<(), AcquireError> {
-        self.wait_n_until(1, Instant::now() + timeout).await
+        self.wait_n_until(1, deadline_after(timeout)).await
     }
 
     /// Waits until `deadline` for one permit.
@@ -129,7 +129,7 @@ impl RateResource {
 
     /// Waits at most `timeout` for `n` permits.
     pub async fn wait_n_timeout(&self, n: u32, timeout: Duration) -> Result<(), AcquireError> {
-        self.wait_n_until(n, Instant::now() + timeout).await
+        self.wait_n_until(n, deadline_after(timeout)).await
     }
 
     /// Waits until `deadline` for `n` permits. Fails at once, without
@@ -151,11 +151,6 @@ impl RateResource {
             let notified = self.shared.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if deadline.is_some() {
-                if let Some(e) = self.shared.hopeless() {
-                    return Err(e);
-                }
-            }
             let now = Instant::now();
             let delay = match self.take(n, now, blocked) {
                 Ok(()) => {
@@ -163,12 +158,17 @@ impl RateResource {
                         .waited(now.saturating_duration_since(start).as_secs_f64());
                     return Ok(());
                 }
-                Err(_) if deadline.is_some_and(|dl| now >= dl) => {
+                Err(d) => d,
+            };
+            if let Some(dl) = deadline {
+                if let Some(e) = self.shared.hopeless() {
+                    return Err(e);
+                }
+                if now >= dl {
                     let resource = self.shared.id.clone();
                     return Err(AcquireError::Deadline { resource });
                 }
-                Err(d) => d,
-            };
+            }
             blocked = true;
             let wake = delay.map(|d| now + d);
             let until = match (wake, deadline) {

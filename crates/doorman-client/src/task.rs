@@ -119,8 +119,18 @@ async fn refresh(
             Some((named, why)) => {
                 tracing::warn!(error = %e, resources = ?named, "the server refused resources; asking again only after a while");
                 st.core.on_refused(now, &named, &why);
-                let rest: Vec<String> = ids.into_iter().filter(|i| !named.contains(i)).collect();
-                st.core.on_failure(now, &rest, Time::ZERO);
+                let named: std::collections::HashSet<&String> = named.iter().collect();
+                let rest: Vec<String> =
+                    ids.iter().filter(|i| !named.contains(i)).cloned().collect();
+                // Ask for the others again at once, unless the server said
+                // it refused more than it named: then back off.
+                let more = e.to_string().contains(" more)");
+                let retry = if more {
+                    Time::from_duration(delay)
+                } else {
+                    Time::ZERO
+                };
+                st.core.on_failure(now, &rest, retry);
             }
             None => {
                 tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
@@ -131,28 +141,24 @@ async fn refresh(
 }
 
 /// For a refusal that is not transient (PERMISSION_DENIED: the access
-/// rules; UNAUTHENTICATED: the token; INVALID_ARGUMENT: the request), the
-/// resources it concerns: those
-/// its message names (`resource "ID"` or `resource[i]`), else all of them.
-/// `None` for any other failure.
+/// rules; INVALID_ARGUMENT: the request), the resources it concerns: those
+/// its message names (`resource "ID"`, `also denied: "ID", …` or
+/// `resource[i]`), else all of them. `None` for any other failure
+/// (UNAUTHENTICATED included: a token one replica has not reloaded yet
+/// must not cost the leases held).
 fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
     let CallError::Rpc { code, message, .. } = e else {
         return None;
     };
     let why = match code {
-        // A refused token is no more transient than an access rule.
-        tonic::Code::PermissionDenied | tonic::Code::Unauthenticated => {
-            Refused::PermissionDenied(message.clone())
-        }
+        tonic::Code::PermissionDenied => Refused::PermissionDenied(message.clone()),
         tonic::Code::InvalidArgument => Refused::Invalid(message.clone()),
         _ => return None,
     };
     let named: Vec<String> = ids
         .iter()
         .enumerate()
-        .filter(|(i, id)| {
-            message.contains(&format!("{id:?}")) || message.contains(&format!("resource[{i}]"))
-        })
+        .filter(|(i, id)| names(message, id) || message.contains(&format!("resource[{i}]")))
         .map(|(_, id)| id.clone())
         .collect();
     let named = if named.is_empty() {
@@ -161,6 +167,18 @@ fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
         named
     };
     Some((named, why))
+}
+
+/// Whether a refusal's message names resource `id`: as `resource "ID"`
+/// or in its `also denied: "ID", …` list (ids quoted as they are), never
+/// as the identity.
+fn names(message: &str, id: &str) -> bool {
+    let quoted = format!("\"{id}\"");
+    if message.contains(&format!("resource {quoted}")) {
+        return true;
+    }
+    let also = message.split_once("(also denied: ").map(|(_, rest)| rest);
+    also.is_some_and(|list| list.split(", ").any(|q| q.trim_end_matches(')') == quoted))
 }
 
 /// Applies what the core says to the resources; returns how long to sleep.
@@ -238,5 +256,20 @@ async fn release_all(shared: &ClientShared, conn: &mut Connector) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names;
+
+    #[test]
+    fn a_refusal_names_resources_as_the_server_quotes_them() {
+        let m = r#"identity "db/a" may not acquire resource "x\y": no access rule allows it (also denied: "q"r", "z", and 3 more)"#;
+        assert!(names(m, r"x\y"), "as it is, not escaped");
+        assert!(names(m, "q\"r"));
+        assert!(names(m, "z"));
+        assert!(!names(m, "db/a"), "the identity is not a resource");
+        assert!(!names(m, "x"));
     }
 }

@@ -117,6 +117,14 @@ fn a_deadline_is_an_error_and_async_contexts_are_refused() {
         let builder = Client::builder().servers([s.addr()]);
         let e = blocking::Client::connect(builder).unwrap_err();
         assert!(matches!(e, ClientError::InAsyncContext), "{e}");
+        // spawn_blocking is where sync code belongs: it works there.
+        let z = zero.clone();
+        let r = tokio::task::spawn_blocking(move || z.wait_timeout(Duration::from_millis(50)));
+        let e = r.await.unwrap().unwrap_err();
+        assert!(
+            matches!(e, BlockingError::Acquire(AcquireError::Deadline { .. })),
+            "{e}"
+        );
     });
     c.close();
     // Dropping the last handle inside a runtime must not panic either.

@@ -20,6 +20,8 @@ use std::fmt;
 
 use super::Problem;
 
+/// Most denied resources named besides the first in a refusal.
+pub const DENIALS_NAMED: usize = 20;
 /// What a caller wants to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -146,16 +148,24 @@ impl Acl {
             .into_iter()
             .filter(|id| !self.allows(identity, action, id));
         let first = denied.next()?;
-        let more = denied.count();
         let mut why = Acl::denial(identity, action, first);
-        if more > 0 {
-            why.push_str(&format!(" (and {more} more resources of this request)"));
+        // Name the others too (a client refuses exactly these), up to a
+        // bound that keeps the message short.
+        let others: Vec<&str> = denied.by_ref().take(DENIALS_NAMED).collect();
+        let unnamed = denied.count();
+        if !others.is_empty() {
+            let quoted: Vec<String> = others.iter().map(|id| format!("\"{id}\"")).collect();
+            why.push_str(&format!(" (also denied: {}", quoted.join(", ")));
+            if unnamed > 0 {
+                why.push_str(&format!(", and {unnamed} more"));
+            }
+            why.push(')');
         }
         Some(why)
     }
 
     /// Why a request is refused, naming the identity, the action and the
-    /// resource.
+    /// resource (ids inside `"…"` as they are, unescaped).
     pub fn denial(identity: Option<&str>, action: Action, resource: &str) -> String {
         let who = match identity {
             Some(id) => format!("identity \"{id}\""),

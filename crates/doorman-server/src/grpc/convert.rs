@@ -69,15 +69,35 @@ pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityRespo
 /// has a note (or the text is not valid in a header).
 pub fn note_header(r: &Result<Vec<Grant>, NotMaster>) -> Option<MetadataValue<Ascii>> {
     let grants = r.as_ref().ok()?;
-    let notes: Vec<String> = grants
+    let mut text = String::new();
+    let mut left_out = 0;
+    for (id, note) in grants
         .iter()
-        .filter_map(|g| g.note.map(|n| format!("{}: {n}", g.resource_id)))
-        .collect();
-    if notes.is_empty() {
+        .filter_map(|g| Some((&g.resource_id, g.note?)))
+    {
+        let entry = format!("{id}: {note}");
+        // Clients refuse answers whose headers pass 16 KB (h2's default).
+        if text.len() + entry.len() + 2 > MAX_NOTE_BYTES {
+            left_out += 1;
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        text.push_str(&entry);
+    }
+    if left_out > 0 {
+        text.push_str(&format!("; and {left_out} more notes"));
+    }
+    if text.is_empty() {
         return None;
     }
-    MetadataValue::try_from(notes.join("; ")).ok()
+    MetadataValue::try_from(text).ok()
 }
+
+/// Most bytes of notes in one answer's header (the rest are counted, not
+/// listed), well under the 16 KB header list a client accepts by default.
+pub const MAX_NOTE_BYTES: usize = 4096;
 
 /// The name of [`note_header`]'s header.
 pub use doorman_client::connection::NOTE_HEADER;
@@ -197,6 +217,35 @@ pub fn upstream_grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGran
 mod tests {
     use super::*;
     use doorman_core::config::Config;
+
+    #[test]
+    fn the_note_header_stays_small_however_many_resources_are_noted() {
+        use doorman_core::server::{Decision, GrantNote};
+        let grant = |i: usize| Grant {
+            resource_id: format!("resource/with/a/long/enough/id/{i}"),
+            lease: doorman_algorithms::Lease {
+                capacity: 0.0,
+                expiry: doorman_core::Time::secs(10),
+                refresh_interval: 1,
+            },
+            safe_capacity: 0.0,
+            algorithm: AlgorithmConfig::unmatched(),
+            algorithm_known: true,
+            decision: Decision::Learning,
+            note: Some(GrantNote::Learning { seconds_left: 42.0 }),
+        };
+        let grants: Vec<Grant> = (0..1000).map(grant).collect();
+        let h = note_header(&Ok(grants)).unwrap();
+        let text = h.to_str().unwrap();
+        assert!(text.len() <= MAX_NOTE_BYTES + 40, "{} bytes", text.len());
+        assert!(text.starts_with("resource/with/a/long/enough/id/0: learning mode, 42 s left; "));
+        assert!(text.ends_with(" more notes"), "{text}");
+        let one = note_header(&Ok(vec![grant(7)])).unwrap();
+        assert_eq!(
+            one.to_str().unwrap(),
+            "resource/with/a/long/enough/id/7: learning mode, 42 s left"
+        );
+    }
 
     #[test]
     fn algorithms_cross_the_wire_unchanged() {
