@@ -16,8 +16,9 @@
 #   PY_CLIENT_RELEASE=1 build the extension with --release (default: the
 #                       dev profile, as `cargo test` builds)
 #
-# The venv ($TARGET/venv-python) gets pinned maturin, pytest and
-# pytest-timeout from PyPI the first time; later runs reuse it.
+# The venv ($TARGET/venv-python) gets pinned maturin, pytest,
+# pytest-timeout and mypy from PyPI the first time; later runs reuse it.
+# mypy's stubtest checks the type stubs against the built module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,7 @@ die() { printf 'python-client-check: %s\n' "$*" >&2; exit 1; }
 MATURIN_VERSION=1.16.0
 PYTEST_VERSION=9.2.0
 PYTEST_TIMEOUT_VERSION=2.4.0
+MYPY_VERSION=2.4.1
 
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (https://rustup.rs) first"
 PYTHON=${PYTHON:-python3}
@@ -38,7 +40,7 @@ TARGET=${CARGO_TARGET_DIR:-target}
 mkdir -p "$TARGET"
 TARGET=$(cd "$TARGET" && pwd)
 VENV=$TARGET/venv-python
-PINS="maturin==$MATURIN_VERSION pytest==$PYTEST_VERSION pytest-timeout==$PYTEST_TIMEOUT_VERSION"
+PINS="maturin==$MATURIN_VERSION pytest==$PYTEST_VERSION pytest-timeout==$PYTEST_TIMEOUT_VERSION mypy==$MYPY_VERSION"
 
 if [ ! -f "$VENV/.pins" ] || [ "$(cat "$VENV/.pins")" != "$PINS" ]; then
   log "creating $VENV with $PINS"
@@ -70,6 +72,10 @@ log "building doorman_client into $VENV (maturin develop ${profile[*]:-})"
 VIRTUAL_ENV=$VENV CARGO_TARGET_DIR=$TARGET "$VENV/bin/maturin" develop --quiet \
     "${profile[@]}" --manifest-path clients/python/Cargo.toml \
   || die "maturin could not build clients/python (see the errors above)"
+
+log "stubtest: the type stubs match the module"
+MYPY_CACHE_DIR=$TARGET/mypy-cache "$VENV/bin/python" -m mypy.stubtest doorman_client \
+  || die "clients/python/python/doorman_client/_native.pyi does not match the built module (above)"
 
 log "pytest clients/python/tests (server: $DOORMAN_BIN)"
 cd clients/python

@@ -1,5 +1,7 @@
 """Timeouts, closing, and refused arguments: the exception hierarchy."""
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -133,3 +135,25 @@ def test_refused_arguments(dead_addr, tmp_path):
         ):
             with pytest.raises(ValueError):
                 call()
+
+
+CTRL_C = """
+import os, signal, sys, threading, time
+from doorman_client import Client
+with Client([sys.argv[1]], rpc_timeout=0.5) as client:
+    r = client.rate_resource("ctrl-c/r", wants=1.0)
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    try:
+        r.wait()  # no timeout, no capacity
+    except KeyboardInterrupt:
+        print("interrupted after %.2f s" % (time.monotonic() - start))
+"""
+
+
+def test_ctrl_c_interrupts_a_blocking_wait(dead_addr):
+    out = subprocess.run(
+        [sys.executable, "-c", CTRL_C, dead_addr], capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("interrupted after 0."), out.stdout

@@ -4,14 +4,16 @@ Rust on top of the doorman-client crate). Keep in step with src/*.rs.
 
 import os
 from types import TracebackType
-from typing import Awaitable, Literal, Optional, Tuple, Type, Union
+from typing import Awaitable, Literal, Optional, Tuple, Type, Union, final
 
+__all__ = ["Client", "RateResource", "GaugeResource", "GaugePermit", "__version__"]
 __version__: str
 
-Fallback = Union[Literal["pessimistic", "optimistic"], Tuple[Literal["safe"], float]]
-Mode = Literal["lease", "pessimistic", "optimistic", "safe"]
-StrPath = Union[str, "os.PathLike[str]"]
+_Fallback = Union[Literal["pessimistic", "optimistic"], Tuple[Literal["safe"], float]]
+_Mode = Literal["lease", "pessimistic", "optimistic", "safe"]
+_StrPath = Union[str, "os.PathLike[str]"]
 
+@final
 class Client:
     """A Doorman client: the connection to the servers of one node, sharing
     capacity for the resources it opens. Runs on a tokio runtime of its own
@@ -22,17 +24,17 @@ class Client:
     expire.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         servers: list[str],
         client_id: Optional[str] = None,
-        fallback: Optional[Fallback] = "pessimistic",
+        fallback: Optional[_Fallback] = "pessimistic",
         rpc_timeout: float = 5.0,
-        tls_ca: Optional[StrPath] = None,
-        tls_cert: Optional[StrPath] = None,
-        tls_key: Optional[StrPath] = None,
+        tls_ca: Optional[_StrPath] = None,
+        tls_cert: Optional[_StrPath] = None,
+        tls_key: Optional[_StrPath] = None,
         token: Optional[str] = None,
-    ) -> None:
+    ) -> "Client":
         """servers: "host:port" of the node's servers (the master is found
         among them). client_id: default "<hostname>:<pid>:<n>". fallback:
         the capacity without a lease: "pessimistic" (0), "optimistic" (what
@@ -79,6 +81,7 @@ class Client:
         tb: Optional[TracebackType],
     ) -> Awaitable[bool]: ...
 
+@final
 class RateResource:
     """A rate-limited resource (operations per second). Handles on the same
     id in one client share one token bucket."""
@@ -89,7 +92,7 @@ class RateResource:
     def capacity(self) -> float:
         """The rate applied now (ops/s)."""
     @property
-    def mode(self) -> Mode:
+    def mode(self) -> _Mode:
         """"lease", or the fallback applied without one."""
     @property
     def note(self) -> Optional[str]:
@@ -109,6 +112,7 @@ class RateResource:
     def set_wants(self, wants: Optional[float]) -> None:
         """Changes the rate asked for (None: estimate from use)."""
 
+@final
 class GaugeResource:
     """A gauge resource (operations in flight). Handles on the same id in one
     client share one count."""
@@ -122,7 +126,7 @@ class GaugeResource:
     def in_flight(self) -> int:
         """Permits taken and not yet released."""
     @property
-    def mode(self) -> Mode: ...
+    def mode(self) -> _Mode: ...
     @property
     def note(self) -> Optional[str]: ...
     @property
@@ -137,6 +141,7 @@ class GaugeResource:
         """A permit if one is free now, else None; never blocks."""
     def set_wants(self, wants: Optional[float]) -> None: ...
 
+@final
 class GaugePermit:
     """One operation in flight; released by release(), at the end of a
     `with` block, or when garbage collected."""
