@@ -117,3 +117,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 log "status page in headless Chromium"
 DOORMAN_BIN=target/debug/doorman python3 scripts/status-page-check.py
+
+# The Python client (clients/python, PyO3 + maturin): built into a venv
+# under target/ and tested with pytest against real servers.
+log "Python client"
+DOORMAN_BIN=target/debug/doorman ./scripts/python-client-check.sh

@@ -55,6 +55,7 @@ pub(crate) fn client_error(e: ClientError) -> PyErr {
         ClientError::Closed => ClientClosed::new_err(msg),
         ClientError::NoServers
         | ClientError::BadClientId(_)
+        | ClientError::ClientIdControlCharacters
         | ClientError::BadResourceId(_)
         | ClientError::BadWants { .. }
         | ClientError::KindMismatch { .. } => InvalidArgument::new_err(msg),
