@@ -2,7 +2,14 @@
 //! over a sliding window of one-second slots (10 s by default).
 //!
 //! * Rate resources: the rate at which `wait`/`try_acquire` are called
-//!   (permits asked for per second, refused attempts included). Callers that
+//!   (permits asked for per second, refused attempts included), as an
+//!   exponentially weighted moving average over the window's seconds (each
+//!   second weighs [`DECAY`] times the one after it, so half the weight is
+//!   on the last ~2.4 s): a step of demand is 30 % followed after one
+//!   second and 60 % after three, so a short burst moves it little and a
+//!   lasting change is followed within seconds (a plain mean over the
+//!   window needed the whole 10 s). A steady rate is estimated exactly.
+//!   Callers that
 //!   loop on `wait()` can only call as fast as they are granted, so when more
 //!   than a tenth of the `wait` calls in the window had to block, the
 //!   estimate is raised by half (at least +1) to probe for more capacity;
@@ -17,6 +24,10 @@ use tokio::time::Instant;
 
 /// Number of one-second slots.
 pub const WINDOW_SLOTS: usize = 10;
+
+/// Weight of each second relative to the next one in the rate's moving
+/// average.
+pub const DECAY: f64 = 0.75;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
@@ -79,20 +90,28 @@ impl Window {
             .filter(move |s| s.second + (WINDOW_SLOTS as u64) > second && s.second <= second)
     }
 
-    /// Estimated permits per second wanted.
+    /// Estimated permits per second wanted: the moving average of the
+    /// per-second rates of the current (partial) second and the previous
+    /// ones in the window, each second weighing [`DECAY`] times the next.
     pub fn rate(&self, now: Instant) -> f64 {
-        // The live slots cover the current (partial) second and the
-        // previous WINDOW_SLOTS - 1 whole ones, or less at the start.
         let elapsed = now.saturating_duration_since(self.origin).as_secs_f64();
-        let covered = (WINDOW_SLOTS as f64 - 1.0) + elapsed.fract();
-        let span = elapsed.min(covered).max(0.25);
-        let (mut permits, mut waits, mut blocked) = (0.0, 0, 0);
-        for s in self.live(now) {
-            permits += s.permits;
-            waits += s.waits;
-            blocked += s.blocked;
+        let current = elapsed as u64;
+        let (mut permits, mut spans, mut weight) = (0.0, 0.0, 1.0);
+        let (mut waits, mut blocked) = (0, 0);
+        for age in 0..=current.min(WINDOW_SLOTS as u64 - 1) {
+            let second = current - age;
+            let s = &self.slots[(second % WINDOW_SLOTS as u64) as usize];
+            if s.second == second {
+                permits += weight * s.permits;
+                waits += s.waits;
+                blocked += s.blocked;
+            }
+            spans += weight * if age == 0 { elapsed.fract() } else { 1.0 };
+            weight *= DECAY;
         }
-        let rate = permits / span;
+        // A quarter second at least, so the first calls do not look like a
+        // huge rate.
+        let rate = permits / spans.max(0.25);
         if waits > 0 && blocked * 10 > waits {
             (rate * 1.5).max(rate + 1.0)
         } else {
@@ -122,6 +141,31 @@ mod tests {
         assert!((r - 20.0).abs() < 2.5, "{r}");
         // Old slots fall out of the window.
         assert_eq!(w.rate(t0 + Duration::from_secs(30)), 0.0);
+    }
+
+    #[test]
+    fn a_change_of_demand_is_followed_within_seconds() {
+        let t0 = Instant::now();
+        let mut w = Window::new(t0);
+        // 10/s for 10 s, then 40/s; the estimate read as time goes.
+        for i in 0..100 {
+            w.record_call(t0 + Duration::from_millis(i * 100), 1.0);
+        }
+        let steady = w.rate(t0 + Duration::from_millis(10_000));
+        assert!((steady - 10.0).abs() < 1e-9, "steady: {steady}");
+        let mut after = Vec::new();
+        for i in 0..120 {
+            w.record_call(t0 + Duration::from_millis(10_000 + i * 25), 1.0);
+            if (i + 1) % 40 == 0 {
+                after.push(w.rate(t0 + Duration::from_millis(10_000 + (i + 1) * 25)));
+            }
+        }
+        let (after_1, after_3) = (after[0], after[2]);
+        assert!(after_1 > 15.0 && after_1 < 25.0, "one second in: {after_1}");
+        assert!(
+            after_3 > 25.0 && after_3 < 35.0,
+            "three seconds in: {after_3}"
+        );
     }
 
     #[test]
