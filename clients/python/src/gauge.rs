@@ -148,8 +148,9 @@ impl GaugeResource {
         self.inner.capacity()
     }
 
-    /// Where the capacity comes from: "lease" (granted by a server), or the
-    /// fallback applied without one: "pessimistic", "optimistic", "safe".
+    /// Where the capacity comes from: "lease" (granted by a server), the
+    /// fallback applied without one ("pessimistic", "optimistic", "safe"),
+    /// or "refused" while the server refuses the resource.
     #[getter]
     fn mode(&self) -> &'static str {
         self.inner.mode().name()

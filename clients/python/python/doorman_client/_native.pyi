@@ -10,7 +10,7 @@ __all__ = ["Client", "RateResource", "GaugeResource", "GaugePermit", "__version_
 __version__: str
 
 _Fallback = Union[Literal["pessimistic", "optimistic"], Tuple[Literal["safe"], float]]
-_Mode = Literal["lease", "pessimistic", "optimistic", "safe"]
+_Mode = Literal["lease", "pessimistic", "optimistic", "safe", "refused"]
 _StrPath = Union[str, "os.PathLike[str]"]
 
 @final
