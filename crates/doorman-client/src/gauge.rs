@@ -203,12 +203,8 @@ impl GaugeResource {
                 notified.await;
                 continue;
             };
-            if let Some(e) = self.shared.hopeless() {
+            if let Some(e) = self.shared.give_up(dl, Instant::now()) {
                 return Err(e);
-            }
-            if Instant::now() >= dl {
-                let resource = self.shared.id.clone();
-                return Err(AcquireError::Deadline { resource });
             }
             tokio::select! {
                 _ = tokio::time::sleep_until(dl) => {}

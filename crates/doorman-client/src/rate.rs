@@ -160,14 +160,8 @@ impl RateResource {
                 }
                 Err(d) => d,
             };
-            if let Some(dl) = deadline {
-                if let Some(e) = self.shared.hopeless() {
-                    return Err(e);
-                }
-                if now >= dl {
-                    let resource = self.shared.id.clone();
-                    return Err(AcquireError::Deadline { resource });
-                }
+            if let Some(e) = deadline.and_then(|dl| self.shared.give_up(dl, now)) {
+                return Err(e);
             }
             blocked = true;
             let wake = delay.map(|d| now + d);

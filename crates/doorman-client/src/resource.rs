@@ -280,6 +280,16 @@ impl Shared {
         })
     }
 
+    /// Why a waiter with `deadline` stops at `now` without its permits: the
+    /// acquisition is hopeless, or the deadline passed.
+    pub fn give_up(&self, deadline: Instant, now: Instant) -> Option<AcquireError> {
+        self.hopeless().or_else(|| {
+            (now >= deadline).then(|| AcquireError::Deadline {
+                resource: self.id.clone(),
+            })
+        })
+    }
+
     /// Counts an acquisition refused for lack of capacity.
     pub fn refused(&self) {
         if let Some(m) = &self.metrics {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use doorman_core::client::{GrantItem, Refused, RequestItem};
+use doorman_core::config::Acl;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::{Backoff, Time};
 use doorman_proto::doorman as pb;
@@ -158,7 +159,9 @@ fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
     let named: Vec<String> = ids
         .iter()
         .enumerate()
-        .filter(|(i, id)| names(message, id) || message.contains(&format!("resource[{i}]")))
+        .filter(|(i, id)| {
+            Acl::names_resource(message, id) || message.contains(&format!("resource[{i}]"))
+        })
         .map(|(_, id)| id.clone())
         .collect();
     let named = if named.is_empty() {
@@ -167,18 +170,6 @@ fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
         named
     };
     Some((named, why))
-}
-
-/// Whether a refusal's message names resource `id`: as `resource "ID"`
-/// or in its `also denied: "ID", …` list (ids quoted as they are), never
-/// as the identity.
-fn names(message: &str, id: &str) -> bool {
-    let quoted = format!("\"{id}\"");
-    if message.contains(&format!("resource {quoted}")) {
-        return true;
-    }
-    let also = message.split_once("(also denied: ").map(|(_, rest)| rest);
-    also.is_some_and(|list| list.split(", ").any(|q| q.trim_end_matches(')') == quoted))
 }
 
 /// Applies what the core says to the resources; returns how long to sleep.
@@ -256,20 +247,5 @@ async fn release_all(shared: &ClientShared, conn: &mut Connector) {
                 return;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::names;
-
-    #[test]
-    fn a_refusal_names_resources_as_the_server_quotes_them() {
-        let m = r#"identity "db/a" may not acquire resource "x\y": no access rule allows it (also denied: "q"r", "z", and 3 more)"#;
-        assert!(names(m, r"x\y"), "as it is, not escaped");
-        assert!(names(m, "q\"r"));
-        assert!(names(m, "z"));
-        assert!(!names(m, "db/a"), "the identity is not a resource");
-        assert!(!names(m, "x"));
     }
 }

@@ -18,7 +18,7 @@ use doorman_core::config::Action;
 
 use crate::auth::{Auth, AuthError};
 use crate::config_version::ConfigVersion;
-use crate::metrics::{Metrics, ParentScrape, ResourceSeries, Scrape};
+use crate::metrics::{Metrics, ResourceSeries, Scrape};
 use crate::parent_link::ParentLink;
 
 /// Where the server gets the time from (the wall clock in production).
@@ -185,13 +185,7 @@ impl ServerState {
         let mut gauges = Vec::with_capacity(self.core().resource_count());
         self.sweep(|core, from| core.gauges_step(now, from, &mut gauges));
         let core = self.core();
-        let parent = self.parent_link.as_ref().map(|l| {
-            let l = l.get();
-            ParentScrape {
-                connected: !l.failing,
-                last_success_unix: l.last_success_unix.unwrap_or(0.0),
-            }
-        });
+        let parent = self.parent_link.as_ref().map(ParentLink::get);
         Scrape {
             gauges,
             counters: core.counters(),
@@ -212,10 +206,14 @@ impl ServerState {
     /// leases of resources in use), then a parent that has never answered.
     pub fn readiness(&self) -> Result<(), String> {
         let now = self.now();
-        self.core().readiness(now)?;
+        let is_master = {
+            let core = self.core();
+            core.readiness(now)?;
+            core.is_master()
+        };
         let link = self.parent_link.as_ref().map(ParentLink::get);
         match link.as_ref().and_then(crate::parent_link::unready) {
-            Some(why) if self.core().is_master() => Err(why),
+            Some(why) if is_master => Err(why),
             _ => Ok(()),
         }
     }

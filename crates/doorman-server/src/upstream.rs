@@ -45,7 +45,7 @@ pub async fn run(
                     _ = stop.changed() => return,
                 }
             }
-        } else if idle && state.core().is_master() {
+        } else if state.core().is_master() {
             tokio::select! {
                 _ = probe(&state, &mut conn) => {}
                 _ = stop.changed() => return,

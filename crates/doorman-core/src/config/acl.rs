@@ -164,6 +164,19 @@ impl Acl {
         Some(why)
     }
 
+    /// Whether a refusal from [`Acl::first_denial`] names resource `id`: as
+    /// `resource "ID"` or in its `also denied: "ID", …` list (ids quoted as
+    /// they are), never as the identity. Clients use it to pin a refusal
+    /// on the resources it concerns.
+    pub fn names_resource(message: &str, id: &str) -> bool {
+        let quoted = format!("\"{id}\"");
+        if message.contains(&format!("resource {quoted}")) {
+            return true;
+        }
+        let also = message.split_once("(also denied: ").map(|(_, rest)| rest);
+        also.is_some_and(|list| list.split(", ").any(|q| q.trim_end_matches(')') == quoted))
+    }
+
     /// Why a request is refused, naming the identity, the action and the
     /// resource (ids inside `"…"` as they are, unescaped).
     pub fn denial(identity: Option<&str>, action: Action, resource: &str) -> String {
@@ -416,5 +429,31 @@ mod tests {
         assert_eq!(u.len(), 2, "{u:?}");
         assert!(u[0].starts_with("access[1]: never needed: access[0]"));
         assert!(u[1].starts_with("access[3].resources: ignored"));
+    }
+
+    #[test]
+    fn a_denial_names_every_refused_resource_as_it_is() {
+        let acl = acl(r#"
+            [[access]]
+            identities = ["db/a"]
+            resources = ["ok"]
+            actions = ["acquire"]
+        "#)
+        .unwrap();
+        let ids = ["ok", r"x\y", "q\"r", "z"];
+        let m = acl
+            .first_denial(Some("db/a"), Action::Acquire, ids)
+            .unwrap();
+        assert!(
+            Acl::names_resource(&m, r"x\y"),
+            "as it is, not escaped: {m}"
+        );
+        assert!(Acl::names_resource(&m, "q\"r"), "{m}");
+        assert!(Acl::names_resource(&m, "z"), "{m}");
+        assert!(!Acl::names_resource(&m, "ok"), "allowed: {m}");
+        assert!(
+            !Acl::names_resource(&m, "db/a"),
+            "the identity is not a resource: {m}"
+        );
     }
 }

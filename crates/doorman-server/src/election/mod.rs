@@ -56,11 +56,6 @@ impl StopGranting {
         StopGranting(Arc::new(move |master| state.core().step_down(master)))
     }
 
-    /// A no-op, for elections that never hold mastership of a real core.
-    pub fn none() -> Self {
-        StopGranting(Arc::new(|_| {}))
-    }
-
     /// Stops granting; when this returns the core refuses every request.
     pub fn now(&self, master: Option<String>) {
         (self.0)(master);
@@ -94,11 +89,6 @@ impl SessionFlag {
                 .session_up
                 .store(up, std::sync::atomic::Ordering::Relaxed)
         }))
-    }
-
-    /// Goes nowhere.
-    pub fn none() -> Self {
-        SessionFlag(Arc::new(|_| {}))
     }
 
     /// The session is (or is not) alive now.

@@ -18,7 +18,7 @@ use prometheus::{
     Opts, Registry, TextEncoder,
 };
 
-use doorman_core::server::{Counters, ResourceGauge};
+use doorman_core::server::{Counters, LinkStatus, ResourceGauge};
 
 use crate::config_version::ConfigVersion;
 pub use resources::ResourceSeries;
@@ -38,18 +38,18 @@ pub struct Scrape {
     /// Its election session is alive (always, standalone).
     pub session_up: bool,
     /// The link to the parent; `None` at a root.
-    pub parent: Option<ParentScrape>,
+    pub parent: Option<LinkStatus>,
     /// Per template or per resource.
     pub series: ResourceSeries,
 }
 
-/// The parent link at a scrape.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ParentScrape {
-    /// The last RPC to the parent did not fail (true before the first).
-    pub connected: bool,
-    /// Unix time of the last successful answer (0: never).
-    pub last_success_unix: f64,
+/// The `result` label of the reload counters.
+fn result(ok: bool) -> &'static str {
+    if ok {
+        "ok"
+    } else {
+        "error"
+    }
 }
 
 /// Every metric of one server, on its own registry.
@@ -368,9 +368,7 @@ impl Metrics {
             self.config_last_reload
                 .set(now.map(|d| d.as_secs_f64()).unwrap_or(0.0));
         }
-        self.config_reloads
-            .with_label_values(&[if ok { "ok" } else { "error" }])
-            .inc();
+        self.config_reloads.with_label_values(&[result(ok)]).inc();
     }
 
     /// Counts a failed TLS handshake.
@@ -389,31 +387,23 @@ impl Metrics {
 
     /// Records a reload of the TLS material.
     pub fn tls_reload(&self, ok: bool) {
-        self.tls_reloads
-            .with_label_values(&[if ok { "ok" } else { "error" }])
-            .inc();
+        self.tls_reloads.with_label_values(&[result(ok)]).inc();
     }
 
     /// Counts a reload of the bearer-token file.
     pub fn token_reload(&self, ok: bool) {
-        self.token_reloads
-            .with_label_values(&[if ok { "ok" } else { "error" }])
-            .inc();
+        self.token_reloads.with_label_values(&[result(ok)]).inc();
     }
 
     /// Reloads of the bearer-token file so far that succeeded (`ok`) or
     /// failed.
     pub fn token_reloads(&self, ok: bool) -> u64 {
-        self.token_reloads
-            .with_label_values(&[if ok { "ok" } else { "error" }])
-            .get()
+        self.token_reloads.with_label_values(&[result(ok)]).get()
     }
 
     /// Reloads of the TLS material so far that succeeded (`ok`) or failed.
     pub fn tls_reloads(&self, ok: bool) -> u64 {
-        self.tls_reloads
-            .with_label_values(&[if ok { "ok" } else { "error" }])
-            .get()
+        self.tls_reloads.with_label_values(&[result(ok)]).get()
     }
 
     /// Refreshes the core's counters and renders the text format: the
@@ -459,18 +449,18 @@ fn write_node(w: &mut Writer<'_>, s: &Scrape) {
         "1 while the election session (the etcd lease) is alive; 1 standalone.",
         flag(s.session_up),
     );
-    let Some(p) = s.parent else {
+    let Some(p) = &s.parent else {
         return;
     };
     w.gauge(
         "doorman_server_parent_connected",
         "1 if the last call to the parent did not fail (1 before the first).",
-        flag(p.connected),
+        flag(!p.failing),
     );
     w.gauge(
         "doorman_server_parent_last_success_timestamp_seconds",
         "Unix time of the parent's last successful answer (0: never).",
-        p.last_success_unix,
+        p.last_success_unix.unwrap_or(0.0),
     );
     // Nothing in use depends on the parent: as good as a fresh lease.
     let left = resources::parent_lease_left(&s.gauges).unwrap_or(f64::INFINITY);

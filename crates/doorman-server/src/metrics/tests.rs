@@ -82,9 +82,11 @@ fn the_parent_link_is_exported_by_intermediates() {
         expires_in: Some(-2.0),
     });
     let mut s = scrape(vec![g], ResourceSeries::PerTemplate);
-    s.parent = Some(ParentScrape {
-        connected: false,
-        last_success_unix: 1700000000.0,
+    s.parent = Some(doorman_core::server::LinkStatus {
+        calls: 3,
+        failing: true,
+        last_success_unix: Some(1700000000.0),
+        last_error: Some("Unavailable".into()),
     });
     let text = Metrics::new().render(&s);
     for line in [
