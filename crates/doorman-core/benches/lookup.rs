@@ -2,7 +2,9 @@
 //! (the worst case: every candidate is tried) against a config of 50 000
 //! templates, with the literal-prefix index (`Config::find`) and with a
 //! plain scan of every glob in file order (what `find` did before), in one
-//! run. Results and the command are in BENCHMARKS.md.
+//! run; once with globs of distinct literal prefixes (`svc{i}/db/*`), once
+//! with globs that share one prefix and differ in their literal suffix
+//! (`db/*/x{i}`). Results and the command are in BENCHMARKS.md.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
@@ -13,37 +15,51 @@ use doorman_core::config::Config;
 const TEMPLATES: usize = 50_000;
 const IDS: usize = 10_000;
 
-fn config() -> Config {
+fn config(glob: impl Fn(usize) -> String) -> Config {
     let mut text = String::new();
     for i in 0..TEMPLATES {
         text.push_str(&format!(
-            "[[resources]]\nidentifier_glob = \"svc{i}/db/*\"\ncapacity = 10\n\
-             [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n"
+            "[[resources]]\nidentifier_glob = \"{}\"\ncapacity = 10\n\
+             [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n",
+            glob(i)
         ));
     }
     Config::parse(&text, "bench").expect("valid config")
 }
 
 fn bench(c: &mut Criterion) {
-    let cfg = config();
+    let unknown = |prefix: &str| -> Vec<String> {
+        (0..IDS).map(|i| format!("{prefix}unknown{i}/y")).collect()
+    };
+    let distinct = config(|i| format!("svc{i}/db/*"));
+    bench_config(c, "distinct_prefixes", &distinct, &unknown(""), true);
+    // Every id has the shared prefix: only the suffix filter is left.
+    let shared = config(|i| format!("db/*/x{i}"));
+    bench_config(c, "one_shared_prefix", &shared, &unknown("db/"), false);
+}
+
+/// `Config::find` for every id; with `scan`, also every glob in file order
+/// (the same cost for both configs: the scan ignores how globs look).
+fn bench_config(c: &mut Criterion, name: &str, cfg: &Config, ids: &[String], scan: bool) {
     let globs: Vec<glob::Pattern> = cfg
         .templates()
         .iter()
         .map(|t| glob::Pattern::new(&t.identifier_glob).expect("valid glob"))
         .collect();
-    let ids: Vec<String> = (0..IDS).map(|i| format!("unknown{i}/db/x")).collect();
-    let mut g = c.benchmark_group("lookup_10k_unknown_ids_50k_templates");
+    let mut g = c.benchmark_group(format!("lookup_10k_unknown_ids_50k_templates/{name}"));
     g.sample_size(10);
     g.bench_function("indexed", |b| {
         b.iter(|| ids.iter().filter(|id| cfg.find(id).is_some()).count())
     });
-    g.bench_function("plain_scan", |b| {
-        b.iter(|| {
-            ids.iter()
-                .filter(|id| globs.iter().any(|p| p.matches(id)))
-                .count()
-        })
-    });
+    if scan {
+        g.bench_function("plain_scan", |b| {
+            b.iter(|| {
+                ids.iter()
+                    .filter(|id| globs.iter().any(|p| p.matches(id)))
+                    .count()
+            })
+        });
+    }
     g.finish();
 }
 
