@@ -11,6 +11,9 @@
 # CONCURRENCY is the loadtest's requests in flight: 4 keeps a 2-core machine
 # below saturation (latency then shows waiting, not queueing for the CPU);
 # 32 saturates it. SCRAPE_PAUSE 0 scrapes back to back.
+# SERVER_ARGS adds server flags, e.g.
+#   SERVER_ARGS="--metrics-per-resource --metrics-max-resources 100000"
+# for one series per resource (the default is one per config template).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESOURCES=${1:-100000}
@@ -33,7 +36,7 @@ refresh_interval = 60
 learning_mode_duration = 0
 TOML
 "$BIN" server --config "$WORK/config.toml" --listen $GRPC --http $HTTP \
-    --min-request-interval 0 >"$WORK/server.log" 2>&1 &
+    --min-request-interval 0 ${SERVER_ARGS:-} >"$WORK/server.log" 2>&1 &
 SERVER=$!
 SCRAPER=""
 cleanup() {

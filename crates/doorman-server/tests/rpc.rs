@@ -466,3 +466,47 @@ async fn an_undecodable_request_is_invalid_argument_and_a_maximal_one_is_served(
     assert_eq!(r.response.len(), 10_000);
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn scrapes_within_a_second_share_one_page() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    let http = s.http_addr.unwrap();
+    let count = |body: &str| {
+        metric(
+            body,
+            "doorman_server_requests_total{method=\"GetCapacity\"}",
+        )
+    };
+    // Two scrapes less than a second apart, an RPC between them: the second
+    // page is the first one. Retried if this machine was too slow to stay
+    // within the second.
+    let mut shared = false;
+    for _ in 0..5 {
+        // Past the last page's second, so the first scrape builds anew.
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        let start = std::time::Instant::now();
+        let (_, first) = http_get(http, "/metrics").await;
+        cap(&mut c, "a", "fair", 10.0, None).await;
+        let (_, second) = http_get(http, "/metrics").await;
+        if start.elapsed() < std::time::Duration::from_millis(900) {
+            assert_eq!(count(&first), count(&second), "the page was rebuilt");
+            shared = true;
+            break;
+        }
+    }
+    assert!(shared, "never two scrapes within a second");
+    // A second later the page is built again and shows the RPCs.
+    let (_, before) = http_get(http, "/metrics").await;
+    cap(&mut c, "a", "fair", 10.0, None).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (_, after) = http_get(http, "/metrics").await;
+    assert!(
+        count(&after) > count(&before),
+        "{:?} {:?}",
+        count(&before),
+        count(&after)
+    );
+    s.shutdown().await;
+}

@@ -30,18 +30,29 @@ struct Affixed {
     lengths: Vec<usize>,
 }
 
-/// The text before a glob's first special character.
+/// The text before a glob's first special character. A `/` right before
+/// `**` is left out: `a/**` may match `a` (`**` is a whole-component
+/// wildcard in the `glob` crate).
 fn literal_prefix(glob: &str) -> &str {
     let end = glob.find(['*', '?', '[']).unwrap_or(glob.len());
-    &glob[..end]
+    let prefix = &glob[..end];
+    match prefix.strip_suffix('/') {
+        Some(p) if glob[end..].starts_with("**") => p,
+        _ => prefix,
+    }
 }
 
 /// The text after a glob's last special character. `]` counts as special
 /// (it may close a class); that can only make the suffix shorter, which
-/// keeps it a necessary condition of a match.
+/// keeps it a necessary condition of a match. A `/` right after `**` is
+/// left out: `**/b` matches `b`.
 fn literal_suffix(glob: &str) -> &str {
     let start = glob.rfind(['*', '?', '[', ']']).map_or(0, |i| i + 1);
-    &glob[start..]
+    let suffix = &glob[start..];
+    match suffix.strip_prefix('/') {
+        Some(s) if glob[..start].ends_with("**") => s,
+        _ => suffix,
+    }
 }
 
 /// The distinct lengths of a map's keys, shortest first.
@@ -135,6 +146,7 @@ mod tests {
         assert_eq!(literal_prefix("a?b"), "a");
         assert_eq!(literal_prefix("q[ab]"), "q");
         assert_eq!(literal_prefix("exact"), "exact");
+        assert_eq!(literal_prefix("a/**"), "a");
     }
 
     #[test]
@@ -145,6 +157,7 @@ mod tests {
         assert_eq!(literal_suffix("q[ab]c"), "c");
         assert_eq!(literal_suffix("a]b"), "b");
         assert_eq!(literal_suffix("exact"), "exact");
+        assert_eq!(literal_suffix("**/b"), "b");
     }
 
     #[test]
@@ -174,7 +187,7 @@ mod tests {
         /// The same answer as trying every glob in file order.
         #[test]
         fn same_as_a_plain_scan(
-            globs in prop::collection::vec("[ab/]{0,3}[*?]?[ab/]{0,2}([*?]|\\[!?ab\\])?[ab/]{0,2}", 1..12),
+            globs in prop::collection::vec("[ab/]{0,3}(\\*\\*|[*?])?[ab/]{0,2}(\\*\\*|[*?]|\\[!?ab\\])?[ab/]{0,2}", 1..12),
             ids in prop::collection::vec("[ab/é]{0,6}", 1..20),
         ) {
             let (idx, patterns) = index(&globs);

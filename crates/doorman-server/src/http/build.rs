@@ -4,19 +4,27 @@
 //! resources (about 0.13 s of CPU and 30 MB of text, see BENCHMARKS.md)
 //! yields the CPU to the RPCs being served and a burst of scrapes cannot
 //! multiply that memory. Requests over the limit wait their turn.
+//! `/metrics` is built at most once per [`METRICS_MAX_AGE`]: scrapes
+//! closer together share the last page, so a scrape loop cannot keep a
+//! sweep of every resource running against the RPCs.
 //!
 //! Must not: run a build on an async worker, or hold the core lock itself
 //! (the builds go through `ServerState`'s stepwise reads).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, Semaphore};
 
 use crate::state::ServerState;
 
 /// Pages built at once; more wait.
 pub const MAX_CONCURRENT_BUILDS: usize = 2;
+
+/// How old a `/metrics` page may be when it is served again instead of
+/// being rebuilt (Prometheus scrapes every 10 s or more).
+pub const METRICS_MAX_AGE: Duration = Duration::from_secs(1);
 
 /// How much nicer than the server's other threads a build thread is
 /// (Linux nice values are per thread).
@@ -27,6 +35,8 @@ const NICENESS: i32 = 10;
 pub struct Builder {
     state: Arc<ServerState>,
     permits: Arc<Semaphore>,
+    /// The last `/metrics` page and when it was built.
+    metrics: Arc<Mutex<Option<(Instant, Arc<str>)>>>,
 }
 
 impl Builder {
@@ -35,7 +45,23 @@ impl Builder {
         Builder {
             state,
             permits: Arc::new(Semaphore::new(MAX_CONCURRENT_BUILDS)),
+            metrics: Arc::default(),
         }
+    }
+
+    /// The `/metrics` page: the last one if it is younger than
+    /// [`METRICS_MAX_AGE`], else a new build (concurrent scrapes wait for
+    /// it and share it).
+    pub async fn metrics_page(&self) -> Result<Arc<str>, StatusCode> {
+        let mut last = self.metrics.lock().await;
+        if let Some((at, page)) = last.as_ref() {
+            if at.elapsed() < METRICS_MAX_AGE {
+                return Ok(page.clone());
+            }
+        }
+        let page: Arc<str> = self.build(|state| state.metrics_text()).await?.into();
+        *last = Some((Instant::now(), page.clone()));
+        Ok(page)
     }
 
     /// The server state, for cheap reads on the async worker.

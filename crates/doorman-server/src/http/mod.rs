@@ -91,8 +91,11 @@ async fn readyz(State(pages): State<Builder>) -> impl IntoResponse {
 }
 
 async fn metrics(State(pages): State<Builder>) -> impl IntoResponse {
-    let text = pages.build(|state| state.metrics_text()).await?;
-    Ok::<_, StatusCode>(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
+    let text = pages.metrics_page().await?;
+    Ok::<_, StatusCode>((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        text.to_string(),
+    ))
 }
 
 async fn status_json(
