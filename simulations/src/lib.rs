@@ -7,8 +7,10 @@
 
 pub mod engine;
 pub mod output;
+pub mod plot;
 pub mod raster;
 pub mod scenario;
+pub mod seeds;
 pub mod summary;
 
 use std::time::Instant;

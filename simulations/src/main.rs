@@ -1,11 +1,13 @@
-//! `doorman-sim run FILE --seed N --out DIR` and `doorman-sim all --out DIR`.
+//! `doorman-sim run FILE [--profile P] [--seed N | --seeds A..B --jobs J]
+//! --out DIR` and `doorman-sim all [--profile P] --out DIR`.
 //!
-//! Must not: compute figures (`summary.rs` does).
+//! Must not: compute figures (`summary.rs` and `seeds.rs` do).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
-use doorman_sim::scenario::Scenario;
+use doorman_sim::scenario::{Scenario, OURS};
+use doorman_sim::summary::Summary;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,19 +21,32 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one scenario and write timeseries.csv, plot.svg, summary.json.
+    /// Run one scenario and write timeseries.csv, plots and summary.json;
+    /// with --seeds, every seed into DIR/seed-N and the statistics over
+    /// the seeds into DIR/summary.json.
     Run {
         /// Scenario file (TOML).
         file: PathBuf,
-        #[arg(long, default_value_t = 1)]
+        /// `ours`, or a profile of the file (`original`).
+        #[arg(long, default_value = OURS)]
+        profile: String,
+        #[arg(long, default_value_t = 1, conflicts_with = "seeds")]
         seed: u64,
+        /// A seed range, inclusive: `1..30`.
+        #[arg(long, value_parser = doorman_sim::seeds::parse_range)]
+        seeds: Option<std::vec::Vec<u64>>,
+        /// Runs in parallel (threads).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
         #[arg(long)]
         out: PathBuf,
     },
-    /// Run every scenario in a directory and write summary.md.
+    /// Run every scenario in a directory (seed 1) and write summary.md.
     All {
         #[arg(long, default_value = "simulations/scenarios")]
         scenarios: PathBuf,
+        #[arg(long, default_value = OURS)]
+        profile: String,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[arg(long)]
@@ -39,15 +54,13 @@ enum Command {
     },
 }
 
-fn run_one(
-    file: &std::path::Path,
-    seed: u64,
-    out: &std::path::Path,
-) -> anyhow::Result<doorman_sim::summary::Summary> {
+fn load(file: &Path, profile: &str) -> anyhow::Result<Scenario> {
     let text = std::fs::read_to_string(file)?;
-    let scenario =
-        Scenario::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let (sim, summary) = doorman_sim::run(scenario, seed)?;
+    Scenario::parse_profile(&text, profile).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+}
+
+fn run_one(file: &Path, profile: &str, seed: u64, out: &Path) -> anyhow::Result<Summary> {
+    let (sim, summary) = doorman_sim::run(load(file, profile)?, seed)?;
     doorman_sim::output::write_all(&sim, &summary, out)?;
     Ok(summary)
 }
@@ -57,61 +70,99 @@ fn pct(x: Option<f64>) -> String {
         .unwrap_or_else(|| "–".into())
 }
 
+fn secs(x: Option<f64>) -> String {
+    x.map(|t| format!("{t:.0} s")).unwrap_or_else(|| "–".into())
+}
+
+/// The scenario files of a directory, in the design doc's order (one …
+/// eight), then any others by name.
+fn scenario_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    const ORDER: [&str; 8] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight",
+    ];
+    files.sort_by_key(|p| {
+        let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+        let rank = ORDER.iter().position(|n| *n == stem).unwrap_or(ORDER.len());
+        (rank, stem.to_string())
+    });
+    Ok(files)
+}
+
+fn all(scenarios: &Path, profile: &str, seed: u64, out: &Path) -> anyhow::Result<()> {
+    let mut md = String::from("| scenario | clients | simulated | utilisation (doc) | shortfalls | peak | mean over | utilisation (ours) | re-convergence | Jain | wall clock |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for f in scenario_files(scenarios)? {
+        let name = f
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let text = std::fs::read_to_string(&f)?;
+        if profile != OURS && Scenario::parse_profile(&text, profile).is_err() {
+            eprintln!("{name}: no {profile} profile, skipped");
+            continue;
+        }
+        let s = run_one(&f, profile, seed, &out.join(&name))?;
+        md.push_str(&format!(
+            "| {} | {} | {} s | {} | {} | {:.2} % | {} | {} | {} | {} | {:.2} s |\n",
+            s.scenario,
+            s.clients,
+            s.simulated_s,
+            pct(s.doc_utilisation),
+            s.shortfall_events,
+            s.max_over_capacity * 100.0,
+            pct(s.mean_over_capacity),
+            pct(s.ours_utilisation),
+            secs(s.reconvergence_s),
+            s.jain_fairness
+                .map(|j| format!("{j:.3}"))
+                .unwrap_or_else(|| "–".into()),
+            s.wall_clock_s
+        ));
+        eprintln!("{name}: done in {:.1} s", s.wall_clock_s);
+    }
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("summary.md"), &md)?;
+    print!("{md}");
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Run { file, seed, out } => {
-            let s = run_one(&file, seed, &out)?;
+        Command::Run {
+            file,
+            profile,
+            seed,
+            seeds: Some(seeds),
+            jobs,
+            out,
+        } => {
+            let _ = seed;
+            let scenario = load(&file, &profile)?;
+            let s = doorman_sim::seeds::run_seeds(&scenario, &seeds, jobs, Some(&out))?;
+            let json = serde_json::to_string_pretty(&s)?;
+            std::fs::write(out.join("summary.json"), json + "\n")?;
+            println!("{}", serde_json::to_string_pretty(&s.stats)?);
+        }
+        Command::Run {
+            file,
+            profile,
+            seed,
+            out,
+            ..
+        } => {
+            let s = run_one(&file, &profile, seed, &out)?;
             println!("{}", serde_json::to_string_pretty(&s)?);
         }
         Command::All {
             scenarios,
+            profile,
             seed,
             out,
-        } => {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&scenarios)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-                .collect();
-            // The design doc's order (one … eight), then any others by name.
-            const ORDER: [&str; 8] = [
-                "one", "two", "three", "four", "five", "six", "seven", "eight",
-            ];
-            files.sort_by_key(|p| {
-                let stem = p.file_stem().unwrap_or_default().to_string_lossy();
-                let rank = ORDER.iter().position(|n| *n == stem).unwrap_or(ORDER.len());
-                (rank, stem.to_string())
-            });
-            let mut md = String::from("| scenario | clients | simulated | mean utilisation | shortfalls | max over | mean over | longest re-convergence | Jain | wall clock |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-            for f in files {
-                let name = f
-                    .file_stem()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .to_string();
-                let s = run_one(&f, seed, &out.join(&name))?;
-                md.push_str(&format!(
-                    "| {} | {} | {} s | {} | {} | {:.2} % | {} | {} | {} | {:.2} s |\n",
-                    s.scenario,
-                    s.clients,
-                    s.simulated_s,
-                    pct(s.mean_utilisation),
-                    s.shortfall_events,
-                    s.max_over_capacity * 100.0,
-                    pct(s.mean_over_capacity),
-                    s.longest_reconvergence_s
-                        .map(|t| format!("{t:.0} s"))
-                        .unwrap_or_else(|| "–".into()),
-                    s.jain_fairness
-                        .map(|j| format!("{j:.3}"))
-                        .unwrap_or_else(|| "–".into()),
-                    s.wall_clock_s
-                ));
-                eprintln!("{name}: done in {:.1} s", s.wall_clock_s);
-            }
-            std::fs::create_dir_all(&out)?;
-            std::fs::write(out.join("summary.md"), &md)?;
-            print!("{md}");
-        }
+        } => all(&scenarios, &profile, seed, &out)?,
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::engine::Sim;
+use crate::plot::{Chart, GRID, MARK};
 use crate::summary::Summary;
 
 /// `timeseries.csv`: time; per level capacity, Σ wants, Σ has; clients'
@@ -50,195 +51,132 @@ pub fn events_csv(sim: &Sim) -> String {
     out
 }
 
-/// What both plots show: geometry, axes, series and legend, computed once.
-struct Chart {
-    w: f64,
-    h: f64,
-    left: f64,
-    right: f64,
-    top: f64,
-    bottom: f64,
-    title: String,
-    /// (value, y) of the horizontal grid lines.
-    y_ticks: Vec<(f64, f64)>,
-    /// (label, x) under the time axis.
-    x_ticks: Vec<(String, f64)>,
-    /// (x, description) of each mishap.
-    marks: Vec<(f64, String)>,
-    series: Vec<Series>,
-}
-
-/// One line of a chart: colour, legend label, points.
-type Series = ([u8; 3], &'static str, Vec<(f64, f64)>);
-
-impl Chart {
-    fn of(sim: &Sim) -> Chart {
-        let (w, h, left, right, top, bottom) = (1000.0, 420.0, 60.0, 20.0, 30.0, 40.0);
-        let t_max = sim.scenario.duration as f64;
-        let y_max = sim
-            .samples
-            .iter()
-            .map(|s| s.client_wants.max(s.client_has).max(sim.capacity))
-            .fold(1.0, f64::max)
-            * 1.1;
-        let x = |t: f64| left + (w - left - right) * t / t_max.max(1.0);
-        let y = |v: f64| top + (h - top - bottom) * (1.0 - v / y_max);
-        let clients = crate::summary::leaves(&sim.scenario.tree) * sim.scenario.clients_per_leaf;
-        let line = |f: &dyn Fn(&crate::engine::Sample) -> f64| -> Vec<(f64, f64)> {
-            sim.samples.iter().map(|p| (x(p.t), y(f(p)))).collect()
-        };
-        Chart {
-            w,
-            h,
-            left,
-            right,
-            top,
-            bottom,
-            title: format!(
-                "{} - capacity {}, {} clients",
-                sim.scenario.name, sim.capacity, clients
-            ),
-            y_ticks: (0..=5)
-                .map(|i| y_max * i as f64 / 5.0)
-                .map(|v| (v, y(v)))
-                .collect(),
-            x_ticks: (0..=10)
-                .map(|i| t_max * i as f64 / 10.0)
-                .map(|t| (fmt_t(t), x(t)))
-                .collect(),
-            marks: sim.marks.iter().map(|m| (x(m.t), m.what.clone())).collect(),
-            series: vec![
-                (
-                    [214, 39, 40],
-                    "root capacity",
-                    line(&|p| p.levels.first().map(|l| l.0).unwrap_or(0.0)),
-                ),
-                (
-                    [31, 119, 180],
-                    "clients' total wants",
-                    line(&|p| p.client_wants),
-                ),
-                ([44, 160, 44], "clients' total has", line(&|p| p.client_has)),
-            ],
-        }
-    }
-}
-
 fn hex(c: [u8; 3]) -> String {
     format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
 }
 
-/// `plot.svg`: clients' total wants, clients' total has and the root's
-/// capacity over time, mishaps marked (described on hover), like the design
-/// doc's charts.
+/// `plot.svg`: the chart of [`Chart`] (mishaps described on hover).
 pub fn svg(sim: &Sim) -> String {
     let c = Chart::of(sim);
     let mut s = String::new();
     let _ = write!(
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/><text x=\"{}\" y=\"18\" font-size=\"14\">{}</text>",
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/><text x=\"{}\" y=\"16\" font-size=\"14\">{}</text><text x=\"{}\" y=\"32\" font-size=\"11\">{}</text>",
         c.w,
         c.h,
         c.left,
-        esc(&c.title)
+        esc(&c.title),
+        c.left,
+        esc(&c.legend)
     );
-    for (v, y) in &c.y_ticks {
-        let _ = write!(
-            s,
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e5e5e5\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.0}</text>",
-            c.left,
-            c.w - c.right,
-            c.left - 6.0,
-            y + 4.0
-        );
+    let r = c.w - c.right;
+    for p in &c.panels {
+        for &(x0, y0, x1, y1, col) in &p.shade {
+            let _ = write!(
+                s,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
+                x0.min(x1),
+                y0.min(y1),
+                (x1 - x0).abs(),
+                (y1 - y0).abs(),
+                hex(col)
+            );
+        }
+        for (label, y) in &p.y_ticks {
+            let _ = write!(
+                s,
+                "<line x1=\"{}\" x2=\"{r}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e5e5e5\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
+                c.left,
+                c.left - 6.0,
+                y + 4.0
+            );
+        }
+        for (x, ch, what) in &c.marks {
+            let _ = write!(
+                s,
+                "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#787878\" stroke-dasharray=\"3,3\"><title>{}</title></line><text x=\"{x:.1}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{ch}</text>",
+                p.top,
+                p.bottom,
+                esc(what),
+                p.top - 2.0
+            );
+        }
+        for (i, (color, label, pts)) in p.series.iter().enumerate() {
+            let pts: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+            let _ = write!(
+                s,
+                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"{}\">{label}</text>",
+                hex(*color),
+                pts.join(" "),
+                c.left + 10.0 + 180.0 * i as f64,
+                p.top + 14.0,
+                hex(*color)
+            );
+        }
     }
     for (label, x) in &c.x_ticks {
         let _ = write!(
             s,
             "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{label}</text>",
-            c.h - c.bottom + 16.0
-        );
-    }
-    for (x, what) in &c.marks {
-        let _ = write!(
-            s,
-            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#999\" stroke-dasharray=\"3,3\"><title>{}</title></line>",
-            c.top,
-            c.h - c.bottom,
-            esc(what)
-        );
-    }
-    for (i, (color, label, pts)) in c.series.iter().enumerate() {
-        let p: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-        let _ = write!(
-            s,
-            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>",
-            hex(*color),
-            p.join(" ")
-        );
-        let lx = c.left + 10.0 + 200.0 * i as f64;
-        let _ = write!(
-            s,
-            "<line x1=\"{lx}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/><text x=\"{}\" y=\"{}\">{label}</text>",
-            lx + 20.0,
-            c.top + 10.0,
-            c.top + 10.0,
-            hex(*color),
-            lx + 25.0,
-            c.top + 14.0
+            c.axis_y + 16.0
         );
     }
     s.push_str("</svg>\n");
     s
 }
 
-/// `plot.png`: the same chart as [`svg`], rasterised (mishaps as dashed
-/// grey lines).
+/// `plot.png`: the same chart as [`svg`], rasterised.
 pub fn png(sim: &Sim) -> Vec<u8> {
     use crate::raster::Canvas;
     let c = Chart::of(sim);
     let mut cv = Canvas::new(c.w as usize, c.h as usize);
     let black = [0, 0, 0];
-    cv.text(c.left, 8.0, &c.title, black);
-    for (v, y) in &c.y_ticks {
-        cv.line((c.left, *y), (c.w - c.right, *y), [229, 229, 229], 1, 0);
-        let label = format!("{v:.0}");
-        cv.text(
-            c.left - 6.0 - Canvas::text_width(&label),
-            y - 4.0,
-            &label,
-            black,
-        );
+    let r = c.w - c.right;
+    cv.text(c.left, 6.0, &c.title, black);
+    cv.text(c.left, 20.0, &c.legend, [90, 90, 90]);
+    for p in &c.panels {
+        for &(x0, y0, x1, y1, col) in &p.shade {
+            cv.rect((x0, y0), (x1, y1), col);
+        }
+        for (label, y) in &p.y_ticks {
+            cv.line((c.left, *y), (r, *y), GRID, 1, 0);
+            cv.text(
+                c.left - 6.0 - Canvas::text_width(label),
+                y - 4.0,
+                label,
+                black,
+            );
+        }
+        for (x, ch, _) in &c.marks {
+            cv.line((*x, p.top), (*x, p.bottom), MARK, 1, 3);
+            cv.text(x - 3.0, p.top - 9.0, &ch.to_string(), MARK);
+        }
+        for (i, (color, label, pts)) in p.series.iter().enumerate() {
+            for pair in pts.windows(2) {
+                cv.line(pair[0], pair[1], *color, 2, 0);
+            }
+            let lx = c.left + 10.0 + 180.0 * i as f64;
+            cv.rect(
+                (lx - 2.0, p.top + 4.0),
+                (lx + 8.0 * label.len() as f64 + 2.0, p.top + 15.0),
+                [255, 255, 255],
+            );
+            cv.text(lx, p.top + 6.0, label, *color);
+        }
+        cv.line((c.left, p.top), (c.left, p.bottom), black, 1, 0);
+        cv.line((c.left, p.bottom), (r, p.bottom), black, 1, 0);
     }
     for (label, x) in &c.x_ticks {
+        cv.line((*x, c.axis_y), (*x, c.axis_y + 4.0), black, 1, 0);
         cv.text(
             x - Canvas::text_width(label) / 2.0,
-            c.h - c.bottom + 8.0,
+            c.axis_y + 8.0,
             label,
             black,
         );
     }
-    for (x, _) in &c.marks {
-        cv.line((*x, c.top), (*x, c.h - c.bottom), [153, 153, 153], 1, 3);
-    }
-    for (i, (color, label, pts)) in c.series.iter().enumerate() {
-        for pair in pts.windows(2) {
-            cv.line(pair[0], pair[1], *color, 2, 0);
-        }
-        let lx = c.left + 10.0 + 200.0 * i as f64;
-        cv.line((lx, c.top + 8.0), (lx + 20.0, c.top + 8.0), *color, 3, 0);
-        cv.text(lx + 25.0, c.top + 4.0, label, black);
-    }
     cv.png()
-}
-
-fn fmt_t(t: f64) -> String {
-    if t >= 600.0 {
-        format!("{:.0}m", t / 60.0)
-    } else {
-        format!("{t:.0}s")
-    }
 }
 
 fn esc(s: &str) -> String {

@@ -1,4 +1,4 @@
-//! A tiny RGB rasteriser for `plot.png`: lines, dashed lines and 8×8 bitmap
+//! A tiny RGB rasteriser for `plot.png`: lines, dashed lines, rectangles and 8×8 bitmap
 //! text (the public-domain font8x8 glyphs), encoded with the `png` crate.
 //! Deterministic: the same plot gives the same bytes.
 //!
@@ -70,6 +70,17 @@ impl Canvas {
             if e2 <= dx {
                 err += dx;
                 y += sy;
+            }
+        }
+    }
+
+    /// A filled rectangle between two corners.
+    pub fn rect(&mut self, (x0, y0): (f64, f64), (x1, y1): (f64, f64), c: Rgb) {
+        let (xa, xb) = (x0.min(x1).round() as i64, x0.max(x1).round() as i64);
+        let (ya, yb) = (y0.min(y1).round() as i64, y0.max(y1).round() as i64);
+        for y in ya..=yb {
+            for x in xa..=xb {
+                self.set(x, y, c);
             }
         }
     }

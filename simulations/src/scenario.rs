@@ -47,6 +47,9 @@ pub struct Scenario {
     /// Random mishaps.
     #[serde(default)]
     pub mishaps: Option<Mishaps>,
+    /// The profile parsed (`ours`, `original`): not a field of the file.
+    #[serde(skip)]
+    pub profile: String,
 }
 
 fn default_settle() -> u64 {
@@ -122,15 +125,90 @@ pub struct Mishaps {
     pub spike: f64,
     /// Longest outage of a node, seconds.
     pub outage_max: u64,
-    /// First mishap at this second.
+    /// First mishap at this second (at least `every`).
     #[serde(default)]
     pub start: u64,
+    /// How likely each kind of mishap is.
+    #[serde(default)]
+    pub weights: Weights,
+    /// How long a lost master stays lost, seconds, uniform in [min, max]
+    /// (default: `reelection_s`).
+    #[serde(default)]
+    pub master_lost_s: Option<[u64; 2]>,
+}
+
+/// Relative weights of the mishap kinds (a kind is drawn with probability
+/// weight / Σ weights).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Weights {
+    /// A random client's wants grow by `spike` for good.
+    pub spike: u64,
+    /// A random node's job elects a random task at once (it may stay).
+    pub election: u64,
+    /// A random node's master crashes; an election after `master_lost_s`.
+    pub master_lost: u64,
+    /// A random node is cut off the network for 1..=`outage_max` s.
+    pub unreachable: u64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            spike: 1,
+            election: 0,
+            master_lost: 1,
+            unreachable: 1,
+        }
+    }
+}
+
+impl Weights {
+    /// Σ weights (at least 1).
+    pub fn total(&self) -> u64 {
+        (self.spike + self.election + self.master_lost + self.unreachable).max(1)
+    }
+}
+
+/// The profile a scenario file describes at its top level.
+pub const OURS: &str = "ours";
+
+/// Merges `over` into `base`: tables key by key, anything else replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
 }
 
 impl Scenario {
-    /// Parses a scenario file.
+    /// Parses a scenario file in its own profile (`ours`).
     pub fn parse(text: &str) -> anyhow::Result<Scenario> {
-        let s: Scenario = toml::from_str(text)?;
+        Scenario::parse_profile(text, OURS)
+    }
+
+    /// Parses a scenario file in `profile`: `ours` is the file's top level;
+    /// any other is the top level with `[profiles.<profile>]` merged over
+    /// it (tables key by key, other values replaced).
+    pub fn parse_profile(text: &str, profile: &str) -> anyhow::Result<Scenario> {
+        let mut table: toml::Table = toml::from_str(text)?;
+        let profiles = match table.remove("profiles") {
+            Some(toml::Value::Table(p)) => p,
+            Some(_) => anyhow::bail!("profiles must be a table of tables"),
+            None => toml::Table::new(),
+        };
+        if profile != OURS {
+            match profiles.get(profile) {
+                Some(toml::Value::Table(over)) => merge(&mut table, over.clone()),
+                _ => anyhow::bail!("no [profiles.{profile}] in this scenario"),
+            }
+        }
+        let mut s: Scenario = toml::Value::Table(table).try_into()?;
+        s.profile = profile.to_string();
         if s.clients_per_leaf == 0 || s.tasks == 0 || s.duration == 0 {
             anyhow::bail!("clients_per_leaf, tasks and duration must be at least 1");
         }

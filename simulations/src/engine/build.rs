@@ -14,12 +14,12 @@ use doorman_core::config::Config;
 use doorman_core::server::Role;
 use doorman_core::Backoff;
 
-use super::{master_core, Ev, Node, Rng, Sim, SimClient};
+use super::{master_core, Ev, Link, Node, Rng, Sim, SimClient};
 use crate::scenario::Scenario;
 
 /// The backoff of every simulated client and upstream link: the real
 /// defaults (100 ms doubling to 30 s).
-fn backoff(rng: &mut Rng) -> Backoff {
+pub(super) fn backoff(rng: &mut Rng) -> Backoff {
     Backoff::new(
         std::time::Duration::from_millis(100),
         std::time::Duration::from_secs(30),
@@ -57,10 +57,14 @@ fn node(
         role,
         config,
         tasks,
-        master_task: 0,
-        up: true,
+        master: Some(0),
+        view: Some(0),
+        dead: None,
+        lost_mark: None,
         unreachable_until: Time::ZERO,
         wake_gen: 0,
+        poke: false,
+        link: Link::new(tasks),
         backoff: backoff(rng),
     }
 }
@@ -120,6 +124,7 @@ fn clients(
                 leaf,
                 wants: scenario.demand.initial,
                 wake_gen: 0,
+                link: Link::new(scenario.tasks.max(1)),
                 backoff: backoff(rng),
             });
         }
@@ -158,6 +163,7 @@ impl Sim {
             marks: Vec::new(),
             keep_per_client,
             events_run: 0,
+            rpcs: Default::default(),
             scenario,
         };
         sim.first_events();

@@ -6,8 +6,11 @@
 //! same seed gives the same run.
 //!
 //! This file owns the world's types, the queue and the dispatch; building
-//! the world is in `build.rs`, the RPCs between clients and servers in
-//! `rpc.rs`, scenario events, mishaps and sampling in `world.rs`.
+//! the world is in `build.rs`; what a caller does with its cores (when to
+//! ask, what to do with the answer) in `rpc.rs`; the connection to a node
+//! (Discovery, redirects, deadlines, one call at a time) in `link.rs`; a
+//! server task answering an RPC in `serve.rs`; scenario events, mishaps and
+//! elections in `world.rs`; the per-second sample in `sample.rs`.
 //!
 //! Must not: read the real clock or use anything random but [`Rng`].
 
@@ -18,14 +21,19 @@ use std::sync::Arc;
 use doorman_algorithms::{Amount, Lease, Time};
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::Config;
-use doorman_core::server::{CapacityRequest, CoreOptions, Grant, Role, ServerCore, UpstreamGrant};
+use doorman_core::server::{CoreOptions, Grant, Role, ServerCore, UpstreamGrant};
 use doorman_core::Backoff;
 
 use crate::scenario::Scenario;
 
 mod build;
+mod link;
 mod rpc;
+mod sample;
+mod serve;
 mod world;
+
+pub use link::{Link, Reply, RpcMsg};
 
 /// Deterministic xorshift64* generator.
 #[derive(Debug, Clone)]
@@ -57,24 +65,42 @@ impl Rng {
     }
 }
 
-#[derive(Debug)]
-enum From {
+/// Who makes an RPC: a client, or an intermediate node's master asking its
+/// parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// A client (index into the clients).
     Client(usize),
+    /// A node's master (index into `Sim::nodes`).
     Node(usize),
 }
 
 #[derive(Debug)]
 enum Ev {
     ClientWake(usize, u64),
-    ClientResponse(usize, Vec<String>, Option<Vec<GrantItem>>),
-    Request(usize, From, CapacityRequest),
     UpstreamWake(usize, u64),
-    UpstreamResponse(usize, Vec<String>, Option<Vec<UpstreamGrant>>),
+    /// An RPC reaches task `task` of node `node`.
+    Arrive {
+        caller: Caller,
+        epoch: u64,
+        node: usize,
+        task: usize,
+        sent: Time,
+        msg: RpcMsg,
+    },
+    /// An RPC's outcome reaches its caller.
+    Reply {
+        caller: Caller,
+        epoch: u64,
+        task: usize,
+        reply: Reply,
+    },
     DemandTick,
     Sample,
     Scheduled(usize),
     Mishap,
-    Reelect(usize),
+    /// An election in a node's job, scheduled by a lost master.
+    Elect(usize),
 }
 
 struct Entry {
@@ -99,13 +125,15 @@ impl Ord for Entry {
     }
 }
 
-/// One node of the tree: a job of `tasks` replicas, one of which is master.
-/// Only the master's core exists: standby replicas hold no lease state, so
-/// a new master starts from nothing. Each task has its own server id
-/// (`<node>/t<task>`); towards the parent all of them use the node's id, as
-/// `doorman server --node-id` (default: the election key) does.
+/// One node of the tree: a job of `tasks` replicas, at most one of which is
+/// master. Only the master's core exists: standby replicas hold no lease
+/// state (a new master starts from nothing) and answer Discovery and every
+/// capacity RPC with the master they believe in (a redirect), as
+/// `doorman server` does. Each task has its own address (`<node>/t<task>`);
+/// towards its parent all of them use the node's id, as `doorman server
+/// --node-id` (default: the election key) does.
 pub struct Node {
-    /// The node's name in the scenario (`root`, `leaf-3`, …).
+    /// The node's name in the scenario (`root`, `n1`, `n1.2`, …).
     pub name: String,
     /// Depth in the tree (0 = root).
     pub depth: usize,
@@ -117,10 +145,21 @@ pub struct Node {
     role: Role,
     config: Arc<Config>,
     tasks: usize,
-    master_task: usize,
-    up: bool,
+    /// The task that is master, if any.
+    master: Option<usize>,
+    /// The master the standbys name (the election key's value): the dead
+    /// master's until its election lease runs out.
+    view: Option<usize>,
+    /// A crashed task: it refuses connections until the next election.
+    dead: Option<usize>,
+    /// The mark of the master loss not yet ended by an election.
+    lost_mark: Option<usize>,
     unreachable_until: Time,
     wake_gen: u64,
+    /// A wake-up asked for while the upstream call was busy.
+    poke: bool,
+    /// The master's connection to the parent.
+    link: Link,
     backoff: Backoff,
 }
 
@@ -130,6 +169,7 @@ struct SimClient {
     leaf: usize,
     wants: f64,
     wake_gen: u64,
+    link: Link,
     backoff: Backoff,
 }
 
@@ -152,11 +192,14 @@ pub struct Sample {
     pub per_client: Vec<(f64, f64)>,
 }
 
-/// A marker on the plot.
+/// A marker on the plot: a mishap or scheduled event.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Mark {
     /// Seconds since the start.
     pub t: f64,
+    /// When the disturbance ended (a new master elected, the node reachable
+    /// again); `t` for an instant event such as a spike.
+    pub end: f64,
     /// What happened.
     pub what: String,
 }
@@ -182,9 +225,36 @@ pub struct Sim {
     keep_per_client: bool,
     /// Events processed.
     pub events_run: u64,
+    /// What the RPCs did.
+    pub rpcs: RpcCounts,
 }
 
-const RPC_TIMEOUT: Time = Time::from_millis(5000);
+/// Counts of RPC outcomes over a run.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct RpcCounts {
+    /// Discovery RPCs sent.
+    pub discovery: u64,
+    /// GetCapacity and GetServerCapacity RPCs sent.
+    pub capacity: u64,
+    /// RPCs that failed at their deadline (a node cut off).
+    pub timed_out: u64,
+    /// RPCs refused (a crashed task).
+    pub refused: u64,
+    /// Redirects answered by standbys.
+    pub redirects: u64,
+    /// New connections opened (one more round trip each).
+    pub connects: u64,
+}
+
+/// The deadline of every RPC: the client library's default `rpc_timeout`
+/// (`doorman-client` `ClientBuilder::new`) and the server's default
+/// `parent_timeout` (`doorman-server` `ServerOptions::new`); also the
+/// connect timeout (`Connector::client`).
+pub const RPC_TIMEOUT: Time = Time::from_millis(5000);
+
+/// The server's default minimum interval between two decisions for one
+/// requester (`doorman server --min-request-interval`, default 1 s).
+pub const MIN_REQUEST_INTERVAL: Time = Time::secs(1);
 
 impl Sim {
     fn push(&mut self, at: Time, ev: Ev) {
@@ -223,10 +293,21 @@ impl Sim {
     fn handle(&mut self, ev: Ev) {
         match ev {
             Ev::ClientWake(c, gen) => self.client_wake(c, gen),
-            Ev::Request(node, from, req) => self.request(node, from, req),
-            Ev::ClientResponse(c, ids, grants) => self.client_response(c, ids, grants),
             Ev::UpstreamWake(node, gen) => self.upstream_wake(node, gen),
-            Ev::UpstreamResponse(node, ids, grants) => self.upstream_response(node, ids, grants),
+            Ev::Arrive {
+                caller,
+                epoch,
+                node,
+                task,
+                sent,
+                msg,
+            } => self.arrive(caller, epoch, node, task, sent, msg),
+            Ev::Reply {
+                caller,
+                epoch,
+                task,
+                reply,
+            } => self.reply(caller, epoch, task, reply),
             Ev::DemandTick => self.demand_tick(),
             Ev::Sample => {
                 self.sample();
@@ -237,13 +318,13 @@ impl Sim {
                 self.apply(kind);
             }
             Ev::Mishap => self.mishap(),
-            Ev::Reelect(node) => self.reelect(node),
+            Ev::Elect(node) => self.elect_random(node),
         }
     }
 
-    fn reachable(&self, node: usize) -> bool {
-        let n = &self.nodes[node];
-        n.up && self.now >= n.unreachable_until
+    /// True while the node is cut off the network (both ways).
+    fn partitioned(&self, node: usize) -> bool {
+        self.now < self.nodes[node].unreachable_until
     }
 }
 
@@ -260,7 +341,7 @@ fn master_core(
     let options = CoreOptions {
         role,
         server_id: server_id.clone(),
-        min_request_interval: Time::ZERO,
+        min_request_interval: MIN_REQUEST_INTERVAL,
     };
     let mut core = ServerCore::new(options, config.clone());
     core.become_master(now);

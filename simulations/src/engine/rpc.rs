@@ -1,17 +1,26 @@
-//! The RPCs of the simulated world: clients asking their leaf, servers
-//! answering, intermediate servers asking their parent, and the answers or
-//! failures coming back, each after the delay the scenario draws. A request
-//! to an unreachable node fails after the RPC timeout.
+//! The callers' loops, as the client library's background task and the
+//! server's upstream task run them: wake up when the core says something is
+//! due (or when demand changed), send one bulk request through the link
+//! (`link.rs`), and hand the answer, or the failure with the backoff's
+//! delay, to the core. Nothing is sent while a call is outstanding.
 //!
 //! Must not: decide anything (the real cores do).
 
 use doorman_algorithms::{Demand, Time};
 use doorman_core::client::GrantItem;
-use doorman_core::server::{CapacityRequest, ResourceAsk, UpstreamGrant, Who};
+use doorman_core::server::{CapacityRequest, Grant, ResourceAsk, UpstreamGrant, Who};
 
-use super::{amount, client_grant, upstream_grant, Ev, From, Sim, RPC_TIMEOUT};
+use super::link::Step;
+use super::{amount, client_grant, upstream_grant, Caller, Ev, Link, Reply, Sim};
 
 impl Sim {
+    pub(super) fn link_mut(&mut self, caller: Caller) -> &mut Link {
+        match caller {
+            Caller::Client(c) => &mut self.clients[c].link,
+            Caller::Node(n) => &mut self.nodes[n].link,
+        }
+    }
+
     pub(super) fn schedule_client(&mut self, c: usize) {
         let now = self.now;
         let cl = &mut self.clients[c];
@@ -19,6 +28,15 @@ impl Sim {
         let gen = cl.wake_gen;
         if let Some(t) = cl.core.next_wakeup(now) {
             self.push(t.max(now), Ev::ClientWake(c, gen));
+        }
+    }
+
+    /// The client's wants changed: its loop wakes at once (the library's
+    /// `set_wants` does), or after the call it is in.
+    pub(super) fn poke_client(&mut self, c: usize) {
+        if !self.clients[c].link.busy() {
+            let gen = self.clients[c].wake_gen;
+            self.push(self.now, Ev::ClientWake(c, gen));
         }
     }
 
@@ -36,13 +54,13 @@ impl Sim {
     /// A client's wake-up: refresh its wants, send what is due.
     pub(super) fn client_wake(&mut self, c: usize, gen: u64) {
         let now = self.now;
-        if self.clients[c].wake_gen != gen {
+        let cl = &mut self.clients[c];
+        if cl.wake_gen != gen || cl.link.busy() {
             return;
         }
-        let res = self.scenario.resource.clone();
-        let cl = &mut self.clients[c];
-        cl.core.set_wants(&res, cl.wants, now);
-        if let Some(items) = cl.core.poll_request(now) {
+        let res = &self.scenario.resource;
+        cl.core.set_wants(res, cl.wants, now);
+        if let Some(items) = cl.core.poll_request(now).filter(|i| !i.is_empty()) {
             let ids: Vec<String> = items.iter().map(|i| i.resource_id.clone()).collect();
             let req = CapacityRequest {
                 who: Who::Client(cl.id.clone()),
@@ -57,75 +75,29 @@ impl Sim {
                     })
                     .collect(),
             };
-            let leaf = cl.leaf;
-            let d = self.delay();
-            if self.reachable(leaf) {
-                self.push(now + d, Ev::Request(leaf, From::Client(c), req));
-            } else {
-                self.push(now + RPC_TIMEOUT, Ev::ClientResponse(c, ids, None));
-            }
+            let step = cl.link.start(ids, req);
+            self.run_step(Caller::Client(c), step);
         }
-        self.schedule_client(c);
-    }
-
-    /// A node answers a request (nothing when it is unreachable).
-    pub(super) fn request(&mut self, node: usize, from: From, req: CapacityRequest) {
-        let now = self.now;
-        let result = if self.reachable(node) {
-            self.nodes[node].core.get_capacity(now, &req).ok()
-        } else {
-            None
-        };
-        if self.nodes[node].core.take_upstream_wake() {
-            self.schedule_upstream(node, Some(now));
+        if !self.clients[c].link.busy() {
+            self.schedule_client(c);
         }
-        let d = self.delay();
-        let ids: Vec<String> = req
-            .resources
-            .iter()
-            .map(|r| r.resource_id.clone())
-            .collect();
-        match from {
-            From::Client(c) => {
-                let grants = result.map(|g| g.iter().map(client_grant).collect());
-                self.push(now + d, Ev::ClientResponse(c, ids, grants));
-            }
-            From::Node(child) => {
-                let grants = result.map(|g| g.iter().map(upstream_grant).collect());
-                self.push(now + d, Ev::UpstreamResponse(child, ids, grants));
-            }
-        }
-    }
-
-    /// An answer (or a failure) reaches a client.
-    pub(super) fn client_response(
-        &mut self,
-        c: usize,
-        ids: Vec<String>,
-        grants: Option<Vec<GrantItem>>,
-    ) {
-        let now = self.now;
-        let cl = &mut self.clients[c];
-        match cl.backoff.outcome(grants.ok_or(())) {
-            Ok(g) => cl.core.on_response(now, &ids, &g),
-            Err((_, d)) => cl.core.on_failure(now, &ids, Time::from_duration(d)),
-        }
-        self.schedule_client(c);
     }
 
     /// An intermediate node's upstream wake-up: ask the parent what is due.
     pub(super) fn upstream_wake(&mut self, node: usize, gen: u64) {
         let now = self.now;
-        if self.nodes[node].wake_gen != gen || !self.nodes[node].up {
+        let n = &mut self.nodes[node];
+        if n.wake_gen != gen || n.master.is_none() || n.parent.is_none() {
             return;
         }
-        let Some(parent) = self.nodes[node].parent else {
+        if n.link.busy() {
+            n.poke = true;
             return;
-        };
-        if let Some(asks) = self.nodes[node].core.upstream_request(now) {
+        }
+        if let Some(asks) = n.core.upstream_request(now).filter(|a| !a.is_empty()) {
             let ids: Vec<String> = asks.iter().map(|a| a.resource_id.clone()).collect();
             let req = CapacityRequest {
-                who: Who::Server(self.nodes[node].id.clone()),
+                who: Who::Server(n.id.clone()),
                 resources: asks
                     .iter()
                     .map(|a| ResourceAsk {
@@ -141,29 +113,57 @@ impl Sim {
                     })
                     .collect(),
             };
-            let d = self.delay();
-            if self.reachable(parent) {
-                self.push(now + d, Ev::Request(parent, From::Node(node), req));
-            } else {
-                self.push(now + RPC_TIMEOUT, Ev::UpstreamResponse(node, ids, None));
-            }
+            let step = n.link.start(ids, req);
+            self.run_step(Caller::Node(node), step);
         }
-        self.schedule_upstream(node, None);
+        if !self.nodes[node].link.busy() {
+            self.schedule_upstream(node, None);
+        }
     }
 
-    /// The parent's answer (or a failure) reaches a node.
-    pub(super) fn upstream_response(
-        &mut self,
-        node: usize,
-        ids: Vec<String>,
-        grants: Option<Vec<UpstreamGrant>>,
-    ) {
-        let now = self.now;
-        let n = &mut self.nodes[node];
-        match n.backoff.outcome(grants.ok_or(())) {
-            Ok(g) => n.core.upstream_response(now, &ids, &g),
-            Err((_, d)) => n.core.upstream_failure(now, &ids, Time::from_duration(d)),
+    /// An answer (or a failure) of one RPC reaches its caller.
+    pub(super) fn reply(&mut self, caller: Caller, epoch: u64, task: usize, reply: Reply) {
+        let link = self.link_mut(caller);
+        if link.epoch() != epoch || !link.busy() {
+            return; // the calling process is gone
         }
-        self.schedule_upstream(node, None);
+        let step = link.on_reply(task, reply);
+        self.run_step(caller, step);
+    }
+
+    fn run_step(&mut self, caller: Caller, step: Step) {
+        match step {
+            Step::Send(task, msg) => self.send(caller, task, msg),
+            Step::Done(ids, r) => self.finish(caller, ids, r),
+        }
+    }
+
+    /// A call is over: the core gets the grants, or the failure and the
+    /// backoff's delay; the loop goes on.
+    fn finish(&mut self, caller: Caller, ids: Vec<String>, r: Result<Vec<Grant>, ()>) {
+        let now = self.now;
+        match caller {
+            Caller::Client(c) => {
+                let cl = &mut self.clients[c];
+                let r = r.map(|g| g.iter().map(client_grant).collect::<Vec<GrantItem>>());
+                match cl.backoff.outcome(r) {
+                    Ok(g) => cl.core.on_response(now, &ids, &g),
+                    Err((_, d)) => cl.core.on_failure(now, &ids, Time::from_duration(d)),
+                }
+                // Wants may have moved during the call: the loop looks at once.
+                let gen = cl.wake_gen;
+                self.client_wake(c, gen);
+            }
+            Caller::Node(node) => {
+                let n = &mut self.nodes[node];
+                let r = r.map(|g| g.iter().map(upstream_grant).collect::<Vec<UpstreamGrant>>());
+                match n.backoff.outcome(r) {
+                    Ok(g) => n.core.upstream_response(now, &ids, &g),
+                    Err((_, d)) => n.core.upstream_failure(now, &ids, Time::from_duration(d)),
+                }
+                let poke = std::mem::take(&mut n.poke);
+                self.schedule_upstream(node, poke.then_some(now));
+            }
+        }
     }
 }

@@ -1,17 +1,42 @@
 //! What happens to the simulated world besides RPCs: demand changes,
-//! scheduled scenario events, random mishaps (spikes, lost masters,
-//! unreachable nodes), re-elections, and the per-second sample.
+//! scheduled scenario events, random mishaps (spikes, elections, lost
+//! masters, unreachable nodes) and the elections that end a lost master.
 //!
 //! Must not: decide anything about leases (the real cores do).
 
 use doorman_algorithms::Time;
-use doorman_core::client::Mode;
 
-use super::{master_core, Ev, Mark, Sample, Sim};
-use crate::scenario::EventKind;
+use super::build::backoff;
+use super::{master_core, Ev, Mark, Sim};
+use crate::scenario::{EventKind, Mishaps};
+
+/// The kinds of random mishap, in the order their weights are drawn.
+#[derive(Debug, Clone, Copy)]
+enum Mishap {
+    Spike,
+    Election,
+    MasterLost,
+    Unreachable,
+}
+
+fn pick(m: &Mishaps, r: u64) -> Option<Mishap> {
+    let w = &m.weights;
+    let kinds = [
+        (w.spike, Mishap::Spike),
+        (w.election, Mishap::Election),
+        (w.master_lost, Mishap::MasterLost),
+        (w.unreachable, Mishap::Unreachable),
+    ];
+    let mut acc = 0;
+    kinds.into_iter().find_map(|(weight, k)| {
+        acc += weight;
+        (r < acc).then_some(k)
+    })
+}
 
 impl Sim {
-    /// Every client's wants move by up to ± the scenario's change.
+    /// Every client's wants move by up to ± the scenario's change; each
+    /// client's loop wakes (the library's `set_wants` wakes it).
     pub(super) fn demand_tick(&mut self) {
         let now = self.now;
         let ch = self.scenario.demand.change;
@@ -19,6 +44,7 @@ impl Sim {
             let f = 1.0 + ch * (2.0 * self.rng.unit() - 1.0);
             let cl = &mut self.clients[c];
             cl.wants = (cl.wants * f).max(0.0);
+            self.poke_client(c);
         }
         let every = self.scenario.demand.change_every as i64;
         self.push(now + Time::secs(every), Ev::DemandTick);
@@ -30,60 +56,111 @@ impl Sim {
         let Some(m) = self.scenario.mishaps.clone() else {
             return;
         };
-        let kind = match self.rng.below(3) {
-            0 => EventKind::Spike {
-                clients: 1,
-                wants: f64::NAN, // +m.spike to a random client
-            },
-            1 => EventKind::MasterLost {
-                node: self.random_node(),
-            },
-            _ => {
-                let secs = 1 + self.rng.below(m.outage_max.max(1));
-                EventKind::Unreachable {
-                    node: self.random_node(),
-                    until: (self.elapsed() as u64) + secs,
-                }
+        let r = self.rng.below(m.weights.total());
+        match pick(&m, r) {
+            Some(Mishap::Spike) => {
+                let c = self.rng.below(self.clients.len() as u64) as usize;
+                self.clients[c].wants += m.spike;
+                self.poke_client(c);
+                let what = format!("spike +{} at client {}", m.spike, self.clients[c].id);
+                self.mark(what, 0);
             }
-        };
-        if let EventKind::Spike { .. } = kind {
-            let c = self.rng.below(self.clients.len() as u64) as usize;
-            self.clients[c].wants += m.spike;
-            self.mark(format!(
-                "spike +{} at client {}",
-                m.spike, self.clients[c].id
-            ));
-        } else {
-            self.apply(kind);
+            Some(Mishap::Election) => {
+                let node = self.random_node();
+                let task = self.rng.below(self.nodes[node].tasks as u64) as usize;
+                let name = &self.nodes[node].name;
+                self.mark(format!("{name}: master election (task {task} wins)"), 0);
+                self.elect(node, task);
+            }
+            Some(Mishap::MasterLost) => {
+                let node = self.random_node();
+                let [lo, hi] = m.master_lost_s.unwrap_or([self.scenario.reelection_s; 2]);
+                let secs = lo + self.rng.below(hi.saturating_sub(lo) + 1);
+                self.lose_master(node, secs);
+            }
+            Some(Mishap::Unreachable) => {
+                let node = self.random_node();
+                let secs = 1 + self.rng.below(m.outage_max.max(1));
+                let name = self.nodes[node].name.clone();
+                self.unreachable(node, name, secs);
+            }
+            None => {}
         }
         self.push(now + Time::secs(m.every as i64), Ev::Mishap);
     }
 
-    /// Another task of the node's job wins the election.
-    pub(super) fn reelect(&mut self, node: usize) {
+    /// The node's master crashes: its task refuses connections, the
+    /// standbys still name it (its election lease has not run out), and
+    /// after `secs` a random task of the job wins the election.
+    fn lose_master(&mut self, node: usize, secs: u64) {
         let now = self.now;
-        // Another task of the job wins (with one task, the lost one
-        // restarts): a new server id, fresh state, learning mode.
+        let name = self.nodes[node].name.clone();
+        let Some(task) = self.nodes[node].master else {
+            self.mark(format!("{name}: master lost again (has none)"), 0);
+            return;
+        };
+        let i = self.mark(format!("{name}: master lost for {secs} s"), secs);
         let n = &mut self.nodes[node];
-        n.up = true;
-        n.master_task = (n.master_task + 1) % n.tasks;
-        let (core, task_id) = master_core(n.role, &n.name, n.master_task, &n.config, now);
+        n.dead = Some(task);
+        n.master = None;
+        n.core.step_down(None);
+        n.link.reset();
+        n.lost_mark = Some(i);
+        self.push(now + Time::secs(secs as i64), Ev::Elect(node));
+    }
+
+    /// The election a lost master scheduled: a random task wins.
+    pub(super) fn elect_random(&mut self, node: usize) {
+        let task = self.rng.below(self.nodes[node].tasks as u64) as usize;
+        self.elect(node, task);
+    }
+
+    /// Task `task` wins its job's election. If it already is master nothing
+    /// changes; otherwise the old master (if any) steps down, and the new
+    /// one starts with fresh state in learning mode, a new connection to
+    /// its parent and a new backoff. A crashed task has restarted by then.
+    fn elect(&mut self, node: usize, task: usize) {
+        let now = self.now;
+        let elapsed = self.elapsed();
+        if let Some(i) = self.nodes[node].lost_mark.take() {
+            self.marks[i].end = elapsed;
+        }
+        if self.nodes[node].master == Some(task) {
+            return;
+        }
+        let b = backoff(&mut self.rng);
+        let n = &mut self.nodes[node];
+        let (core, _) = master_core(n.role, &n.name, task, &n.config, now);
         n.core = core;
-        let name = format!("{} ({task_id})", n.name);
-        self.mark(format!("{name}: new master elected"));
+        n.master = Some(task);
+        n.view = Some(task);
+        n.dead = None;
+        n.link.reset();
+        n.backoff = b;
+        n.poke = false;
         self.schedule_upstream(node, Some(now));
     }
 
-    fn random_node(&mut self) -> String {
-        let i = self.rng.below(self.nodes.len() as u64) as usize;
-        self.nodes[i].name.clone()
+    fn unreachable(&mut self, node: usize, name: String, secs: u64) {
+        let until = self.now + Time::secs(secs as i64);
+        let n = &mut self.nodes[node];
+        n.unreachable_until = n.unreachable_until.max(until);
+        self.mark(format!("{name}: unreachable for {secs} s"), secs);
     }
 
-    fn mark(&mut self, what: String) {
+    fn random_node(&mut self) -> usize {
+        self.rng.below(self.nodes.len() as u64) as usize
+    }
+
+    /// Records a mark lasting `secs`; returns its index.
+    fn mark(&mut self, what: String, secs: u64) -> usize {
+        let t = self.elapsed();
         self.marks.push(Mark {
-            t: self.elapsed(),
+            t,
+            end: t + secs as f64,
             what,
         });
+        self.marks.len() - 1
     }
 
     fn node(&self, name: &str) -> Option<usize> {
@@ -91,74 +168,25 @@ impl Sim {
     }
 
     pub(super) fn apply(&mut self, kind: EventKind) {
-        let now = self.now;
         match kind {
             EventKind::Spike { clients, wants } => {
                 for c in 0..clients.min(self.clients.len()) {
                     self.clients[c].wants = wants;
+                    self.poke_client(c);
                 }
-                self.mark(format!("{clients} client(s) spike to {wants}"));
+                self.mark(format!("{clients} client(s) spike to {wants}"), 0);
             }
             EventKind::MasterLost { node } => {
                 if let Some(i) = self.node(&node) {
-                    if self.nodes[i].up {
-                        self.nodes[i].up = false;
-                        self.nodes[i].core.step_down(None);
-                        let delay = Time::secs(self.scenario.reelection_s as i64);
-                        self.push(now + delay, Ev::Reelect(i));
-                        self.mark(format!("{node}: master lost"));
-                    }
+                    self.lose_master(i, self.scenario.reelection_s);
                 }
             }
             EventKind::Unreachable { node, until } => {
                 if let Some(i) = self.node(&node) {
-                    let until_t = self.start + Time::secs(until as i64);
-                    self.nodes[i].unreachable_until = self.nodes[i].unreachable_until.max(until_t);
-                    self.mark(format!("{node}: unreachable until {until} s"));
+                    let secs = until.saturating_sub(self.elapsed() as u64);
+                    self.unreachable(i, node, secs);
                 }
             }
         }
-    }
-
-    pub(super) fn sample(&mut self) {
-        let now = self.now;
-        let depth = self.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        let mut levels = vec![(0.0, 0.0, 0.0); depth + 1];
-        let mut per_node = Vec::with_capacity(self.nodes.len());
-        for n in &mut self.nodes {
-            let st = n.core.status(now, 0);
-            let row = st
-                .resources
-                .first()
-                .map_or((0.0, 0.0, 0.0), |r| (r.capacity, r.wants, r.has));
-            let l = &mut levels[n.depth];
-            l.0 += row.0;
-            l.1 += row.1;
-            l.2 += row.2;
-            per_node.push(row);
-        }
-        let res = &self.scenario.resource;
-        let mut wants = 0.0;
-        let mut has = 0.0;
-        let mut per = Vec::new();
-        for cl in &self.clients {
-            let h = match cl.core.capacity(res, now) {
-                Some((c, Mode::Lease)) => c,
-                _ => 0.0,
-            };
-            wants += cl.wants;
-            has += h;
-            if self.keep_per_client {
-                per.push((h, cl.wants));
-            }
-        }
-        self.samples.push(Sample {
-            t: self.elapsed(),
-            levels,
-            nodes: per_node,
-            client_wants: wants,
-            client_has: has,
-            per_client: per,
-        });
     }
 }

@@ -1,0 +1,143 @@
+//! The network and the server tasks: sending an RPC from a caller to a task
+//! of a node, and what the task does with it, as `doorman server` would:
+//!
+//! * a node cut off the network (`unreachable`) neither receives nor sends:
+//!   an RPC to it, or from it, fails at the caller's deadline
+//!   ([`RPC_TIMEOUT`]) after it was sent;
+//! * a crashed task (a lost master, until the next election) refuses
+//!   connections: the failure is back after one network delay;
+//! * the master answers from its real core; a standby answers Discovery and
+//!   every capacity RPC with the master it believes in (a redirect).
+//!
+//! Must not: decide anything about leases (the master's core does) or what
+//! the caller does next (`link.rs`, `rpc.rs`).
+
+use doorman_algorithms::Time;
+use doorman_core::server::Refusal;
+
+use super::{Caller, Ev, Reply, RpcMsg, Sim, RPC_TIMEOUT};
+
+impl Sim {
+    /// The node a caller talks to: a client's leaf, a node's parent.
+    pub(super) fn target(&self, caller: Caller) -> Option<usize> {
+        match caller {
+            Caller::Client(c) => Some(self.clients[c].leaf),
+            Caller::Node(n) => self.nodes[n].parent,
+        }
+    }
+
+    /// Sends `msg` from `caller` to task `task` of its target node.
+    pub(super) fn send(&mut self, caller: Caller, task: usize, msg: RpcMsg) {
+        let now = self.now;
+        let Some(node) = self.target(caller) else {
+            return;
+        };
+        let cut_off = matches!(caller, Caller::Node(n) if self.partitioned(n));
+        let link = self.link_mut(caller);
+        let epoch = link.epoch();
+        let connect = link.connect(task);
+        match msg {
+            RpcMsg::Discovery => self.rpcs.discovery += 1,
+            RpcMsg::Capacity(_) => self.rpcs.capacity += 1,
+        }
+        self.rpcs.connects += u64::from(connect);
+        if cut_off {
+            self.rpcs.timed_out += 1;
+            let reply = Reply::Failed;
+            self.push(
+                now + RPC_TIMEOUT,
+                Ev::Reply {
+                    caller,
+                    epoch,
+                    task,
+                    reply,
+                },
+            );
+            return;
+        }
+        let mut d = self.delay();
+        if connect {
+            d = d + self.delay() + self.delay();
+        }
+        self.push(
+            now + d,
+            Ev::Arrive {
+                caller,
+                epoch,
+                node,
+                task,
+                sent: now,
+                msg,
+            },
+        );
+    }
+
+    /// An RPC reaches task `task` of `node`.
+    pub(super) fn arrive(
+        &mut self,
+        caller: Caller,
+        epoch: u64,
+        node: usize,
+        task: usize,
+        sent: Time,
+        msg: RpcMsg,
+    ) {
+        let now = self.now;
+        if self.partitioned(node) {
+            self.rpcs.timed_out += 1;
+            let at = (sent + RPC_TIMEOUT).max(now);
+            let reply = Reply::Failed;
+            self.push(
+                at,
+                Ev::Reply {
+                    caller,
+                    epoch,
+                    task,
+                    reply,
+                },
+            );
+            return;
+        }
+        let reply = self.answer(node, task, msg);
+        let d = self.delay();
+        self.push(
+            now + d,
+            Ev::Reply {
+                caller,
+                epoch,
+                task,
+                reply,
+            },
+        );
+    }
+
+    /// What task `task` of `node` answers.
+    fn answer(&mut self, node: usize, task: usize, msg: RpcMsg) -> Reply {
+        let now = self.now;
+        let n = &mut self.nodes[node];
+        if n.dead == Some(task) {
+            self.rpcs.refused += 1;
+            return Reply::Failed;
+        }
+        let is_master = n.master == Some(task);
+        let reply = match msg {
+            RpcMsg::Discovery => Reply::Discovery {
+                is_master,
+                master: if is_master { Some(task) } else { n.view },
+            },
+            RpcMsg::Capacity(_) if !is_master => {
+                self.rpcs.redirects += 1;
+                Reply::Redirect(n.view)
+            }
+            RpcMsg::Capacity(req) => match n.core.get_capacity(now, &req) {
+                Ok(grants) => Reply::Grants(grants),
+                Err(Refusal::NotMaster(_)) => Reply::Redirect(n.view),
+                Err(Refusal::NoConfig(_)) => Reply::Failed,
+            },
+        };
+        if n.core.take_upstream_wake() {
+            self.schedule_upstream(node, Some(now));
+        }
+        reply
+    }
+}

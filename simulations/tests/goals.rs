@@ -1,0 +1,70 @@
+//! Scenario 7 over seeds 1–30, gated on the worst seed (issue 17's goals,
+//! see docs/simulation.md "Goals"):
+//!
+//! * `original` profile (the original simulation's parameters): beat the
+//!   original simulation on every seed at once. Gated here: peak ≤ 105 %
+//!   and fewer shortfall events than the original's fewest (5, measured
+//!   under Python 2.7). Not gated, because it is not reached (worst seed
+//!   94.6 %, docs/simulation.md): mean utilisation ≥ 97 %.
+//! * `ours` profile: peak ≤ 102 %, utilisation ≥ 99 %, re-convergence
+//!   ≤ 30 s are none of them reached on the worst seed; what is gated is
+//!   what the design doc reports for its own scenario 7 run: utilisation
+//!   above 96.6 % and fewer than 14 shortfall events. Its 106.05 % peak is
+//!   not beaten on the worst seed and is not gated.
+
+use doorman_sim::scenario::Scenario;
+use doorman_sim::seeds::{run_seeds, SeedsSummary};
+
+fn seven(profile: &str) -> SeedsSummary {
+    let path = format!("{}/scenarios/seven.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let scenario = Scenario::parse_profile(&text, profile).unwrap();
+    let seeds: Vec<u64> = (1..=30).collect();
+    run_seeds(&scenario, &seeds, 2, None).unwrap()
+}
+
+#[test]
+fn original_profile_worst_seed_beats_the_original_peak_and_shortfalls() {
+    let r = seven("original");
+    assert_eq!(r.runs.len(), 30);
+    for s in &r.runs {
+        let what = format!("seven (original), seed {}", s.seed);
+        assert!(
+            s.clients == 45 && s.nodes == 13,
+            "{what}: the original's tree"
+        );
+        assert!(
+            s.max_over_capacity <= 1.05,
+            "{what}: peak {}",
+            s.max_over_capacity
+        );
+        assert!(
+            s.shortfall_events < 5,
+            "{what}: {} shortfall events",
+            s.shortfall_events
+        );
+    }
+}
+
+#[test]
+fn ours_profile_worst_seed_beats_the_design_docs_utilisation_and_shortfalls() {
+    let r = seven("ours");
+    for s in &r.runs {
+        let what = format!("seven (ours), seed {}", s.seed);
+        let util = s.doc_utilisation.unwrap();
+        assert!(
+            util > 0.966,
+            "{what}: utilisation {util}, design doc 96.6 %"
+        );
+        assert!(
+            s.shortfall_events < 14,
+            "{what}: {} shortfall events",
+            s.shortfall_events
+        );
+        let lost = r
+            .runs
+            .iter()
+            .all(|s| s.rpcs.refused > 0 && s.rpcs.timed_out > 0);
+        assert!(lost, "{what}: crashed masters and cut-off nodes cost RPCs");
+    }
+}
