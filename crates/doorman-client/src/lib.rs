@@ -45,6 +45,13 @@ pub mod tls;
 pub mod tower;
 mod wants;
 
+/// The client's local limiting, for front-ends that admit requests
+/// themselves from a lease (the server's Envoy rate limit service).
+pub mod limiter {
+    pub use crate::resource::Bucket as TokenBucket;
+    pub use crate::wants::Window as UsageWindow;
+}
+
 pub use acquire::AcquireError;
 pub use auth::BearerToken;
 pub use builder::ClientBuilder;

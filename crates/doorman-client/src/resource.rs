@@ -34,17 +34,19 @@ pub enum Wants {
 /// Longest single sleep of a waiter; it re-checks afterwards.
 const MAX_WAIT: Duration = Duration::from_secs(3600);
 
-/// A token bucket refilled at the granted rate.
+/// A token bucket refilled at the granted rate, holding at most
+/// `burst_time` × rate tokens (at least one). It starts empty.
 #[derive(Debug)]
-pub(crate) struct Bucket {
-    pub rate: f64,
-    pub burst: f64,
-    pub tokens: f64,
-    pub last: Instant,
-    pub burst_time: f64,
+pub struct Bucket {
+    pub(crate) rate: f64,
+    pub(crate) burst: f64,
+    pub(crate) tokens: f64,
+    pub(crate) last: Instant,
+    pub(crate) burst_time: f64,
 }
 
 impl Bucket {
+    /// An empty bucket with no rate.
     pub fn new(now: Instant, burst_time: Duration) -> Self {
         Bucket {
             rate: 0.0,
@@ -55,6 +57,7 @@ impl Bucket {
         }
     }
 
+    /// Adds the tokens earned since the last refill.
     pub fn refill(&mut self, now: Instant) {
         let dt = now.saturating_duration_since(self.last).as_secs_f64();
         self.last = now;
@@ -71,6 +74,28 @@ impl Bucket {
             0.0
         };
         self.tokens = self.tokens.min(self.burst);
+    }
+
+    /// The rate (tokens per second).
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Tokens there now (negative while in debt).
+    pub fn tokens(&mut self, now: Instant) -> f64 {
+        self.refill(now);
+        self.tokens
+    }
+
+    /// How long until the bucket is full again (zero when it is, or has no
+    /// rate).
+    pub fn until_full(&mut self, now: Instant) -> Duration {
+        self.refill(now);
+        if self.rate <= 0.0 {
+            return Duration::ZERO;
+        }
+        Duration::try_from_secs_f64((self.burst - self.tokens).max(0.0) / self.rate)
+            .unwrap_or(MAX_WAIT)
     }
 
     /// Takes `n` permits if available. A request larger than the burst is

@@ -40,12 +40,13 @@ struct Slot {
 
 /// A sliding window of per-second usage.
 #[derive(Debug, Clone)]
-pub(crate) struct Window {
+pub struct Window {
     origin: Instant,
     slots: [Slot; WINDOW_SLOTS],
 }
 
 impl Window {
+    /// An empty window starting at `now`.
     pub fn new(now: Instant) -> Self {
         Window {
             origin: now,

@@ -21,6 +21,7 @@ pub mod auth;
 pub mod config_source;
 pub mod config_version;
 pub mod election;
+pub mod envoy;
 pub mod etcd;
 pub mod grpc;
 mod hangup;

@@ -246,7 +246,11 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         state.clone(),
         stop_rx.clone(),
     );
-    let mut tasks = vec![spawn_grpc(state.clone(), peers, stop_rx.clone())];
+    let rls = Arc::new(crate::envoy::local::LocalRequester::new(RLS_CLIENT_ID));
+    let mut tasks = vec![
+        spawn_grpc(state.clone(), rls.clone(), peers, stop_rx.clone()),
+        tokio::spawn(rls.run(state.clone(), stop_rx.clone())),
+    ];
     tasks.extend(http.map(|l| {
         let app = crate::http::router(state.clone());
         let (tls, state, stop) = (tls.clone(), state.clone(), stop_rx.clone());
@@ -364,14 +368,25 @@ fn spawn_serving<E: std::fmt::Display>(
     })
 }
 
+/// The client id under which a server's RLS front-end leases capacity
+/// from its own core.
+pub const RLS_CLIENT_ID: &str = "envoy-rls";
+
 fn spawn_grpc(
     state: Arc<ServerState>,
+    rls: Arc<crate::envoy::local::LocalRequester>,
     incoming: impl tokio_stream::Stream<Item = std::io::Result<crate::tls::Peer>> + Send + 'static,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let svc = CapacityServer::new(CapacityService::new(state))
+    use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
+    use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+    let svc = CapacityServer::new(CapacityService::new(state.clone()))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
+    let rls = RateLimitServiceServer::new(crate::envoy::rls::RlsService::new(state.clone(), rls))
+        .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
+    let rlqs = RateLimitQuotaServiceServer::new(crate::envoy::rlqs::RlqsService::new(state))
+        .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
     // Small request/response pairs: without TCP_NODELAY (set by Incoming),
     // Nagle and delayed ACKs add ~40 ms to every response that spans two
     // writes.
@@ -383,6 +398,8 @@ fn spawn_grpc(
             transport::undecodable_is_invalid_argument,
         ))
         .add_service(svc)
+        .add_service(rls)
+        .add_service(rlqs)
         .serve_with_incoming_shutdown(incoming, async move { stopped(&mut stop).await });
     spawn_serving("gRPC", serve)
 }

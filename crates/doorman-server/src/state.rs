@@ -120,27 +120,39 @@ impl ServerState {
         action: Action,
         req: &CapacityRequest,
     ) -> Result<Result<Vec<Grant>, Refusal>, String> {
+        let ids = req.resources.iter().map(|r| r.resource_id.as_str());
+        self.may(caller, action, ids)?;
+        Ok(self.decide_in_process(req))
+    }
+
+    /// `Err(why)` unless the access rules let `caller` do `action` on each
+    /// of `ids`.
+    pub fn may<'a>(
+        &self,
+        caller: Option<&str>,
+        action: Action,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), String> {
+        let denial = self.core().config().acl().first_denial(caller, action, ids);
+        denial.map_or(Ok(()), Err)
+    }
+
+    /// Runs a request of this server's own (a front-end that checked its
+    /// callers' access itself, such as Envoy's rate limit services)
+    /// through the core, waking the upstream task if needed.
+    pub fn decide_in_process(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
         let now = self.now();
         let mut core = self.core();
-        let ids = req.resources.iter().map(|r| r.resource_id.as_str());
-        if let Some(why) = core.config().acl().first_denial(caller, action, ids) {
-            return Err(why);
-        }
         let out = core.get_capacity(now, req);
         if core.take_upstream_wake() {
             self.upstream_wake.notify_one();
         }
-        Ok(out)
+        out
     }
 
     /// May `caller` read the status pages? `Err(why)` if not.
     pub fn may_read(&self, caller: Option<&str>) -> Result<(), String> {
-        let denial = self
-            .core()
-            .config()
-            .acl()
-            .first_denial(caller, Action::Read, [""]);
-        denial.map_or(Ok(()), Err)
+        self.may(caller, Action::Read, [""])
     }
 
     /// The caller's identity: its bearer token's (`authorization`

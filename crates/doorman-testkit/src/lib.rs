@@ -4,6 +4,8 @@
 //! * [`IsolatedServer`]: a server on its own runtime, killable like a
 //!   crashed process; trees are built from these.
 //! * [`EtcdProcess`]: a throwaway etcd on free loopback ports.
+//! * [`envoy::EnvoyProcess`]: a real Envoy from `deploy/envoy/`, and a
+//!   paced HTTP load through it.
 //! * [`InMemoryElection`]: an in-process election shared by servers.
 //! * [`ManualClock`]: a clock tests move by hand.
 //! * [`Pki`]: a test CA issuing server and client certificates.
@@ -14,6 +16,7 @@
 
 mod clock;
 mod election;
+pub mod envoy;
 mod etcd;
 mod eventually;
 mod isolated;

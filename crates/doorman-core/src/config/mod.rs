@@ -1,6 +1,7 @@
 //! Resource configuration: the model (templates and their algorithms), its
 //! validation and template lookup. The TOML walking is in `parse.rs`, the
-//! error types in `error.rs`.
+//! error types in `error.rs`, access rules in `acl.rs`, how Envoy's
+//! descriptors name resources in `envoy.rs`.
 //!
 //! A config is validated as a whole; a bad one is rejected with every
 //! problem listed (resource index and glob, field, reason) and never
@@ -11,6 +12,7 @@
 //! etcd values and hand the bytes in).
 
 mod acl;
+mod envoy;
 mod error;
 mod lookup;
 mod parse;
@@ -23,6 +25,7 @@ use doorman_algorithms::{Kind, LeaseTerms, DEFAULT_DECAY_FACTOR};
 use crate::limits::MAX_DURATION_SECS;
 
 pub use acl::{Acl, Action};
+pub use envoy::{EnvoyConfig, Mapped, Unit, Unmatched};
 pub use error::{ConfigError, Problem};
 use lookup::PatternIndex;
 
@@ -134,6 +137,7 @@ pub struct Config {
     patterns: PatternIndex,
     source: String,
     acl: Acl,
+    envoy: EnvoyConfig,
 }
 
 impl Config {
@@ -155,7 +159,12 @@ impl Config {
             source_name: source_name.to_string(),
             problems,
         };
-        let (templates, acl, mut problems) = parse::templates(text).map_err(|p| fail(vec![p]))?;
+        let parse::Parsed {
+            templates,
+            acl,
+            envoy,
+            mut problems,
+        } = parse::templates(text).map_err(|p| fail(vec![p]))?;
         if templates.is_empty() && problems.is_empty() {
             problems.push(Problem {
                 resource: None,
@@ -191,6 +200,7 @@ impl Config {
             exact,
             source: source_name.to_string(),
             acl,
+            envoy,
         })
     }
 
@@ -212,6 +222,7 @@ impl Config {
             patterns: PatternIndex::default(),
             source: "<empty>".into(),
             acl: Acl::default(),
+            envoy: EnvoyConfig::default(),
         }
     }
 
@@ -234,6 +245,11 @@ impl Config {
     /// The access rules (open when there are none).
     pub fn acl(&self) -> &Acl {
         &self.acl
+    }
+
+    /// How Envoy descriptors and buckets name resources (`[envoy]`).
+    pub fn envoy(&self) -> &EnvoyConfig {
+        &self.envoy
     }
 
     /// What is valid but probably not meant: access rules that can never

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Kind, DEFAULT_DECAY_FACTOR};
 
-use super::{Acl, AlgorithmConfig, Problem, Template};
+use super::{Acl, AlgorithmConfig, EnvoyConfig, Problem, Template};
 use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_DURATION_SECS};
 
 const TEMPLATE_KEYS: [&str; 6] = [
@@ -27,10 +27,19 @@ const ALGORITHM_KEYS: [&str; 5] = [
 ];
 const KNOWN_PARAMETERS: [&str; 1] = ["decay_factor"];
 
-/// Parses the TOML text into templates and access rules, collecting every
+/// What a config's text holds besides its lookup tables.
+pub(super) struct Parsed {
+    pub templates: Vec<Template>,
+    pub acl: Acl,
+    pub envoy: EnvoyConfig,
+    pub problems: Vec<Problem>,
+}
+
+/// Parses the TOML text into templates, access rules and the `[envoy]`
+/// section, collecting every
 /// problem. The templates returned are the valid ones; the caller rejects
 /// the whole config if any problem was found.
-pub(super) fn templates(text: &str) -> Result<(Vec<Template>, Acl, Vec<Problem>), Problem> {
+pub(super) fn templates(text: &str) -> Result<Parsed, Problem> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Problem {
         resource: None,
         field: "toml".into(),
@@ -39,11 +48,12 @@ pub(super) fn templates(text: &str) -> Result<(Vec<Template>, Acl, Vec<Problem>)
     let mut problems = Vec::new();
     let mut templates = Vec::new();
     for key in table.keys() {
-        if key != "resources" && key != "access" {
+        if !["resources", "access", "envoy"].contains(&key.as_str()) {
             problems.push(Problem {
                 resource: None,
                 field: key.clone(),
-                reason: "unknown top-level key (expected [[resources]] or [[access]])".into(),
+                reason: "unknown top-level key (expected [[resources]], [[access]] or [envoy])"
+                    .into(),
             });
         }
     }
@@ -63,7 +73,13 @@ pub(super) fn templates(text: &str) -> Result<(Vec<Template>, Acl, Vec<Problem>)
         }),
     }
     let acl = super::acl::parse(table.get("access"), &mut problems);
-    Ok((templates, acl, problems))
+    let envoy = super::envoy::parse(table.get("envoy"), &mut problems);
+    Ok(Parsed {
+        templates,
+        acl,
+        envoy,
+        problems,
+    })
 }
 
 /// Where problems go while one template is parsed.

@@ -30,13 +30,16 @@ pub const METRICS_MAX_AGE: Duration = Duration::from_secs(1);
 /// (Linux nice values are per thread).
 const NICENESS: i32 = 10;
 
+/// A page and when it was built.
+type LastPage = Option<(Instant, Arc<str>)>;
+
 /// The page builder of one HTTP boundary.
 #[derive(Debug, Clone)]
 pub struct Builder {
     state: Arc<ServerState>,
     permits: Arc<Semaphore>,
     /// The last `/metrics` page and when it was built.
-    metrics: Arc<Mutex<Option<(Instant, Arc<str>)>>>,
+    metrics: Arc<Mutex<LastPage>>,
 }
 
 impl Builder {

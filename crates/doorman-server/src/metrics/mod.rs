@@ -10,6 +10,7 @@
 //!
 //! Must not: change server state or keep anything but the metrics.
 
+pub mod envoy;
 pub mod resources;
 
 use prometheus::core::Collector;
@@ -55,6 +56,8 @@ fn result(ok: bool) -> &'static str {
 /// Every metric of one server, on its own registry.
 #[derive(Debug, Clone)]
 pub struct Metrics {
+    /// The Envoy front-ends'.
+    pub envoy: envoy::EnvoyMetrics,
     registry: Registry,
     requests: IntCounterVec,
     errors: IntCounterVec,
@@ -151,6 +154,7 @@ impl Metrics {
         )
         .buckets(LATENCY_BUCKETS.to_vec());
         Metrics {
+            envoy: envoy::EnvoyMetrics::new(&r),
             requests: counters(
                 "doorman_server_requests_total",
                 "RPCs received, by method.",

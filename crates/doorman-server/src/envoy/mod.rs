@@ -1,0 +1,121 @@
+//! Envoy's two rate limit protocols, served on the server's gRPC port next
+//! to `doorman.Capacity`, with the same TLS, tokens and access rules:
+//!
+//! * `rls.rs`: `ShouldRateLimit` (RLS). The server admits each hit itself
+//!   from capacity it leases from its own core (`local.rs`).
+//! * `rlqs.rs`: `StreamRateLimitQuotas` (RLQS). Each stream is one client
+//!   (an Envoy instance); Envoy limits by itself from the token-bucket
+//!   assignment built from the client's lease.
+//!
+//! Descriptors and bucket ids name resources by `[envoy]` in the config
+//! (`doorman_core::config::EnvoyConfig`); both front-ends are clients of
+//! the server's core like any other, so a leaf passes their demand up to
+//! its parent and the status page and metrics show them.
+//!
+//! Must not: decide capacity (the core does).
+
+pub mod local;
+pub mod rlqs;
+pub mod rls;
+
+use std::sync::Arc;
+
+use doorman_algorithms::{Amount, Demand};
+use doorman_client::{ClientCore, GrantItem, RequestItem};
+use doorman_core::limits::{id_length_problem, MAX_AMOUNT, MAX_RESOURCE_ID_BYTES};
+use doorman_core::server::{CapacityRequest, Decision, Grant, Refusal, ResourceAsk, Who};
+use doorman_core::Time;
+use tonic::{Request, Status};
+
+use crate::state::ServerState;
+use crate::tls::PeerInfo;
+
+/// Retry delay after the core refused (not the master, no config).
+const REFUSED_RETRY: Time = Time::secs(1);
+
+/// The caller's identity (token, else client certificate); a bad token is
+/// UNAUTHENTICATED.
+pub fn caller<T>(state: &ServerState, req: &Request<T>) -> Result<Option<Arc<str>>, Status> {
+    let peer = req.extensions().get::<PeerInfo>();
+    let peer = peer.and_then(|p| p.identity.as_ref());
+    let header = req.metadata().get("authorization").map(|v| v.as_bytes());
+    state
+        .identify(peer, header)
+        .map_err(|e| Status::unauthenticated(e.to_string()))
+}
+
+/// Why a resource id made from a descriptor cannot be used, if it can't.
+pub fn resource_problem(id: &str) -> Option<String> {
+    if let Some(why) = id_length_problem(id.len(), MAX_RESOURCE_ID_BYTES) {
+        return Some(format!(
+            "the resource id it names ({} bytes) {why}",
+            id.len()
+        ));
+    }
+    id.chars()
+        .any(char::is_control)
+        .then(|| "keys and values must not contain control characters".to_string())
+}
+
+/// Why the core would not answer, for Envoy's failure mode.
+pub fn refusal_reason(r: &Refusal) -> String {
+    match r {
+        Refusal::NotMaster(n) => match &n.master_address {
+            Some(m) => format!(
+                "this server is not its node's master ({m} is): \
+                 point Envoy's rate limit cluster at the master"
+            ),
+            None => "not the master, and the master is unknown (an election in progress)".into(),
+        },
+        Refusal::NoConfig(why) => format!("no config yet: {why}"),
+    }
+}
+
+/// Sends what `core` has due through this server's core as `who` and
+/// applies the answer to it. `None` when nothing was due; else the grants
+/// (resources left pending are not among them) or the refusal.
+pub fn refresh(
+    state: &ServerState,
+    who: &Who,
+    core: &mut ClientCore,
+) -> Option<Result<Vec<Grant>, Refusal>> {
+    let now = state.now();
+    let items = core.poll_request(now)?;
+    let ids: Vec<String> = items.iter().map(|i| i.resource_id.clone()).collect();
+    let req = CapacityRequest {
+        who: who.clone(),
+        resources: items.iter().map(ask).collect(),
+    };
+    let out = state.decide_in_process(&req);
+    match &out {
+        Ok(grants) => {
+            let items: Vec<GrantItem> = grants
+                .iter()
+                .filter(|g| g.decision != Decision::Pending)
+                .map(|g| GrantItem {
+                    resource_id: g.resource_id.clone(),
+                    lease: g.lease,
+                    safe_capacity: Some(g.safe_capacity),
+                })
+                .collect();
+            core.on_response(now, &ids, &items);
+        }
+        Err(_) => core.on_failure(now, &ids, REFUSED_RETRY),
+    }
+    Some(out)
+}
+
+/// The core's request entry for one item of a client core's request.
+fn ask(item: &RequestItem) -> ResourceAsk {
+    let amount = |v: f64| match Amount::new("wants", v.clamp(0.0, MAX_AMOUNT)) {
+        Ok(a) => a,
+        Err(_) => Amount::ZERO,
+    };
+    ResourceAsk {
+        resource_id: item.resource_id.clone(),
+        demands: vec![Demand::client(item.priority, amount(item.wants))],
+        claimed_has: item.has.map(|l| amount(l.capacity)),
+        claimed_refresh: item.has.map(|l| l.refresh_interval),
+        outstanding: None,
+    }
+}

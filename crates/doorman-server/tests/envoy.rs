@@ -1,0 +1,193 @@
+//! Envoy's rate limit services against a real Envoy 1.40 (installed by
+//! `scripts/envoy-setup.sh`) with the configs in `deploy/envoy/`: the
+//! fleet-wide admitted rate follows the resource's capacity through RLS and
+//! RLQS, a config push changes it within a refresh, a killed Doorman
+//! server lets traffic through (Envoy's default failure mode) and limits
+//! again once restarted, and a leaf serves RLS with capacity from its root
+//! shared with ordinary clients.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_core::config::Config;
+use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::envoy::{offer, EnvoyProcess};
+use doorman_testkit::{eventually_blocking, IsolatedServer};
+
+/// Capacity of `edge/*`, requests per second.
+const C: f64 = 20.0;
+
+fn config(capacity: f64) -> String {
+    format!(
+        "[[resources]]\nidentifier_glob = \"edge/*\"\ncapacity = {capacity}\n\
+         [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 20\n\
+         refresh_interval = 2\nlearning_mode_duration = 0\n"
+    )
+}
+
+fn free_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+}
+
+fn server(listen: SocketAddr, file: &Path, parent: Option<&IsolatedServer>) -> IsolatedServer {
+    let source = match parent {
+        None => ConfigSource::File(file.to_path_buf()),
+        // A leaf without a config of its own: the parent's applies.
+        Some(_) => ConfigSource::Inline(Arc::new(Config::empty())),
+    };
+    let mut o = ServerOptions::new(listen, source);
+    o.reload_interval = Duration::from_millis(200);
+    if let Some(p) = parent {
+        o.parent = vec![p.addr()];
+    }
+    IsolatedServer::start(o).expect("server starts")
+}
+
+fn write_config(dir: &Path, capacity: f64) -> std::path::PathBuf {
+    let path = dir.join("config.toml");
+    std::fs::write(&path, config(capacity)).expect("config written");
+    path
+}
+
+fn within(measured: f64, target: f64, share: f64) -> bool {
+    (measured - target).abs() <= share * target
+}
+
+#[test]
+fn rls_one_envoy_admits_the_capacity_and_follows_a_config_push() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let doorman = server(free_addr(), &file, None);
+    let envoy = EnvoyProcess::start("rls.yaml", doorman.grpc_addr.port()).expect("envoy");
+    offer(envoy.listen, 3.0 * C, 5.0, &[]); // warm-up: demand becomes known
+    let got = offer(envoy.listen, 3.0 * C, 20.0, &[]);
+    let rate = got.ok_rate();
+    assert!(within(rate, C, 0.10), "admitted {rate}/s of {C}: {got:?}");
+    assert!(got.limited > 0 && got.other == 0, "{got:?}");
+    assert!(envoy.stat("cluster.backend.ratelimit.over_limit") > 0);
+    assert_eq!(
+        envoy.stat("cluster.backend.ratelimit.error"),
+        0,
+        "{}",
+        envoy.log()
+    );
+    assert!(doorman.requests("ShouldRateLimit") > 0);
+
+    // Halve the capacity; after one refresh (2 s) plus the file poll the
+    // new rate holds.
+    write_config(dir.path(), C / 2.0);
+    std::thread::sleep(Duration::from_millis(2500));
+    let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
+    let rate = got.ok_rate();
+    assert!(
+        within(rate, C / 2.0, 0.10),
+        "admitted {rate}/s of {}: {got:?}",
+        C / 2.0
+    );
+}
+
+#[test]
+fn rls_fails_open_while_doorman_is_down_and_limits_again_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let listen = free_addr();
+    let doorman = server(listen, &file, None);
+    let envoy = EnvoyProcess::start("rls.yaml", listen.port()).expect("envoy");
+    offer(envoy.listen, 3.0 * C, 5.0, &[]);
+    doorman.kill();
+    // Envoy's default (failure_mode_deny: false): everything passes.
+    let got = offer(envoy.listen, 3.0 * C, 4.0, &[]);
+    assert_eq!(got.ok, (3.0 * C * 4.0) as u64, "{got:?}");
+    assert!(envoy.stat("cluster.backend.ratelimit.failure_mode_allowed") > 0);
+    let doorman = server(listen, &file, None);
+    offer(envoy.listen, 3.0 * C, 5.0, &[]);
+    let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
+    let rate = got.ok_rate();
+    assert!(within(rate, C, 0.10), "admitted {rate}/s of {C}: {got:?}");
+    drop(doorman);
+}
+
+#[test]
+fn rlqs_two_envoys_share_the_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let doorman = server(free_addr(), &file, None);
+    let port = doorman.grpc_addr.port();
+    let a = EnvoyProcess::start("rlqs.yaml", port).expect("envoy a");
+    let b = EnvoyProcess::start("rlqs.yaml", port).expect("envoy b");
+    // 1.5 C each: both want more than half. Two reports (~10 s) make the
+    // demand known.
+    let load = |e: &EnvoyProcess, secs: f64| {
+        let addr = e.listen;
+        std::thread::spawn(move || offer(addr, 1.5 * C, secs, &[]))
+    };
+    let (wa, wb) = (load(&a, 12.0), load(&b, 12.0));
+    let _ = (wa.join(), wb.join());
+    let (ga, gb) = (load(&a, 20.0), load(&b, 20.0));
+    let (ga, gb) = (ga.join().unwrap(), gb.join().unwrap());
+    let (ra, rb) = (ga.ok_rate(), gb.ok_rate());
+    assert!(
+        within(ra + rb, C, 0.10),
+        "admitted {ra} + {rb} of {C}: {ga:?} {gb:?}"
+    );
+    assert!(within(ra, rb, 0.15), "unequal: {ra} vs {rb}");
+    assert!(ga.limited > 0 && gb.limited > 0, "{ga:?} {gb:?}");
+    let status = doorman.state.status(10);
+    let r = status
+        .resources
+        .iter()
+        .find(|r| r.id == "edge/name=default");
+    assert_eq!(r.map(|r| r.leases.len()), Some(2), "two RLQS clients");
+    // Closing the streams releases the leases.
+    drop((a, b));
+    eventually_blocking("leases released", Duration::from_secs(5), || {
+        let status = doorman.state.status(10);
+        status
+            .resources
+            .iter()
+            .find(|r| r.id == "edge/name=default")
+            .is_none_or(|r| r.leases.is_empty())
+    });
+}
+
+#[test]
+fn a_leaf_serves_rls_with_its_roots_capacity_shared_with_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let root = server(free_addr(), &file, None);
+    let leaf = server(free_addr(), &file, Some(&root));
+    let envoy = EnvoyProcess::start("rls.yaml", leaf.grpc_addr.port()).expect("envoy");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt.block_on(async {
+        doorman_client::Client::builder()
+            .servers([root.addr()])
+            .client_id("ordinary")
+            .build()
+            .await
+            .expect("client")
+    });
+    let res = rt.block_on(async {
+        client
+            .rate_resource(
+                "edge/generic_key=api",
+                doorman_client::RateOptions::wants(100.0),
+            )
+            .expect("resource")
+    });
+    offer(envoy.listen, 3.0 * C, 8.0, &[]);
+    let got = offer(envoy.listen, 3.0 * C, 20.0, &[]);
+    let rate = got.ok_rate();
+    // FAIR_SHARE between the leaf (Envoy's demand) and the client: C/2 each.
+    assert!(
+        within(rate, C / 2.0, 0.15),
+        "admitted {rate}/s of {}: {got:?}",
+        C / 2.0
+    );
+    let theirs = res.capacity();
+    assert!(within(theirs, C / 2.0, 0.15), "the client has {theirs}");
+    rt.block_on(client.close());
+}
