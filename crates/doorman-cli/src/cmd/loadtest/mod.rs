@@ -1,5 +1,6 @@
 //! `doorman loadtest`: drives any server that speaks `doorman.Capacity`
-//! (ours or an original Doorman) with N clients × R resources, as fast as K
+//! (ours or an original Doorman), or with `--protocol rls` Envoy's rate
+//! limit service (`rls.rs`), with N clients × R resources, as fast as K
 //! in-flight requests allow over C HTTP/2 connections, and reports RPC/s,
 //! latency percentiles (HDR histogram), errors by status and the capacity
 //! the clients were granted.
@@ -31,12 +32,28 @@ use tonic::transport::Channel;
 use crate::args::{count, count_in_range, in_range};
 use crate::tls_args::ClientTlsArgs;
 
+mod rls;
+
+/// Which service the load calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// `doorman.Capacity/GetCapacity`.
+    Capacity,
+    /// Envoy's `RateLimitService/ShouldRateLimit` (domain `loadtest`, one
+    /// descriptor `resource=ID` per resource; `--clients` plays no part).
+    Rls,
+}
+
 /// What to run.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// Server address (host:port).
     #[arg(long)]
     pub server: String,
+    /// Which RPC to load.
+    #[arg(long, value_enum, default_value = "capacity")]
+    pub protocol: Protocol,
     /// Number of distinct client ids (1 to 10 000 000).
     #[arg(long, default_value_t = 1000, value_parser = count(MAX_CLIENTS))]
     pub clients: usize,
@@ -101,6 +118,7 @@ pub struct Latency {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub server: String,
+    pub protocol: Protocol,
     pub clients: usize,
     pub resources: usize,
     pub concurrency: usize,
@@ -113,6 +131,8 @@ pub struct Report {
     pub latency_us: Latency,
     /// Failed RPCs while measuring, by gRPC code.
     pub errors: BTreeMap<String, u64>,
+    /// `--protocol rls`: answers that were OVER_LIMIT (counted in `rpcs`).
+    pub over_limit: u64,
     /// Mastership redirects followed.
     pub redirects: u64,
     /// Σ of the last unexpired grants, per resource.
@@ -154,7 +174,7 @@ fn host_of(addr: &str) -> anyhow::Result<Vec<IpAddr>> {
 
 struct Target {
     addr: String,
-    clients: Vec<CapacityClient<Channel>>,
+    channels: Vec<Channel>,
 }
 
 async fn connect(
@@ -164,7 +184,7 @@ async fn connect(
     tls: Option<&ClientTls>,
 ) -> anyhow::Result<Target> {
     let ep = endpoint(addr, tls).map_err(anyhow::Error::msg)?;
-    let mut clients = Vec::with_capacity(n);
+    let mut channels = Vec::with_capacity(n);
     for _ in 0..n {
         let ch = ep
             .clone()
@@ -176,11 +196,11 @@ async fn connect(
                 let why = crate::tls_args::explain(&e, tls);
                 anyhow::anyhow!("cannot connect to {addr}: {why}")
             })?;
-        clients.push(CapacityClient::new(ch));
+        channels.push(ch);
     }
     Ok(Target {
         addr: addr.to_string(),
-        clients,
+        channels,
     })
 }
 
@@ -207,7 +227,19 @@ struct Shared {
 struct WorkerResult {
     hist: Histogram<u64>,
     rpcs: u64,
+    over_limit: u64,
     errors: BTreeMap<String, u64>,
+}
+
+impl WorkerResult {
+    fn answered(&mut self, took: Duration) {
+        self.rpcs += 1;
+        let _ = self.hist.record((took.as_micros() as u64).max(1));
+    }
+
+    fn failed(&mut self, code: String) {
+        *self.errors.entry(code).or_default() += 1;
+    }
 }
 
 fn now_secs() -> i64 {
@@ -284,30 +316,44 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
     let mut res = WorkerResult {
         hist: histogram(),
         rpcs: 0,
+        over_limit: 0,
         errors: BTreeMap::new(),
     };
     let timeout = Duration::from_secs_f64(shared.opts.timeout);
     let n = shared.ids.len();
+    let rls_request = rls::request(&shared.resources);
     loop {
         let start = Instant::now();
         if start >= shared.end {
             return Ok(res);
         }
         let c = shared.next.fetch_add(1, Ordering::Relaxed) % n;
-        let req = shared.request(c);
         let target = shared
             .target
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut client = target.clients[w % target.clients.len()].clone();
-        let mut req = tonic::Request::new(req);
+        let channel = target.channels[w % target.channels.len()].clone();
+        let measuring = start >= shared.measure_from;
+        if shared.opts.protocol == Protocol::Rls {
+            let call = rls::call(channel, rls_request.clone(), shared.token.as_ref());
+            match tokio::time::timeout(timeout, call).await {
+                Ok(Ok(over)) if measuring => {
+                    res.answered(start.elapsed());
+                    res.over_limit += u64::from(over);
+                }
+                Ok(Err(status)) if measuring => res.failed(format!("{:?}", status.code())),
+                Err(_) if measuring => res.failed("DeadlineExceeded".into()),
+                _ => {}
+            }
+            continue;
+        }
+        let mut req = tonic::Request::new(shared.request(c));
         if let Some(t) = &shared.token {
             t.attach(&mut req);
         }
-        let r = tokio::time::timeout(timeout, client.get_capacity(req)).await;
+        let r = tokio::time::timeout(timeout, CapacityClient::new(channel).get_capacity(req)).await;
         let took = start.elapsed();
-        let measuring = start >= shared.measure_from;
         match r {
             Ok(Ok(resp)) => {
                 shared.note(resp.metadata().get(doorman_client::connection::NOTE_HEADER));
@@ -318,22 +364,12 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
                 }
                 shared.record(c, &resp);
                 if measuring {
-                    res.rpcs += 1;
-                    let _ = res.hist.record((took.as_micros() as u64).max(1));
+                    res.answered(took);
                 }
             }
-            Ok(Err(status)) => {
-                if measuring {
-                    *res.errors
-                        .entry(format!("{:?}", status.code()))
-                        .or_default() += 1;
-                }
-            }
-            Err(_) => {
-                if measuring {
-                    *res.errors.entry("DeadlineExceeded".into()).or_default() += 1;
-                }
-            }
+            Ok(Err(status)) if measuring => res.failed(format!("{:?}", status.code())),
+            Err(_) if measuring => res.failed("DeadlineExceeded".into()),
+            _ => {}
         }
     }
 }
@@ -426,12 +462,13 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         .map(|w| tokio::spawn(worker(shared.clone(), w)))
         .collect();
     let mut hist = histogram();
-    let mut rpcs = 0;
+    let (mut rpcs, mut over_limit) = (0, 0);
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     for w in workers {
         let r = w.await.context("a load worker panicked")??;
         hist.add(&r.hist).ok();
         rpcs += r.rpcs;
+        over_limit += r.over_limit;
         for (k, v) in r.errors {
             *errors.entry(k).or_default() += v;
         }
@@ -451,8 +488,13 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
+    let granted = match opts.protocol {
+        Protocol::Capacity => granted(&shared),
+        Protocol::Rls => BTreeMap::new(),
+    };
     Ok(Report {
         server,
+        protocol: opts.protocol,
         clients: opts.clients,
         resources: opts.resources,
         concurrency: opts.concurrency,
@@ -462,8 +504,9 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         rpcs_per_s: rpcs as f64 / measured,
         latency_us: latency(&hist),
         errors,
+        over_limit,
         redirects: shared.redirects.load(Ordering::Relaxed),
-        granted: granted(&shared),
+        granted,
         capacity: opts.capacity,
         note,
         wall_s: began.elapsed().as_secs_f64(),
@@ -476,10 +519,17 @@ pub fn print(r: &Report) {
         "doorman loadtest: {} · {} clients × {} resource(s) · concurrency {} over {} connection(s)",
         r.server, r.clients, r.resources, r.concurrency, r.connections
     );
+    let method = match r.protocol {
+        Protocol::Capacity => "GetCapacity",
+        Protocol::Rls => "ShouldRateLimit",
+    };
     println!(
-        "rpcs        {} in {:.1} s = {:.0} GetCapacity/s",
+        "rpcs        {} in {:.1} s = {:.0} {method}/s",
         r.rpcs, r.duration_s, r.rpcs_per_s
     );
+    if r.protocol == Protocol::Rls {
+        println!("over limit  {} of the answers", r.over_limit);
+    }
     let l = r.latency_us;
     println!(
         "latency µs  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (mean {:.0})",

@@ -9,6 +9,7 @@ const CONFIG: &str = "[[resources]]\nidentifier_glob = \"loadtest-*\"\ncapacity 
 fn opts(server: String, duration: f64) -> Options {
     Options {
         server,
+        protocol: Protocol::Capacity,
         clients: 20,
         resources: 2,
         resource_prefix: "loadtest-".into(),
@@ -151,4 +152,33 @@ async fn failures_are_counted_by_code() {
         "{:?}",
         r.errors
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loads_envoys_rate_limit_service() {
+    let text = CONFIG.replace("loadtest-*", "loadtest/*");
+    let cfg = std::sync::Arc::new(Config::parse(&text, "t").unwrap());
+    let s = start(ServerOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        ConfigSource::Inline(cfg),
+    ))
+    .await
+    .unwrap();
+    let mut o = opts(s.grpc_addr.to_string(), 1.0);
+    o.protocol = Protocol::Rls;
+    let r = run(o).await.unwrap();
+    assert!(r.rpcs > 0 && r.errors.is_empty(), "{r:?}");
+    // Far more hits than the capacity of 100/s: most are over the limit.
+    assert!(r.over_limit > 0 && r.over_limit < r.rpcs, "{r:?}");
+    assert!(r.granted.is_empty());
+    let st = s.state.status(10);
+    let ids: Vec<&str> = st.resources.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "loadtest/resource=loadtest-0",
+            "loadtest/resource=loadtest-1"
+        ]
+    );
+    s.shutdown().await;
 }

@@ -1,0 +1,202 @@
+//! Envoy's RLS as Envoy's own client code calls it (the generated
+//! `RateLimitServiceClient` of `envoy-types`), against a server in this
+//! process: descriptor statuses, hits, the unmatched choice, bad requests
+//! and access rules. The behaviour with a real Envoy is `envoy.rs`.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{server_with, ManualClock};
+use doorman_core::config::Config;
+use doorman_server::server::{start, ConfigSource};
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::{
+    rate_limit_descriptor::Entry, RateLimitDescriptor,
+};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use tonic::transport::Channel;
+
+const CONFIG: &str = r#"
+[[resources]]
+identifier_glob = "edge/*"
+capacity = 5
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 60
+refresh_interval = 5
+learning_mode_duration = 0
+
+[envoy]
+unmatched = "over_limit"
+
+[[envoy.descriptors]]
+domain = "edge"
+keys = ["tenant", "path"]
+resource = "edge/tenants/{tenant}"
+unit = "minute"
+"#;
+
+fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: entries
+            .iter()
+            .map(|(k, v)| Entry {
+                key: k.to_string(),
+                value: v.to_string(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn request(domain: &str, descriptors: Vec<RateLimitDescriptor>, hits: u32) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.into(),
+        descriptors,
+        hits_addend: hits,
+    }
+}
+
+async fn rls(addr: std::net::SocketAddr) -> RateLimitServiceClient<Channel> {
+    RateLimitServiceClient::connect(format!("http://{addr}"))
+        .await
+        .expect("connects")
+}
+
+async fn ask(c: &mut RateLimitServiceClient<Channel>, r: RateLimitRequest) -> RateLimitResponse {
+    c.should_rate_limit(r).await.expect("answered").into_inner()
+}
+
+#[tokio::test]
+async fn hits_are_admitted_from_the_lease_with_statuses_for_the_headers() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = rls(s.grpc_addr).await;
+    let api = || vec![descriptor(&[("generic_key", "api")])];
+    // The first request leases for a demand of 4/s (one hit in the first
+    // quarter second); the bucket starts empty and fills at that rate.
+    let first = ask(&mut c, request("edge", api(), 1)).await;
+    let status = &first.statuses[0];
+    let limit = status.current_limit.as_ref().expect("a limit");
+    assert_eq!(limit.unit, 1, "per second");
+    assert!(
+        limit.requests_per_unit >= 1 && limit.requests_per_unit <= 5,
+        "{limit:?}"
+    );
+    assert!(status.duration_until_reset.is_some());
+    // A burst far above the lease is refused, and says so.
+    let big = ask(&mut c, request("edge", api(), 1000)).await;
+    assert_eq!(big.overall_code, Code::OverLimit as i32);
+    assert_eq!(big.statuses[0].code, Code::OverLimit as i32);
+    assert_eq!(big.statuses[0].limit_remaining, 0);
+    // The client shows on the status page like any other.
+    let st = s.state.status(10);
+    let r = st.resources.iter().find(|r| r.id == "edge/generic_key=api");
+    let ids: Vec<String> = r
+        .map(|r| r.leases.iter().map(|l| l.id.clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(ids, ["envoy-rls"]);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn mappings_units_and_unmatched_descriptors() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = rls(s.grpc_addr).await;
+    let mapped = descriptor(&[("path", "/a"), ("tenant", "t1")]);
+    let r = ask(&mut c, request("edge", vec![mapped], 1)).await;
+    let limit = r.statuses[0].current_limit.as_ref().expect("a limit");
+    assert_eq!(limit.unit, 2, "per minute, as the mapping says");
+    let st = s.state.status(10);
+    assert!(
+        st.resources.iter().any(|r| r.id == "edge/tenants/t1"),
+        "mapped name"
+    );
+    // Domain "other" matches no template: over limit, as configured.
+    let r = ask(&mut c, request("other", vec![descriptor(&[("k", "v")])], 1)).await;
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    assert!(r.statuses[0].current_limit.is_none());
+    let (_, body) = common::http_get(s.http_addr.unwrap(), "/metrics").await;
+    let unmatched = "doorman_server_envoy_descriptors_total{protocol=\"rls\",result=\"unmatched\"}";
+    assert_eq!(common::metric(&body, unmatched), Some(1.0), "{body}");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn unmatched_descriptors_pass_by_default() {
+    let clock = ManualClock::new();
+    let text = CONFIG.replace("unmatched = \"over_limit\"", "");
+    let s = server_with(&text, &clock).await;
+    let mut c = rls(s.grpc_addr).await;
+    let r = ask(&mut c, request("other", vec![descriptor(&[("k", "v")])], 1)).await;
+    assert_eq!(r.overall_code, Code::Ok as i32);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_requests_name_the_field() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = rls(s.grpc_addr).await;
+    let cases = [
+        (
+            request("", vec![descriptor(&[("a", "b")])], 1),
+            "domain: must not be empty",
+        ),
+        (
+            request("edge", vec![], 1),
+            "descriptors: at least one descriptor is needed",
+        ),
+        (
+            request("edge", vec![descriptor(&[])], 1),
+            "descriptors[0].entries: at least one entry is needed",
+        ),
+        (
+            request("edge", vec![descriptor(&[("a", "b"), ("", "c")])], 1),
+            "descriptors[0].entries[1].key: must not be empty",
+        ),
+        (
+            request("edge", vec![descriptor(&[("a", &"x".repeat(2000))])], 1),
+            "descriptors[0]: the resource id it names",
+        ),
+        (
+            request("edge", vec![descriptor(&[("a", "b\nc")])], 1),
+            "descriptors[0]: keys and values must not contain control characters",
+        ),
+    ];
+    for (req, message) in cases {
+        let e = c.should_rate_limit(req).await.expect_err(message);
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{message}");
+        assert!(
+            e.message().starts_with(message),
+            "{} vs {message}",
+            e.message()
+        );
+    }
+    // Still serving.
+    let r = ask(&mut c, request("edge", vec![descriptor(&[("a", "b")])], 1)).await;
+    assert_eq!(r.statuses.len(), 1);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn access_rules_apply_to_envoy_callers() {
+    let clock = ManualClock::new();
+    let text =
+        format!("{CONFIG}\n[[access]]\nidentities = [\"spiffe://x/*\"]\nactions = [\"acquire\"]\n");
+    let cfg = Arc::new(Config::parse(&text, "test.toml").expect("valid"));
+    let s = start(common::opts(ConfigSource::Inline(cfg), &clock))
+        .await
+        .expect("starts");
+    let mut c = rls(s.grpc_addr).await;
+    let e = c
+        .should_rate_limit(request("edge", vec![descriptor(&[("a", "b")])], 1))
+        .await
+        .expect_err("an unauthenticated Envoy may not acquire");
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    assert!(e.message().contains("edge/a=b"), "{}", e.message());
+    s.shutdown().await;
+}
