@@ -4,13 +4,21 @@
 //! plain scan of every glob in file order (what `find` did before), in one
 //! run; once with globs of distinct literal prefixes (`svc{i}/db/*`), once
 //! with globs that share one prefix and differ in their literal suffix
-//! (`db/*/x{i}`). Results and the command are in BENCHMARKS.md.
+//! (`db/*/x{i}`). Then the largest request the protocol allows (10 000
+//! resources, all new) decided by a core with that config: how long one
+//! GetCapacity at the documented limits holds the core lock. Results and
+//! the command are in BENCHMARKS.md.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use doorman_algorithms::{Demand, Time};
 use doorman_core::config::Config;
+use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
+use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Who};
 
 const TEMPLATES: usize = 50_000;
 const IDS: usize = 10_000;
@@ -36,6 +44,44 @@ fn bench(c: &mut Criterion) {
     // Every id has the shared prefix: only the suffix filter is left.
     let shared = config(|i| format!("db/*/x{i}"));
     bench_config(c, "one_shared_prefix", &shared, &unknown("db/"), false);
+    largest_request(c, Arc::new(distinct));
+}
+
+/// One GetCapacity of 10 000 new resources (each matching one of the
+/// 50 000 templates) on a fresh master core: the core lock's hold time for
+/// the largest request the protocol allows.
+fn largest_request(c: &mut Criterion, cfg: Arc<Config>) {
+    let req = CapacityRequest {
+        who: Who::Client("big".into()),
+        resources: (0..MAX_RESOURCES_PER_REQUEST)
+            .map(|i| ResourceAsk {
+                resource_id: format!("svc{}/db/x", i * 5),
+                demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
+                claimed_has: None,
+                claimed_refresh: None,
+                outstanding: None,
+            })
+            .collect(),
+    };
+    let fresh = || {
+        let mut core = ServerCore::new(CoreOptions::default(), cfg.clone());
+        core.become_master(Time::ZERO);
+        core
+    };
+    let mut g = c.benchmark_group("largest_request_10k_new_resources_50k_templates");
+    g.sample_size(10);
+    g.bench_function("get_capacity", |b| {
+        b.iter_batched(
+            fresh,
+            // The core is returned so that dropping it is not timed.
+            |mut core| {
+                let n = core.get_capacity(Time::secs(1), &req).map(|g| g.len());
+                (core, n)
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
 }
 
 /// `Config::find` for every id; with `scan`, also every glob in file order

@@ -206,7 +206,12 @@ impl LocalRequester {
             }
         }
         let ids: Vec<String> = self.lock().resources.keys().cloned().collect();
-        let _ = state.core().release(&self.who, &ids);
+        // Only with something to release: a step-down may hold the core
+        // lock while the server stops, and a worker blocked here for
+        // nothing would be one fewer to finish it.
+        if !ids.is_empty() {
+            let _ = state.core().release(&self.who, &ids);
+        }
     }
 }
 

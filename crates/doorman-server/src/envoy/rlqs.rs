@@ -141,7 +141,9 @@ impl Stream {
             }
         }
         let ids: Vec<String> = self.buckets.keys().cloned().collect();
-        let _ = self.state.core().release(&self.who, &ids);
+        if !ids.is_empty() {
+            let _ = self.state.core().release(&self.who, &ids);
+        }
         metrics.rlqs_stream(-1);
     }
 
