@@ -30,6 +30,11 @@ impl Resource {
         }
         let inherited = self.inherited(existing, who, ask, now);
         let id = self.record_demand(existing, who, ask, now);
+        if let Who::Server(_) = who {
+            // What it still has handed out of a larger earlier grant stays
+            // counted as taken until it reports it gone (docs/algorithms.md).
+            self.shares.set_outstanding(id, ask.outstanding);
+        }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
             let (since, until) = (cx.master_since, self.learning_until);
             if let Some(u) = self.upstream.as_mut() {

@@ -1,5 +1,6 @@
 //! Core unit tests: explicit times, no sleeping.
 
+mod outstanding;
 mod pending;
 mod sweep;
 

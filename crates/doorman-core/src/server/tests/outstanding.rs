@@ -1,0 +1,77 @@
+//! A downstream server reports what it has handed out itself
+//! (`outstanding`): a parent counts what it still has out of an earlier,
+//! larger grant as taken until it reports it gone, and an intermediate
+//! server reports as soon as it has come down to a shrunk grant.
+
+use super::intermediate::{leaf, parent_grant};
+use super::*;
+
+/// GetServerCapacity from the node `id` (5 clients) for "nolearn".
+fn node(id: &str, wants: f64, has: Option<f64>, outstanding: f64) -> CapacityRequest {
+    CapacityRequest {
+        who: Who::Server(Arc::from(id)),
+        resources: vec![ResourceAsk {
+            demands: vec![Demand::new(0, 5, wants).unwrap()],
+            outstanding: Some(Amount::new("o", outstanding).unwrap()),
+            ..ask("nolearn", wants, has)
+        }],
+    }
+}
+
+fn cap(c: &mut ServerCore, now: i64, req: &CapacityRequest) -> f64 {
+    c.get_capacity(t(now), req).unwrap()[0].lease.capacity
+}
+
+#[test]
+fn a_shrunk_nodes_outstanding_stays_taken_until_it_reports_it_gone() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    // a has handed all of its 100 out below; its share is now 50.
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 100.0)), 50.0);
+    // a's requesters keep their leases until they refresh with a (which
+    // may be cut off meanwhile): nothing is free for b yet.
+    assert_eq!(cap(&mut c, 4, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    // a reports 60 handed out: 10 beyond its grant is still taken.
+    assert_eq!(cap(&mut c, 5, &node("a", 100.0, Some(50.0), 60.0)), 50.0);
+    assert_eq!(cap(&mut c, 6, &node("b", 100.0, Some(0.0), 0.0)), 40.0);
+    assert_eq!(cap(&mut c, 7, &node("a", 100.0, Some(50.0), 50.0)), 50.0);
+    assert_eq!(cap(&mut c, 8, &node("b", 100.0, Some(40.0), 0.0)), 50.0);
+}
+
+#[test]
+fn a_reported_outstanding_never_raises_what_a_node_holds() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 30.0, None, 0.0)), 30.0);
+    // A liar reports far more handed out than it was ever granted.
+    assert_eq!(cap(&mut c, 2, &node("a", 30.0, Some(30.0), 1e9)), 30.0);
+    assert_eq!(cap(&mut c, 3, &node("b", 100.0, None, 0.0)), 70.0);
+}
+
+#[test]
+fn an_intermediate_reports_at_once_when_it_is_down_to_a_shrunk_grant() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    for (who, wants) in [("a", 20.0), ("b", 20.0), ("c", 10.0)] {
+        get(&mut c, t(1), who, ask("r", wants, None));
+    }
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(50.0, 60, 16, 0)]);
+    for (who, wants) in [("a", 20.0), ("b", 20.0), ("c", 10.0)] {
+        get(&mut c, t(2), who, ask("r", wants, None));
+    }
+    let asks = c.upstream_request(t(17)).unwrap();
+    assert_eq!(asks[0].outstanding, 50.0);
+    // The parent shrinks the grant to 15; 50 is still handed out.
+    c.upstream_response(t(17), &ids, &[parent_grant(15.0, 70, 16, 0)]);
+    c.take_upstream_wake();
+    assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
+    get(&mut c, t(18), "a", ask("r", 20.0, Some(20.0)));
+    assert!(!c.take_upstream_wake(), "30 still out, 15 held");
+    assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
+    get(&mut c, t(19), "b", ask("r", 20.0, Some(20.0)));
+    assert!(c.take_upstream_wake(), "down to 15: tell the parent now");
+    assert_eq!(c.next_upstream_wakeup(), Some(t(19)));
+    let asks = c.upstream_request(t(19)).unwrap();
+    assert_eq!(asks[0].outstanding, 15.0);
+}
