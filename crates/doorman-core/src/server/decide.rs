@@ -33,7 +33,13 @@ impl Resource {
         if let Who::Server(_) = who {
             // What it still has handed out of a larger earlier grant stays
             // counted as taken until it reports it gone (docs/algorithms.md).
-            self.shares.set_outstanding(id, ask.outstanding);
+            // Until it has this answer it may hand out up to the lease it
+            // claims, whatever it had out when it sent the request.
+            let out = match (ask.outstanding, ask.claimed_has) {
+                (Some(o), Some(c)) => Some(if c.get() > o.get() { c } else { o }),
+                (o, c) => o.or(c),
+            };
+            self.shares.set_outstanding(id, out);
         }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
             let (since, until) = (cx.master_since, self.learning_until);

@@ -261,7 +261,9 @@ impl Resource {
             keep_while_learning(&mut bands, l.capacity);
         }
         u.reported_wants = bands.iter().map(|b| b.2).sum();
-        u.reported_outstanding = outstanding;
+        // Until the answer comes, the parent counts the lease claimed as
+        // possibly handed out (see `Resource::request`).
+        u.reported_outstanding = outstanding.max(has.map_or(0.0, |l| l.capacity));
         Some(UpstreamAsk {
             resource_id: id.to_string(),
             has,

@@ -75,3 +75,39 @@ fn an_intermediate_reports_at_once_when_it_is_down_to_a_shrunk_grant() {
     let asks = c.upstream_request(t(19)).unwrap();
     assert_eq!(asks[0].outstanding, 15.0);
 }
+
+#[test]
+fn until_it_has_the_answer_a_node_may_hand_out_the_lease_it_claims() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    // a had 40 out when it sent this; it still holds a lease of 100 and
+    // may hand out the rest before the answer (a shrink to 50) arrives.
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 40.0)), 50.0);
+    assert_eq!(cap(&mut c, 4, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    // Now a holds 50 and has 45 out.
+    assert_eq!(cap(&mut c, 5, &node("a", 100.0, Some(50.0), 45.0)), 50.0);
+    assert_eq!(cap(&mut c, 6, &node("b", 100.0, Some(0.0), 0.0)), 50.0);
+}
+
+#[test]
+fn an_intermediate_counts_the_lease_it_claimed_as_reported() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    get(&mut c, t(1), "a", ask("r", 20.0, None));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(50.0, 60, 16, 0)]);
+    get(&mut c, t(2), "a", ask("r", 20.0, None));
+    // It claims its lease of 50 with 20 out; the parent shrinks it to 30.
+    let asks = c.upstream_request(t(17)).unwrap();
+    assert_eq!(
+        (asks[0].has.map(|l| l.capacity), asks[0].outstanding),
+        (Some(50.0), 20.0)
+    );
+    c.upstream_response(t(17), &ids, &[parent_grant(30.0, 70, 16, 0)]);
+    c.take_upstream_wake();
+    // The parent counts 50 as taken until told otherwise: tell it now.
+    get(&mut c, t(18), "a", ask("r", 20.0, Some(20.0)));
+    assert!(c.take_upstream_wake());
+    assert_eq!(c.next_upstream_wakeup(), Some(t(18)));
+}
