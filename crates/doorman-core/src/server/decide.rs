@@ -35,10 +35,19 @@ impl Resource {
             // counted as taken until it reports it gone (docs/algorithms.md).
             // Until it has this answer it may hand out up to the lease it
             // claims, whatever it had out when it sent the request.
-            let out = match (ask.outstanding, ask.claimed_has) {
-                (Some(o), Some(c)) => Some(if c.get() > o.get() { c } else { o }),
-                (o, c) => o.or(c),
-            };
+            // A new master that inherits its predecessor's lease reports
+            // only what it has handed out itself; the predecessor's
+            // sub-leases are still out: keep what was counted for them.
+            let kept = inherited.map(|_| self.shares.outstanding(id));
+            let out = [
+                ask.outstanding.map(Amount::get),
+                ask.claimed_has.map(Amount::get),
+                kept,
+            ]
+            .into_iter()
+            .flatten()
+            .reduce(f64::max)
+            .and_then(|x| Amount::new("outstanding", x).ok());
             self.shares.set_outstanding(id, out);
         }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {

@@ -111,3 +111,15 @@ fn an_intermediate_counts_the_lease_it_claimed_as_reported() {
     assert!(c.take_upstream_wake());
     assert_eq!(c.next_upstream_wakeup(), Some(t(18)));
 }
+
+#[test]
+fn a_new_master_keeps_its_predecessors_outstanding_counted() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 100.0)), 50.0);
+    // a's master fails over: the new one claims nothing, has handed out
+    // nothing yet, and inherits the lease; the old master's 100 are out.
+    assert_eq!(cap(&mut c, 4, &node("a", 100.0, None, 0.0)), 50.0);
+    assert_eq!(cap(&mut c, 5, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+}
