@@ -3,6 +3,7 @@
 mod outstanding;
 mod pending;
 mod sweep;
+mod waiting;
 
 use super::*;
 use doorman_algorithms::{Amount, Demand};
