@@ -6,11 +6,12 @@
 //!   and fewer shortfall events than the original's fewest (5, measured
 //!   under Python 2.7). Not gated, because it is not reached (worst seed
 //!   94.6 %, docs/simulation.md): mean utilisation ≥ 97 %.
-//! * `ours` profile: peak ≤ 102 %, utilisation ≥ 99 %, re-convergence
-//!   ≤ 30 s are none of them reached on the worst seed; what is gated is
-//!   what the design doc reports for its own scenario 7 run: utilisation
-//!   above 96.6 % and fewer than 14 shortfall events. Its 106.05 % peak is
-//!   not beaten on the worst seed and is not gated.
+//! * `ours` profile: peak ≤ 102 % is reached on every seed since a parent
+//!   counts a shrunk server's outstanding as taken (worst 100.02 %) and is
+//!   gated; utilisation ≥ 99 % and re-convergence ≤ 30 s are not reached
+//!   on the worst seed. Also gated: what the design doc reports for its
+//!   own scenario 7 run, utilisation above 96.6 % and fewer than 14
+//!   shortfall events.
 
 use doorman_sim::scenario::Scenario;
 use doorman_sim::seeds::{run_seeds, SeedsSummary};
@@ -47,7 +48,7 @@ fn original_profile_worst_seed_beats_the_original_peak_and_shortfalls() {
 }
 
 #[test]
-fn ours_profile_worst_seed_beats_the_design_docs_utilisation_and_shortfalls() {
+fn ours_profile_worst_seed_peaks_within_102_percent_and_beats_the_design_docs_utilisation() {
     let r = seven("ours");
     for s in &r.runs {
         let what = format!("seven (ours), seed {}", s.seed);
@@ -60,6 +61,11 @@ fn ours_profile_worst_seed_beats_the_design_docs_utilisation_and_shortfalls() {
             s.shortfall_events < 14,
             "{what}: {} shortfall events",
             s.shortfall_events
+        );
+        assert!(
+            s.max_over_capacity <= 1.02,
+            "{what}: peak {}, goal ≤ 102 %",
+            s.max_over_capacity
         );
         let lost = r
             .runs

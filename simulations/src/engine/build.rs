@@ -19,6 +19,10 @@ use crate::scenario::Scenario;
 
 /// The backoff of every simulated client and upstream link: the real
 /// defaults (100 ms doubling to 30 s).
+/// Mixed into the seed for the world's generator (demand and mishaps),
+/// so it never draws the same sequence as the network's.
+const WORLD_STREAM: u64 = 0xD1B5_4A32_D192_ED03;
+
 pub(super) fn backoff(rng: &mut Rng) -> Backoff {
     Backoff::new(
         std::time::Duration::from_millis(100),
@@ -147,6 +151,7 @@ impl Sim {
             })?;
         let start = Time::from_secs(1_700_000_000);
         let mut rng = Rng::new(seed);
+        let world = Rng::new(seed ^ WORLD_STREAM);
         let (nodes, leaves) = tree(&scenario, &cfg, start, &mut rng);
         let clients = clients(&scenario, &nodes, &leaves, start, &mut rng);
         let keep_per_client = clients.len() <= 10_000;
@@ -157,6 +162,7 @@ impl Sim {
             seq: 0,
             queue: BinaryHeap::new(),
             rng,
+            world,
             nodes,
             clients,
             samples: Vec::new(),

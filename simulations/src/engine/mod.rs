@@ -214,7 +214,12 @@ pub struct Sim {
     start: Time,
     seq: u64,
     queue: BinaryHeap<Reverse<Entry>>,
+    /// Network delays, backoff jitter, client start times: draws whose
+    /// number depends on what the cores do.
     rng: Rng,
+    /// Demand changes, mishaps and election winners: drawn in an order
+    /// that does not depend on what the cores do (see `world.rs`).
+    world: Rng,
     /// Every node, parents before children.
     pub nodes: Vec<Node>,
     clients: Vec<SimClient>,

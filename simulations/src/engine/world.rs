@@ -2,6 +2,11 @@
 //! scheduled scenario events, random mishaps (spikes, elections, lost
 //! masters, unreachable nodes) and the elections that end a lost master.
 //!
+//! Everything here draws from the world's own generator (`Sim::world`),
+//! never from the one the network and backoffs use, so a seed gives the
+//! same demand and the same mishaps whatever the cores do: a design change
+//! is compared on the same hour.
+//!
 //! Must not: decide anything about leases (the real cores do).
 
 use doorman_algorithms::Time;
@@ -41,7 +46,7 @@ impl Sim {
         let now = self.now;
         let ch = self.scenario.demand.change;
         for c in 0..self.clients.len() {
-            let f = 1.0 + ch * (2.0 * self.rng.unit() - 1.0);
+            let f = 1.0 + ch * (2.0 * self.world.unit() - 1.0);
             let cl = &mut self.clients[c];
             cl.wants = (cl.wants * f).max(0.0);
             self.poke_client(c);
@@ -56,10 +61,10 @@ impl Sim {
         let Some(m) = self.scenario.mishaps.clone() else {
             return;
         };
-        let r = self.rng.below(m.weights.total());
+        let r = self.world.below(m.weights.total());
         match pick(&m, r) {
             Some(Mishap::Spike) => {
-                let c = self.rng.below(self.clients.len() as u64) as usize;
+                let c = self.world.below(self.clients.len() as u64) as usize;
                 self.clients[c].wants += m.spike;
                 self.poke_client(c);
                 let what = format!("spike +{} at client {}", m.spike, self.clients[c].id);
@@ -67,7 +72,7 @@ impl Sim {
             }
             Some(Mishap::Election) => {
                 let node = self.random_node();
-                let task = self.rng.below(self.nodes[node].tasks as u64) as usize;
+                let task = self.world.below(self.nodes[node].tasks as u64) as usize;
                 let name = &self.nodes[node].name;
                 self.mark(format!("{name}: master election (task {task} wins)"), 0);
                 self.elect(node, task);
@@ -75,12 +80,12 @@ impl Sim {
             Some(Mishap::MasterLost) => {
                 let node = self.random_node();
                 let [lo, hi] = m.master_lost_s.unwrap_or([self.scenario.reelection_s; 2]);
-                let secs = lo + self.rng.below(hi.saturating_sub(lo) + 1);
+                let secs = lo + self.world.below(hi.saturating_sub(lo) + 1);
                 self.lose_master(node, secs);
             }
             Some(Mishap::Unreachable) => {
                 let node = self.random_node();
-                let secs = 1 + self.rng.below(m.outage_max.max(1));
+                let secs = 1 + self.world.below(m.outage_max.max(1));
                 let name = self.nodes[node].name.clone();
                 self.unreachable(node, name, secs);
             }
@@ -111,7 +116,7 @@ impl Sim {
 
     /// The election a lost master scheduled: a random task wins.
     pub(super) fn elect_random(&mut self, node: usize) {
-        let task = self.rng.below(self.nodes[node].tasks as u64) as usize;
+        let task = self.world.below(self.nodes[node].tasks as u64) as usize;
         self.elect(node, task);
     }
 
@@ -149,7 +154,7 @@ impl Sim {
     }
 
     fn random_node(&mut self) -> usize {
-        self.rng.below(self.nodes.len() as u64) as usize
+        self.world.below(self.nodes.len() as u64) as usize
     }
 
     /// Records a mark lasting `secs`; returns its index.

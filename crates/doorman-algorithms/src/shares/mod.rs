@@ -42,6 +42,9 @@ impl RequesterId {
 struct Slot<T> {
     placement: Placement,
     data: T,
+    /// What the requester (a downstream server) reports having handed out
+    /// itself; 0 when not reported. See [`Shares::set_outstanding`].
+    outstanding: f64,
 }
 
 /// Aggregates over a whole resource.
@@ -51,6 +54,10 @@ pub struct Totals {
     pub wants: f64,
     /// Σ has (current grants).
     pub has: f64,
+    /// Σ max(has, outstanding): the capacity counted as taken, which
+    /// includes what downstream servers still have handed out of earlier,
+    /// larger grants (see [`Shares::set_outstanding`]).
+    pub taken: f64,
     /// Σ subclients over every band.
     pub subclients: f64,
     /// Number of requesters.
@@ -100,6 +107,9 @@ pub struct Shares<T> {
     slots: Vec<Option<Slot<T>>>,
     free: Vec<u32>,
     has: SumTree,
+    /// Per requester max(0, outstanding − has): handed out below it beyond
+    /// its grant, still counted as taken.
+    beyond: SumTree,
     live: usize,
     rules_valid: bool,
 }
@@ -115,6 +125,7 @@ impl<T> Shares<T> {
             slots: Vec::new(),
             free: Vec::new(),
             has: SumTree::default(),
+            beyond: SumTree::default(),
             live: 0,
             rules_valid: false,
         }
@@ -162,7 +173,11 @@ impl<T> Shares<T> {
     /// band are merged) and no grant yet.
     pub fn insert(&mut self, demands: &[Demand], data: T) -> RequesterId {
         let placement = self.place(demands);
-        let slot = Slot { placement, data };
+        let slot = Slot {
+            placement,
+            data,
+            outstanding: 0.0,
+        };
         let idx = match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = Some(slot);
@@ -186,6 +201,7 @@ impl<T> Shares<T> {
             self.unplace(priority, node);
         }
         self.has.set(id.index(), 0.0);
+        self.beyond.set(id.index(), 0.0);
         self.free.push(id.0);
         self.live -= 1;
         self.rules_valid = false;
@@ -270,8 +286,42 @@ impl<T> Shares<T> {
     /// Records the requester's grant without running an algorithm.
     pub fn set_has(&mut self, id: RequesterId, has: Amount) {
         if self.slot(id).is_some() {
-            self.has.set(id.index(), has.get());
+            self.put_has(id, has.get());
         }
+    }
+
+    /// Records what the requester, a downstream server, reports having
+    /// handed out itself (`None`: not reported, counts as 0). While that
+    /// is more than its grant (its grant shrank, and its own requesters
+    /// still hold leases from the larger one until they refresh), the
+    /// difference counts as taken in everybody else's decisions, so the
+    /// sum of what is handed out below this point stays within the
+    /// capacity even if the requester cannot reach its requesters or this
+    /// server again before its lease runs out. The requester's own grant
+    /// is not affected. The report counts only up to what the requester is
+    /// already counted as taking (its grant, or an earlier report): it can
+    /// have handed out no more than it was granted, so a report can never
+    /// raise what a requester holds.
+    pub fn set_outstanding(&mut self, id: RequesterId, outstanding: Option<Amount>) {
+        let has = self.has.get(id.index());
+        let taken = has + self.beyond.get(id.index());
+        let Some(slot) = self.slots.get_mut(id.index()).and_then(|s| s.as_mut()) else {
+            return;
+        };
+        slot.outstanding = outstanding.map_or(0.0, |o| o.get().min(taken));
+        self.put_has(id, has);
+    }
+
+    /// What the requester last reported having handed out (0 if never).
+    pub fn outstanding(&self, id: RequesterId) -> f64 {
+        self.slot(id).map_or(0.0, |s| s.outstanding)
+    }
+
+    /// Records a grant and what it leaves counted as taken beyond it.
+    fn put_has(&mut self, id: RequesterId, has: f64) {
+        let outstanding = self.slot(id).map_or(0.0, |s| s.outstanding);
+        self.has.set(id.index(), has);
+        self.beyond.set(id.index(), (outstanding - has).max(0.0));
     }
 
     /// The requester's demands, highest band first, as (priority,
@@ -328,7 +378,7 @@ impl<T> Shares<T> {
         } else {
             target
         };
-        self.has.set(id.index(), grant);
+        self.put_has(id, grant);
         grant
     }
 
@@ -353,7 +403,7 @@ impl<T> Shares<T> {
             }
             Kind::NoAlgorithm => claimed.min(self.capacity),
         };
-        self.has.set(id.index(), grant);
+        self.put_has(id, grant);
         grant
     }
 
@@ -374,7 +424,7 @@ impl<T> Shares<T> {
             return 0.0;
         }
         let grant = claimed_has.get().min(self.free_within(id, bound));
-        self.has.set(id.index(), grant);
+        self.put_has(id, grant);
         grant
     }
 
@@ -383,9 +433,12 @@ impl<T> Shares<T> {
         self.free_within(id, self.capacity)
     }
 
-    /// `bound` less what the other requesters hold, at least 0.
+    /// `bound` less what the other requesters hold, or still have handed
+    /// out below them beyond it (see [`Shares::set_outstanding`]), at
+    /// least 0.
     fn free_within(&self, id: RequesterId, bound: f64) -> f64 {
-        let others = (self.has.total() - self.has(id)).max(0.0);
+        let own = self.has(id) + self.beyond.get(id.index());
+        let others = (self.has.total() + self.beyond.total() - own).max(0.0);
         (bound - others).max(0.0)
     }
 
@@ -406,6 +459,7 @@ impl<T> Shares<T> {
     pub fn totals(&self) -> Totals {
         let mut t = Totals {
             has: self.has.total(),
+            taken: self.has.total() + self.beyond.total(),
             requesters: self.live,
             ..Totals::default()
         };

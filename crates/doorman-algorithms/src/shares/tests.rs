@@ -339,3 +339,24 @@ fn learning_honours_claims_first_come_within_capacity() {
     let x = st.insert(&[Demand::new(0, 3, 5.0).unwrap()], ());
     assert_eq!(st.decide_learning(x, claim(450.0)), 30.0);
 }
+
+#[test]
+fn a_requesters_outstanding_beyond_its_grant_counts_as_taken() {
+    let (mut s, ids) = setup(Kind::FairShare, 100.0, &[(0, 1, 100.0), (0, 1, 100.0)]);
+    s.set_has(ids[0], amt(100.0));
+    // ids[0] still has 100 handed out below it; its share shrinks to 50.
+    s.set_outstanding(ids[0], Some(amt(100.0)));
+    assert_eq!(s.decide(ids[0]), 50.0);
+    assert_eq!(s.decide(ids[1]), 0.0, "its 100 are still out");
+    assert_eq!(s.totals().taken, 100.0);
+    assert_eq!(s.totals().has, 50.0);
+    s.set_outstanding(ids[0], Some(amt(70.0)));
+    assert_eq!(s.decide(ids[1]), 30.0);
+    // A report never raises what a requester counts as taking.
+    s.set_outstanding(ids[0], Some(amt(1e9)));
+    assert_eq!(s.outstanding(ids[0]), 70.0);
+    s.set_outstanding(ids[0], None);
+    assert_eq!(s.decide(ids[1]), 50.0);
+    s.remove(ids[0]);
+    assert_eq!(s.totals().taken, 50.0, "a removed requester takes nothing");
+}

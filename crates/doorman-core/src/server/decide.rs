@@ -10,6 +10,13 @@ use std::borrow::Cow;
 use doorman_algorithms::{Amount, Demand, RequesterId, Time};
 
 use super::record::Record;
+
+/// A waiting client's refresh interval is its lease's divided by this.
+pub const WAITING_REFRESH_DIVISOR: i64 = 4;
+
+/// A client counts as waiting when its grant is below what it is owed by
+/// more than this fraction (rounding never hurries anyone).
+const WAITING_SLACK: f64 = 1e-6;
 use super::request::{Decision, Grant, ResourceAsk, Who};
 use super::resource::{Context, Resource};
 
@@ -30,6 +37,26 @@ impl Resource {
         }
         let inherited = self.inherited(existing, who, ask, now);
         let id = self.record_demand(existing, who, ask, now);
+        if let Who::Server(_) = who {
+            // What it still has handed out of a larger earlier grant stays
+            // counted as taken until it reports it gone (docs/algorithms.md).
+            // Until it has this answer it may hand out up to the lease it
+            // claims, whatever it had out when it sent the request.
+            // A new master that inherits its predecessor's lease reports
+            // only what it has handed out itself; the predecessor's
+            // sub-leases are still out: keep what was counted for them.
+            let kept = inherited.map(|_| self.shares.outstanding(id));
+            let out = [
+                ask.outstanding.map(Amount::get),
+                ask.claimed_has.map(Amount::get),
+                kept,
+            ]
+            .into_iter()
+            .flatten()
+            .reduce(f64::max)
+            .and_then(|x| Amount::new("outstanding", x).ok());
+            self.shares.set_outstanding(id, out);
+        }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
             let (since, until) = (cx.master_since, self.learning_until);
             if let Some(u) = self.upstream.as_mut() {
@@ -54,6 +81,7 @@ impl Resource {
                 .algorithm
                 .terms()
                 .lease(now, level, self.lease_cap(now), capacity);
+        let lease = self.hurry_if_waiting(id, who, decision, lease);
         let inherit_until = match (ask.claimed_has, inherited) {
             (Some(_), _) => lease.expiry,
             (None, Some(_)) => self.shares.get(id).map_or(Time::ZERO, |r| r.inherit_until),
@@ -197,6 +225,31 @@ impl Resource {
             }
             _ => capacity,
         }
+    }
+
+    /// An end client granted less than it is owed (its target, within
+    /// its wants) because others still hold that capacity until they
+    /// refresh (`min(target, free)`) comes back after a quarter of the
+    /// refresh interval (at least a second): the capacity the others give
+    /// back is then idle for a quarter of an interval, not a whole one.
+    /// Only waiting clients ask more often. A downstream server is not
+    /// hurried: its lease's refresh interval sets its own requesters'.
+    fn hurry_if_waiting(
+        &mut self,
+        id: RequesterId,
+        who: &Who,
+        decision: Decision,
+        mut lease: doorman_algorithms::Lease,
+    ) -> doorman_algorithms::Lease {
+        let share = self.template.algorithm.kind.is_share();
+        if decision != Decision::Algorithm || !share || !matches!(who, Who::Client(_)) {
+            return lease;
+        }
+        let owed = self.shares.target(id).min(self.shares.wants(id));
+        if lease.capacity < owed * (1.0 - WAITING_SLACK) {
+            lease.refresh_interval = (lease.refresh_interval / WAITING_REFRESH_DIVISOR).max(1);
+        }
+        lease
     }
 
     /// Stores the lease in the requester's record and the expiry index.

@@ -298,8 +298,10 @@ impl ServerCore {
         grant.note = resource.note(now, grant.decision);
         let learning = resource.in_learning(now);
         if let Some(u) = resource.upstream.as_mut() {
-            let wants = resource.shares.totals().wants;
-            if u.demand_moved(now, wants, learning) && u.schedule.expedite(now) {
+            let totals = resource.shares.totals();
+            let report = u.demand_moved(now, totals.wants, learning)
+                || u.outstanding_settled(now, totals.taken);
+            if report && u.schedule.expedite(now) {
                 self.upstream_wake = true;
             }
         }

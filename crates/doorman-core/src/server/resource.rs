@@ -246,7 +246,7 @@ impl Resource {
     /// interval and the hold let it through; records it as sent.
     pub(super) fn upstream_ask(&mut self, id: &str, now: Time) -> Option<UpstreamAsk> {
         let mut bands = aggregate_bands(&self.shares.bands());
-        let outstanding = self.shares.totals().has.min(MAX_AMOUNT);
+        let outstanding = self.shares.totals().taken.min(MAX_AMOUNT);
         let learning = self.in_learning(now);
         let u = self.upstream.as_mut()?;
         if !u.schedule.allowed(now, MIN_UPSTREAM_INTERVAL) {
@@ -261,6 +261,9 @@ impl Resource {
             keep_while_learning(&mut bands, l.capacity);
         }
         u.reported_wants = bands.iter().map(|b| b.2).sum();
+        // Until the answer comes, the parent counts the lease claimed as
+        // possibly handed out (see `Resource::request`).
+        u.reported_outstanding = outstanding.max(has.map_or(0.0, |l| l.capacity));
         Some(UpstreamAsk {
             resource_id: id.to_string(),
             has,

@@ -52,6 +52,8 @@ pub(crate) struct UpstreamState {
     pub schedule: RefreshSchedule,
     /// Σ wants sent in the last request.
     pub reported_wants: f64,
+    /// Σ handed out (taken) sent in the last request.
+    pub reported_outstanding: f64,
 }
 
 impl UpstreamState {
@@ -63,6 +65,7 @@ impl UpstreamState {
             local,
             schedule: RefreshSchedule::new(now),
             reported_wants: 0.0,
+            reported_outstanding: 0.0,
         }
     }
 
@@ -99,6 +102,17 @@ impl UpstreamState {
         let r = self.reported_wants;
         (wants > held && wants > r * (1.0 + EARLY_REFRESH_CHANGE))
             || (wants < held && wants < r * (1.0 - EARLY_REFRESH_CHANGE))
+    }
+
+    /// The last request reported more handed out than the lease now held
+    /// (the parent shrank it, and the parent counts the excess as taken
+    /// until told otherwise), and what is handed out, `taken`, has come
+    /// down to the lease: the parent should hear of it now, so it can give
+    /// the freed capacity to others without waiting for a refresh.
+    pub fn outstanding_settled(&self, now: Time, taken: f64) -> bool {
+        let held = self.valid_lease(now).map_or(0.0, |l| l.capacity);
+        let slack = held * 1e-9;
+        self.reported_outstanding > held + slack && taken <= held + slack
     }
 
     /// The unexpired upstream lease.

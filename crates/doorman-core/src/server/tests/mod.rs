@@ -1,7 +1,9 @@
 //! Core unit tests: explicit times, no sleeping.
 
+mod outstanding;
 mod pending;
 mod sweep;
+mod waiting;
 
 use super::*;
 use doorman_algorithms::{Amount, Demand};

@@ -1,0 +1,125 @@
+//! A downstream server reports what it has handed out itself
+//! (`outstanding`): a parent counts what it still has out of an earlier,
+//! larger grant as taken until it reports it gone, and an intermediate
+//! server reports as soon as it has come down to a shrunk grant.
+
+use super::intermediate::{leaf, parent_grant};
+use super::*;
+
+/// GetServerCapacity from the node `id` (5 clients) for "nolearn".
+fn node(id: &str, wants: f64, has: Option<f64>, outstanding: f64) -> CapacityRequest {
+    CapacityRequest {
+        who: Who::Server(Arc::from(id)),
+        resources: vec![ResourceAsk {
+            demands: vec![Demand::new(0, 5, wants).unwrap()],
+            outstanding: Some(Amount::new("o", outstanding).unwrap()),
+            ..ask("nolearn", wants, has)
+        }],
+    }
+}
+
+fn cap(c: &mut ServerCore, now: i64, req: &CapacityRequest) -> f64 {
+    c.get_capacity(t(now), req).unwrap()[0].lease.capacity
+}
+
+#[test]
+fn a_shrunk_nodes_outstanding_stays_taken_until_it_reports_it_gone() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    // a has handed all of its 100 out below; its share is now 50.
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 100.0)), 50.0);
+    // a's requesters keep their leases until they refresh with a (which
+    // may be cut off meanwhile): nothing is free for b yet.
+    assert_eq!(cap(&mut c, 4, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    // a reports 60 handed out: 10 beyond its grant is still taken.
+    assert_eq!(cap(&mut c, 5, &node("a", 100.0, Some(50.0), 60.0)), 50.0);
+    assert_eq!(cap(&mut c, 6, &node("b", 100.0, Some(0.0), 0.0)), 40.0);
+    assert_eq!(cap(&mut c, 7, &node("a", 100.0, Some(50.0), 50.0)), 50.0);
+    assert_eq!(cap(&mut c, 8, &node("b", 100.0, Some(40.0), 0.0)), 50.0);
+}
+
+#[test]
+fn a_reported_outstanding_never_raises_what_a_node_holds() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 30.0, None, 0.0)), 30.0);
+    // A liar reports far more handed out than it was ever granted.
+    assert_eq!(cap(&mut c, 2, &node("a", 30.0, Some(30.0), 1e9)), 30.0);
+    assert_eq!(cap(&mut c, 3, &node("b", 100.0, None, 0.0)), 70.0);
+}
+
+#[test]
+fn an_intermediate_reports_at_once_when_it_is_down_to_a_shrunk_grant() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    for (who, wants) in [("a", 20.0), ("b", 20.0), ("c", 10.0)] {
+        get(&mut c, t(1), who, ask("r", wants, None));
+    }
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(50.0, 60, 16, 0)]);
+    for (who, wants) in [("a", 20.0), ("b", 20.0), ("c", 10.0)] {
+        get(&mut c, t(2), who, ask("r", wants, None));
+    }
+    let asks = c.upstream_request(t(17)).unwrap();
+    assert_eq!(asks[0].outstanding, 50.0);
+    // The parent shrinks the grant to 15; 50 is still handed out.
+    c.upstream_response(t(17), &ids, &[parent_grant(15.0, 70, 16, 0)]);
+    c.take_upstream_wake();
+    assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
+    get(&mut c, t(18), "a", ask("r", 20.0, Some(20.0)));
+    assert!(!c.take_upstream_wake(), "30 still out, 15 held");
+    assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
+    get(&mut c, t(19), "b", ask("r", 20.0, Some(20.0)));
+    assert!(c.take_upstream_wake(), "down to 15: tell the parent now");
+    assert_eq!(c.next_upstream_wakeup(), Some(t(19)));
+    let asks = c.upstream_request(t(19)).unwrap();
+    assert_eq!(asks[0].outstanding, 15.0);
+}
+
+#[test]
+fn until_it_has_the_answer_a_node_may_hand_out_the_lease_it_claims() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    // a had 40 out when it sent this; it still holds a lease of 100 and
+    // may hand out the rest before the answer (a shrink to 50) arrives.
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 40.0)), 50.0);
+    assert_eq!(cap(&mut c, 4, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    // Now a holds 50 and has 45 out.
+    assert_eq!(cap(&mut c, 5, &node("a", 100.0, Some(50.0), 45.0)), 50.0);
+    assert_eq!(cap(&mut c, 6, &node("b", 100.0, Some(0.0), 0.0)), 50.0);
+}
+
+#[test]
+fn an_intermediate_counts_the_lease_it_claimed_as_reported() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    get(&mut c, t(1), "a", ask("r", 20.0, None));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(50.0, 60, 16, 0)]);
+    get(&mut c, t(2), "a", ask("r", 20.0, None));
+    // It claims its lease of 50 with 20 out; the parent shrinks it to 30.
+    let asks = c.upstream_request(t(17)).unwrap();
+    assert_eq!(
+        (asks[0].has.map(|l| l.capacity), asks[0].outstanding),
+        (Some(50.0), 20.0)
+    );
+    c.upstream_response(t(17), &ids, &[parent_grant(30.0, 70, 16, 0)]);
+    c.take_upstream_wake();
+    // The parent counts 50 as taken until told otherwise: tell it now.
+    get(&mut c, t(18), "a", ask("r", 20.0, Some(20.0)));
+    assert!(c.take_upstream_wake());
+    assert_eq!(c.next_upstream_wakeup(), Some(t(18)));
+}
+
+#[test]
+fn a_new_master_keeps_its_predecessors_outstanding_counted() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 100.0)), 50.0);
+    // a's master fails over: the new one claims nothing, has handed out
+    // nothing yet, and inherits the lease; the old master's 100 are out.
+    assert_eq!(cap(&mut c, 4, &node("a", 100.0, None, 0.0)), 50.0);
+    assert_eq!(cap(&mut c, 5, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+}
