@@ -18,7 +18,9 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use doorman_algorithms::{Demand, Time};
 use doorman_core::config::Config;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
-use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Who};
+use doorman_core::server::{
+    CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Who, DECIDE_STEP,
+};
 
 const TEMPLATES: usize = 50_000;
 const IDS: usize = 10_000;
@@ -48,8 +50,8 @@ fn bench(c: &mut Criterion) {
 }
 
 /// One GetCapacity of 10 000 new resources (each matching one of the
-/// 50 000 templates) on a fresh master core: the core lock's hold time for
-/// the largest request the protocol allows.
+/// 50 000 templates) on a fresh master core, whole and its first step of
+/// `DECIDE_STEP` (the servers take the core lock per step).
 fn largest_request(c: &mut Criterion, cfg: Arc<Config>) {
     let req = CapacityRequest {
         who: Who::Client("big".into()),
@@ -70,6 +72,19 @@ fn largest_request(c: &mut Criterion, cfg: Arc<Config>) {
     };
     let mut g = c.benchmark_group("largest_request_10k_new_resources_50k_templates");
     g.sample_size(10);
+    g.bench_function("one_step", |b| {
+        b.iter_batched(
+            fresh,
+            |mut core| {
+                let asks = &req.resources[..DECIDE_STEP];
+                let n = core
+                    .decide_asks(Time::secs(1), &req.who, asks)
+                    .map(|g| g.len());
+                (core, n)
+            },
+            BatchSize::LargeInput,
+        )
+    });
     g.bench_function("get_capacity", |b| {
         b.iter_batched(
             fresh,

@@ -11,7 +11,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use doorman_core::server::{whole_pass, CapacityRequest, Grant, Refusal, ServerCore, Status};
+use doorman_core::server::{
+    whole_pass, CapacityRequest, Grant, Refusal, ServerCore, Status, DECIDE_STEP,
+};
 use doorman_core::Time;
 
 use doorman_core::config::Action;
@@ -140,14 +142,22 @@ impl ServerState {
     /// Runs a request of this server's own (a front-end that checked its
     /// callers' access itself, such as Envoy's rate limit services)
     /// through the core, waking the upstream task if needed.
+    /// A large request is decided [`DECIDE_STEP`] resources at a time,
+    /// the core's lock taken for each step only; a refusal on the way
+    /// (mastership lost) refuses the whole request (the steps already
+    /// decided keep counting until their leases expire).
     pub fn decide_in_process(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
-        let now = self.now();
-        let mut core = self.core();
-        let out = core.get_capacity(now, req);
-        if core.take_upstream_wake() {
-            self.upstream_wake.notify_one();
+        let mut out = Vec::with_capacity(req.resources.len());
+        for asks in req.resources.chunks(DECIDE_STEP) {
+            let now = self.now();
+            let mut core = self.core();
+            let grants = core.decide_asks(now, &req.who, asks);
+            if core.take_upstream_wake() {
+                self.upstream_wake.notify_one();
+            }
+            out.extend(grants?);
         }
-        out
+        Ok(out)
     }
 
     /// May `caller` read the status pages? `Err(why)` if not.

@@ -510,3 +510,19 @@ async fn scrapes_within_a_second_share_one_page() {
     );
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_request_larger_than_one_decide_step_is_answered_whole() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = client(s.grpc_addr).await;
+    let n = doorman_core::server::DECIDE_STEP * 2 + 7;
+    let resources = (0..n).map(|i| rr(&format!("db/{i}"), 1.0, None)).collect();
+    let r = get(&mut c, "big", resources).await;
+    assert_eq!(r.response.len(), n);
+    let mut ids: Vec<&str> = r.response.iter().map(|x| x.resource_id.as_str()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "each resource once, in order");
+    assert_eq!(r.response[n - 1].resource_id, format!("db/{}", n - 1));
+    s.shutdown().await;
+}

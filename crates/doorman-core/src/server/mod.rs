@@ -34,7 +34,7 @@ pub use status::{
     BandStatus, LeaseStatus, LinkStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus,
     UpstreamGauge, UpstreamStatus,
 };
-pub use sweep::{whole_pass, STATUS_STEP, SWEEP_STEP};
+pub use sweep::{whole_pass, DECIDE_STEP, STATUS_STEP, SWEEP_STEP};
 pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
 
 use crate::config::{AlgorithmConfig, Config};
@@ -236,15 +236,27 @@ impl ServerCore {
         now: Time,
         req: &CapacityRequest,
     ) -> Result<Vec<Grant>, Refusal> {
+        self.decide_asks(now, &req.who, &req.resources)
+    }
+
+    /// [`ServerCore::get_capacity`] for a part of a request (the shells
+    /// decide large requests [`DECIDE_STEP`] resources at a time, taking
+    /// the core's lock for each part only).
+    pub fn decide_asks(
+        &mut self,
+        now: Time,
+        who: &Who,
+        asks: &[ResourceAsk],
+    ) -> Result<Vec<Grant>, Refusal> {
         if let Some(refusal) = self.refusal() {
             return Err(refusal);
         }
-        let mut out = Vec::with_capacity(req.resources.len());
-        for ask in &req.resources {
-            let grant = self.one(now, &req.who, ask);
+        let mut out = Vec::with_capacity(asks.len());
+        for ask in asks {
+            let grant = self.one(now, who, ask);
             if grant.decision == Decision::Pending {
                 tracing::debug!(
-                    resource = %ask.resource_id, who = %req.who,
+                    resource = %ask.resource_id, %who,
                     "claimed lease left unanswered until the parent's first answer"
                 );
             } else {
@@ -254,7 +266,7 @@ impl ServerCore {
         Ok(out)
     }
 
-    fn one(&mut self, now: Time, who: &Who, ask: &request::ResourceAsk) -> Grant {
+    fn one(&mut self, now: Time, who: &Who, ask: &ResourceAsk) -> Grant {
         if let Some(r) = self.resources.get_mut(&ask.resource_id) {
             r.freshen(&self.config, self.config_gen, &ask.resource_id);
             if r.retired(now) {

@@ -23,6 +23,12 @@ pub const SWEEP_STEP: usize = 1024;
 /// Resources visited per status step (each builds a full resource status).
 pub const STATUS_STEP: usize = 128;
 
+/// Resources of one request decided per hold of the core's lock
+/// ([`ServerCore::decide_asks`]): a request at the protocol's limit of
+/// 10 000 new resources takes about 31 ms in one piece (BENCHMARKS.md), so
+/// in steps of 512 each hold stays near 1.6 ms.
+pub const DECIDE_STEP: usize = 512;
+
 /// Runs `step` from position 0 until it says the pass is done (`None`).
 /// A shell wraps each call in its own lock.
 pub fn whole_pass(mut step: impl FnMut(usize) -> Option<usize>) {
