@@ -148,7 +148,10 @@ impl ServerState {
     /// decided keep counting until their leases expire).
     pub fn decide_in_process(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
         let mut out = Vec::with_capacity(req.resources.len());
-        for asks in req.resources.chunks(DECIDE_STEP) {
+        // An empty request is still one step: its answer may be a refusal
+        // (not the master: a redirect).
+        let empty = req.resources.is_empty().then_some(&req.resources[..]);
+        for asks in req.resources.chunks(DECIDE_STEP).chain(empty) {
             let now = self.now();
             let mut core = self.core();
             let grants = core.decide_asks(now, &req.who, asks);
