@@ -81,6 +81,18 @@ impl Bucket {
         self.rate
     }
 
+    /// The most tokens it holds.
+    pub fn burst(&self) -> f64 {
+        self.burst
+    }
+
+    /// Fills it to its burst (a bucket that has just received its first
+    /// rate, so that its first request is not refused for want of time).
+    pub fn fill(&mut self, now: Instant) {
+        self.refill(now);
+        self.tokens = self.tokens.max(self.burst);
+    }
+
     /// Tokens there now (negative while in debt).
     pub fn tokens(&mut self, now: Instant) -> f64 {
         self.refill(now);

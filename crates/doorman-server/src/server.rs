@@ -385,7 +385,8 @@ fn spawn_grpc(
         .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
     let rls = RateLimitServiceServer::new(crate::envoy::rls::RlsService::new(state.clone(), rls))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
-    let rlqs = RateLimitQuotaServiceServer::new(crate::envoy::rlqs::RlqsService::new(state))
+    let rlqs = crate::envoy::rlqs::RlqsService::new(state, stop.clone());
+    let rlqs = RateLimitQuotaServiceServer::new(rlqs)
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
     // Small request/response pairs: without TCP_NODELAY (set by Incoming),
     // Nagle and delayed ACKs add ~40 ms to every response that spans two

@@ -16,6 +16,7 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::{
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::google::protobuf::UInt64Value;
 use tonic::transport::Channel;
 
 const CONFIG: &str = r#"
@@ -78,6 +79,7 @@ async fn hits_are_admitted_from_the_lease_with_statuses_for_the_headers() {
     // The first request leases for a demand of 4/s (one hit in the first
     // quarter second); the bucket starts empty and fills at that rate.
     let first = ask(&mut c, request("edge", api(), 1)).await;
+    assert_eq!(first.overall_code, Code::Ok as i32, "the first hit passes");
     let status = &first.statuses[0];
     let limit = status.current_limit.as_ref().expect("a limit");
     assert_eq!(limit.unit, 1, "per second");
@@ -90,7 +92,15 @@ async fn hits_are_admitted_from_the_lease_with_statuses_for_the_headers() {
     let big = ask(&mut c, request("edge", api(), 1000)).await;
     assert_eq!(big.overall_code, Code::OverLimit as i32);
     assert_eq!(big.statuses[0].code, Code::OverLimit as i32);
-    assert_eq!(big.statuses[0].limit_remaining, 0);
+    // So is a huge descriptor hits_addend, without leaving the bucket in
+    // debt: a hit a little later passes.
+    let mut huge = descriptor(&[("generic_key", "api")]);
+    huge.hits_addend = Some(UInt64Value { value: u64::MAX });
+    let r = ask(&mut c, request("edge", vec![huge], 1)).await;
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let r = ask(&mut c, request("edge", api(), 1)).await;
+    assert_eq!(r.overall_code, Code::Ok as i32, "no debt: {r:?}");
     // The client shows on the status page like any other.
     let st = s.state.status(10);
     let r = st.resources.iter().find(|r| r.id == "edge/generic_key=api");
@@ -199,4 +209,68 @@ async fn access_rules_apply_to_envoy_callers() {
     assert_eq!(e.code(), tonic::Code::PermissionDenied);
     assert!(e.message().contains("edge/a=b"), "{}", e.message());
     s.shutdown().await;
+}
+
+/// An open RLQS stream (as Envoy keeps one) does not hold up a server's
+/// shutdown: the stream ends with UNAVAILABLE and the server stops. Its
+/// buckets share one resource when a mapping drops a key's value.
+#[tokio::test]
+async fn rlqs_streams_end_when_the_server_stops() {
+    use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_client::RateLimitQuotaServiceClient;
+    use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
+        rate_limit_quota_usage_reports::BucketQuotaUsage, BucketId, RateLimitQuotaUsageReports,
+    };
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let mut c = RateLimitQuotaServiceClient::connect(format!("http://{}", s.grpc_addr))
+        .await
+        .expect("connects");
+    let usage = |path: &str| BucketQuotaUsage {
+        bucket_id: Some(BucketId {
+            bucket: [("tenant", "t1"), ("path", path)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }),
+        time_elapsed: None,
+        num_requests_allowed: 1,
+        num_requests_denied: 0,
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(RateLimitQuotaUsageReports {
+        domain: "edge".into(),
+        bucket_quota_usages: vec![usage("/a"), usage("/b")],
+    })
+    .await
+    .unwrap();
+    let mut answers = c
+        .stream_rate_limit_quotas(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .expect("stream opens")
+        .into_inner();
+    let first = answers
+        .message()
+        .await
+        .expect("an answer")
+        .expect("not the end");
+    assert_eq!(
+        first.bucket_action.len(),
+        2,
+        "one assignment per bucket: {first:?}"
+    );
+    let st = s.state.status(10);
+    let r = st
+        .resources
+        .iter()
+        .find(|r| r.id == "edge/tenants/t1")
+        .expect("one resource");
+    assert_eq!(r.leases.len(), 1);
+    let stopped = tokio::time::timeout(std::time::Duration::from_secs(10), s.shutdown()).await;
+    assert!(stopped.is_ok(), "the server stopped with a stream open");
+    let end = answers.message().await;
+    assert!(
+        matches!(&end, Err(e) if e.code() == tonic::Code::Unavailable),
+        "{end:?}"
+    );
+    drop(tx);
 }

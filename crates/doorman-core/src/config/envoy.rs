@@ -3,7 +3,9 @@
 //! descriptor that matches no template gets.
 //!
 //! By default a descriptor `[(k1, v1), (k2, v2)]` in domain `D` names the
-//! resource `D/k1=v1/k2=v2` (a bucket id's keys are sorted first). A
+//! resource `D/k1=v1/k2=v2` (a bucket id's keys are sorted first); `%`,
+//! `/` and `=` in keys and values are written `%25`, `%2F` and `%3D`, so
+//! that no value can name another descriptor's resource. A
 //! mapping replaces that name for descriptors of one domain with exactly
 //! one set of keys:
 //!
@@ -120,9 +122,9 @@ impl EnvoyConfig {
             let mut id = domain.to_string();
             for (k, v) in entries {
                 id.push('/');
-                id.push_str(k);
+                escape_into(&mut id, k);
                 id.push('=');
-                id.push_str(v);
+                escape_into(&mut id, v);
             }
             return Mapped {
                 resource_id: id,
@@ -135,13 +137,25 @@ impl EnvoyConfig {
                 Part::Text(t) => id.push_str(t),
                 Part::Value(k) => {
                     let v = entries.iter().find(|e| e.0 == k).map_or("", |e| e.1);
-                    id.push_str(v);
+                    escape_into(&mut id, v);
                 }
             }
         }
         Mapped {
             resource_id: id,
             unit: m.unit,
+        }
+    }
+}
+
+/// Appends `text` with `%`, `/` and `=` percent-escaped.
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '/' => out.push_str("%2F"),
+            '=' => out.push_str("%3D"),
+            c => out.push(c),
         }
     }
 }
@@ -306,6 +320,16 @@ mod tests {
     }
 
     #[test]
+    fn a_value_cannot_name_another_descriptors_resource() {
+        let c = EnvoyConfig::default();
+        let one = c.map("edge", &[("tenant", "a/path=x")]).resource_id;
+        let two = c.map("edge", &[("tenant", "a"), ("path", "x")]).resource_id;
+        assert_eq!(one, "edge/tenant=a%2Fpath%3Dx");
+        assert_eq!(two, "edge/tenant=a/path=x");
+        assert_eq!(c.map("e", &[("k", "100%")]).resource_id, "e/k=100%25");
+    }
+
+    #[test]
     fn a_mapping_renames_drops_values_and_sets_the_unit() {
         let c = config(
             "[envoy]\nunmatched = \"over_limit\"\n\
@@ -331,7 +355,7 @@ mod tests {
         assert_eq!(
             c.map("other", &[("tenant", "a"), ("path", "/y")])
                 .resource_id,
-            "other/tenant=a/path=/y"
+            "other/tenant=a/path=%2Fy"
         );
     }
 

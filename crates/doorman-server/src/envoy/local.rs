@@ -53,6 +53,8 @@ struct Local {
     unit: Unit,
     last_hit: Instant,
     unmatched: bool,
+    /// Created and not yet given a rate: filled when it gets one.
+    fresh: bool,
 }
 
 struct Inner {
@@ -116,6 +118,7 @@ impl LocalRequester {
                     unit: *unit,
                     last_hit: instant,
                     unmatched: false,
+                    fresh: true,
                 }
             });
             local.window.record_call(instant, *hits as f64);
@@ -165,6 +168,10 @@ impl LocalRequester {
         for (id, l) in inner.resources.iter_mut() {
             let capacity = inner.core.capacity(id, now).map_or(0.0, |c| c.0);
             l.bucket.set_rate(capacity / l.unit.seconds(), instant);
+            if l.fresh && l.bucket.rate() > 0.0 {
+                l.fresh = false;
+                l.bucket.fill(instant);
+            }
         }
     }
 
@@ -226,7 +233,11 @@ fn admit_one(inner: &mut Inner, id: &str, hits: u64, instant: Instant) -> Admiss
             reset: Duration::ZERO,
         };
     };
-    let allowed = l.bucket.try_take(hits as f64, instant).is_ok();
+    // More hits than a second's worth (or the burst) are refused without
+    // taking anything: the bucket would lend them and refuse everybody
+    // until the debt was paid.
+    let most = l.bucket.burst().max(l.bucket.rate());
+    let allowed = hits as f64 <= most && l.bucket.try_take(hits as f64, instant).is_ok();
     let unit = l.unit.seconds();
     Admission {
         allowed,

@@ -33,7 +33,8 @@ use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
     BucketId, RateLimitQuotaResponse, RateLimitQuotaUsageReports,
 };
 use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
-use tokio::sync::mpsc;
+use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
+use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -48,21 +49,24 @@ const QUEUE: usize = 16;
 pub struct RlqsService {
     state: Arc<ServerState>,
     streams: Arc<AtomicU64>,
+    stop: watch::Receiver<bool>,
 }
 
 impl RlqsService {
-    /// A service over shared state.
-    pub fn new(state: Arc<ServerState>) -> Self {
+    /// A service over shared state; its streams end when `stop` turns true.
+    pub fn new(state: Arc<ServerState>, stop: watch::Receiver<bool>) -> Self {
         RlqsService {
             state,
             streams: Arc::default(),
+            stop,
         }
     }
 }
 
-/// One bucket of a stream.
+/// One resource of a stream: the bucket ids naming it (several when a
+/// mapping drops a key's value; they share the grant) and its unit.
 struct Bucket {
-    id: BucketId,
+    ids: Vec<BucketId>,
     unit: Unit,
 }
 
@@ -96,18 +100,19 @@ impl RateLimitQuotaService for RlqsService {
             buckets: HashMap::new(),
         };
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(stream.run(request.into_inner(), tx));
+        tokio::spawn(stream.run(request.into_inner(), tx, self.stop.clone()));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 }
 
 impl Stream {
     /// Reads reports and sends assignments until either side ends the
-    /// stream; then releases the leases.
+    /// stream or the server stops; then releases the leases.
     async fn run(
         mut self,
         mut inbound: Streaming<RateLimitQuotaUsageReports>,
         tx: mpsc::Sender<Answer>,
+        mut stop: watch::Receiver<bool>,
     ) {
         let metrics = self.state.metrics.envoy.clone();
         metrics.rlqs_stream(1);
@@ -123,6 +128,10 @@ impl Stream {
                 },
                 _ = tokio::time::sleep(sleep) => false,
                 _ = tx.closed() => true,
+                _ = stop.changed() => {
+                    let _ = tx.send(Err(Status::unavailable("the server is stopping"))).await;
+                    true
+                }
             };
             if ended {
                 break;
@@ -155,43 +164,74 @@ impl Stream {
             .min(std::time::Duration::from_secs(60))
     }
 
-    /// Records each bucket's demand; a new bucket becomes a resource.
+    /// Records each resource's demand (the sum over its buckets); a new
+    /// resource is checked against the access rules and asked for.
     fn on_reports(&mut self, reports: &RateLimitQuotaUsageReports) -> Result<(), Status> {
         if reports.domain.is_empty() {
             return Err(Status::invalid_argument("domain: must not be empty"));
         }
         let config = self.state.core().config().clone();
-        let now = self.state.now();
+        let mut used: HashMap<String, (f64, f64)> = HashMap::new();
         for (i, usage) in reports.bucket_quota_usages.iter().enumerate() {
             let field = format!("bucket_quota_usages[{i}]");
             let bucket = usage.bucket_id.clone().unwrap_or_default();
             let (resource, unit) = resource(&config, &reports.domain, &bucket, &field)?;
             self.state.metrics.envoy.rlqs_report();
-            let used = (usage.num_requests_allowed + usage.num_requests_denied) as f64;
-            let elapsed = usage
+            if !self.buckets.contains_key(&resource) {
+                self.admit(&config, &resource, unit)?;
+            }
+            let b = self.buckets.get_mut(&resource).expect("admitted above");
+            if !b.ids.contains(&bucket) {
+                if b.ids.len() >= MAX_RESOURCES_PER_REQUEST {
+                    let why = format!("{field}: too many buckets name {resource:?}");
+                    return Err(Status::invalid_argument(why));
+                }
+                b.ids.push(bucket);
+            }
+            let n = usage.num_requests_allowed as f64 + usage.num_requests_denied as f64;
+            let secs = usage
                 .time_elapsed
                 .map_or(0.0, |d| d.seconds as f64 + f64::from(d.nanos) / 1e9);
-            let first = !self.buckets.contains_key(&resource);
-            let wants = if elapsed > 0.0 {
-                used / elapsed * unit.seconds()
+            let e = used.entry(resource).or_insert((0.0, 0.0));
+            *e = (e.0 + n, e.1.max(secs));
+        }
+        let now = self.state.now();
+        for (resource, (n, secs)) in used {
+            let unit = self.buckets[&resource].unit;
+            let first = self.core.wants(&resource).is_none();
+            let wants = if secs > 0.0 {
+                n / secs * unit.seconds()
             } else {
                 // No rate yet: as much as the template could give.
-                config.find(&resource).map_or(used, |t| t.capacity)
+                config.find(&resource).map_or(n, |t| t.capacity)
             };
             if first {
-                let ids = [resource.as_str()];
-                let acl = config.acl();
-                if let Some(why) = acl.first_denial(self.identity.as_deref(), Action::Acquire, ids)
-                {
-                    self.state.metrics.denied(Action::Acquire.name());
-                    return Err(Status::permission_denied(why));
-                }
                 self.core.add(&resource, 0, wants, now);
-                self.buckets.insert(resource, Bucket { id: bucket, unit });
-            } else if elapsed > 0.0 {
+            } else if secs > 0.0 {
                 self.core.set_wants(&resource, wants, now);
             }
         }
+        Ok(())
+    }
+
+    /// A resource new to this stream: allowed by the access rules and
+    /// within the stream's limit of resources, else the stream ends.
+    fn admit(&mut self, config: &Config, resource: &str, unit: Unit) -> Result<(), Status> {
+        let caller = self.identity.as_deref();
+        if let Some(why) = config
+            .acl()
+            .first_denial(caller, Action::Acquire, [resource])
+        {
+            self.state.metrics.denied(Action::Acquire.name());
+            return Err(Status::permission_denied(why));
+        }
+        if self.buckets.len() >= MAX_RESOURCES_PER_REQUEST {
+            let why = format!("at most {MAX_RESOURCES_PER_REQUEST} resources per stream");
+            return Err(Status::invalid_argument(why));
+        }
+        let ids = Vec::new();
+        self.buckets
+            .insert(resource.to_string(), Bucket { ids, unit });
         Ok(())
     }
 
@@ -205,15 +245,14 @@ impl Stream {
         };
         let unmatched = self.state.core().config().envoy().unmatched;
         let now = self.state.now();
-        let actions: Vec<BucketAction> = grants
-            .iter()
-            .filter(|g| g.decision != Decision::Pending)
-            .filter_map(|g| {
-                let bucket = self.buckets.get(&g.resource_id)?;
-                let capacity = self.core.capacity(&g.resource_id, now).map_or(0.0, |c| c.0);
-                Some(self.assignment(g, bucket, capacity, unmatched))
-            })
-            .collect();
+        let mut actions = Vec::new();
+        for g in grants.iter().filter(|g| g.decision != Decision::Pending) {
+            let Some(bucket) = self.buckets.get(&g.resource_id) else {
+                continue;
+            };
+            let capacity = self.core.capacity(&g.resource_id, now).map_or(0.0, |c| c.0);
+            actions.extend(self.assignments(g, bucket, capacity, unmatched));
+        }
         if actions.is_empty() {
             return Ok(None);
         }
@@ -222,38 +261,42 @@ impl Stream {
         }))
     }
 
-    /// The assignment for one granted bucket, counted.
-    fn assignment(
+    /// The assignments for one granted resource, one per bucket naming it
+    /// (the rate split evenly between them), counted.
+    fn assignments(
         &self,
         g: &Grant,
         b: &Bucket,
         capacity: f64,
         unmatched: Unmatched,
-    ) -> BucketAction {
+    ) -> Vec<BucketAction> {
         let metrics = &self.state.metrics.envoy;
         let strategy = if g.decision == Decision::Unmatched {
             metrics.descriptor("rlqs", "unmatched");
             blanket(unmatched == Unmatched::Ok)
         } else {
             metrics.descriptor("rlqs", "assigned");
-            token_bucket(capacity / b.unit.seconds())
+            let shares = b.ids.len().max(1) as f64;
+            token_bucket(capacity / b.unit.seconds() / shares)
         };
         let ttl = (g.lease.expiry - self.state.now())
             .to_duration()
             .as_secs()
             .max(1);
-        BucketAction {
-            bucket_id: Some(b.id.clone()),
-            bucket_action: Some(bucket_action::BucketAction::QuotaAssignmentAction(
-                QuotaAssignmentAction {
-                    assignment_time_to_live: Some(PbDuration {
-                        seconds: ttl.min(i64::MAX as u64) as i64,
-                        nanos: 0,
-                    }),
-                    rate_limit_strategy: Some(strategy),
-                },
-            )),
-        }
+        let action = QuotaAssignmentAction {
+            assignment_time_to_live: Some(PbDuration {
+                seconds: ttl.min(i64::MAX as u64) as i64,
+                nanos: 0,
+            }),
+            rate_limit_strategy: Some(strategy),
+        };
+        b.ids
+            .iter()
+            .map(|id| BucketAction {
+                bucket_id: Some(id.clone()),
+                bucket_action: Some(bucket_action::BucketAction::QuotaAssignmentAction(action)),
+            })
+            .collect()
     }
 }
 
@@ -299,25 +342,25 @@ fn blanket(allow: bool) -> RateLimitStrategy {
     }
 }
 
-/// A token bucket admitting `rate` requests per second. Envoy divides by
-/// whole seconds of fill interval and only notices a changed bucket by its
-/// token counts, so: 1 s and `rate` tokens from 1/s up; below, one token
-/// per `ceil(1/rate)` s with that many tokens of burst (the counts change
-/// with the interval). No rate: deny all.
+/// A token bucket admitting at most `rate` requests per second (rounded
+/// down, so that several Envoys never add up to more than the grant).
+/// Envoy divides by whole seconds of fill interval and only notices a
+/// changed bucket by its token counts, so: 1 s and `floor(rate)` tokens from
+/// 1/s up; below, one token per `ceil(1/rate)` s with a burst of one (Envoy
+/// keeps the old interval while only the interval changes, until the
+/// assignment's counts change or it expires). No rate: deny all.
 pub fn token_bucket(rate: f64) -> RateLimitStrategy {
     if rate.is_nan() || rate <= 0.0 {
         return blanket(false);
     }
-    let (interval, tokens, max) = if rate >= 1.0 {
-        let t = rate.round().min(u32::MAX as f64) as u32;
-        (1, t, t)
+    let (interval, tokens) = if rate >= 1.0 {
+        (1, rate.floor().min(u32::MAX as f64) as u32)
     } else {
-        let secs = (1.0 / rate).ceil().min(86_400.0) as u32;
-        (secs, 1, secs)
+        ((1.0 / rate).ceil().min(86_400.0 * 365.0) as u32, 1)
     };
     RateLimitStrategy {
         strategy: Some(Strategy::TokenBucket(TokenBucket {
-            max_tokens: max,
+            max_tokens: tokens,
             tokens_per_fill: Some(UInt32Value { value: tokens }),
             fill_interval: Some(PbDuration {
                 seconds: i64::from(interval),
@@ -345,9 +388,18 @@ mod tests {
     #[test]
     fn token_buckets_use_whole_seconds() {
         assert_eq!(parts(token_bucket(20.0)), (20, 20, 1));
-        assert_eq!(parts(token_bucket(19.6)), (20, 20, 1));
-        assert_eq!(parts(token_bucket(0.25)), (4, 1, 4));
-        assert_eq!(parts(token_bucket(0.3)), (4, 1, 4));
+        assert_eq!(
+            parts(token_bucket(6.67)),
+            (6, 6, 1),
+            "three of 20 stay within 20"
+        );
+        assert_eq!(parts(token_bucket(0.25)), (1, 1, 4));
+        assert_eq!(parts(token_bucket(0.3)), (1, 1, 4));
+        assert_eq!(
+            parts(token_bucket(100.0 / 86_400.0)),
+            (1, 1, 864),
+            "100 a day"
+        );
         let deny = Some(Strategy::BlanketRule(BlanketRule::DenyAll as i32));
         assert_eq!(token_bucket(0.0).strategy, deny);
         assert_eq!(token_bucket(f64::NAN).strategy, deny);

@@ -12,12 +12,14 @@
 //! the limit when any of its descriptors is; each descriptor's hits are
 //! counted and taken on its own.
 //!
-//! Must not: decide capacity or hold the core lock (the requester does).
+//! Must not: decide capacity (the requester asks the core) or hold the
+//! core lock beyond reading the running config.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use doorman_core::config::{Action, EnvoyConfig, Unit, Unmatched};
+use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
     rate_limit::Unit as PbUnit, Code, DescriptorStatus, RateLimit,
@@ -114,6 +116,13 @@ fn asks(envoy: &EnvoyConfig, req: &RateLimitRequest) -> Result<Vec<(String, Unit
         return Err(Status::invalid_argument(
             "descriptors: at least one descriptor is needed",
         ));
+    }
+    if req.descriptors.len() > MAX_RESOURCES_PER_REQUEST {
+        let why = format!(
+            "descriptors: at most {MAX_RESOURCES_PER_REQUEST}, got {}",
+            req.descriptors.len()
+        );
+        return Err(Status::invalid_argument(why));
     }
     let hits = u64::from(req.hits_addend.max(1));
     req.descriptors

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use axum::http::StatusCode;
 use tokio::sync::{Mutex, Semaphore};
 
@@ -31,7 +32,7 @@ pub const METRICS_MAX_AGE: Duration = Duration::from_secs(1);
 const NICENESS: i32 = 10;
 
 /// A page and when it was built.
-type LastPage = Option<(Instant, Arc<str>)>;
+type LastPage = Option<(Instant, Bytes)>;
 
 /// The page builder of one HTTP boundary.
 #[derive(Debug, Clone)]
@@ -55,14 +56,14 @@ impl Builder {
     /// The `/metrics` page: the last one if it is younger than
     /// [`METRICS_MAX_AGE`], else a new build (concurrent scrapes wait for
     /// it and share it).
-    pub async fn metrics_page(&self) -> Result<Arc<str>, StatusCode> {
+    pub async fn metrics_page(&self) -> Result<Bytes, StatusCode> {
         let mut last = self.metrics.lock().await;
         if let Some((at, page)) = last.as_ref() {
             if at.elapsed() < METRICS_MAX_AGE {
                 return Ok(page.clone());
             }
         }
-        let page: Arc<str> = self.build(|state| state.metrics_text()).await?.into();
+        let page = Bytes::from(self.build(|state| state.metrics_text()).await?);
         *last = Some((Instant::now(), page.clone()));
         Ok(page)
     }

@@ -92,10 +92,8 @@ async fn readyz(State(pages): State<Builder>) -> impl IntoResponse {
 
 async fn metrics(State(pages): State<Builder>) -> impl IntoResponse {
     let text = pages.metrics_page().await?;
-    Ok::<_, StatusCode>((
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        text.to_string(),
-    ))
+    // Bytes: every scrape served from one page shares its buffer.
+    Ok::<_, StatusCode>(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 
 async fn status_json(

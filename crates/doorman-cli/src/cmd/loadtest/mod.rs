@@ -32,7 +32,11 @@ use tonic::transport::Channel;
 use crate::args::{count, count_in_range, in_range};
 use crate::tls_args::ClientTlsArgs;
 
+mod report;
 mod rls;
+
+use report::histogram;
+pub use report::{latency, print, Report};
 
 /// Which service the load calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -101,66 +105,6 @@ fn resource_prefix(s: &str) -> Result<String, String> {
         n if n > 1000 => Err(format!("at most 1000 bytes, got {n}")),
         _ => Ok(s.to_string()),
     }
-}
-
-/// Latency percentiles, microseconds.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct Latency {
-    pub p50: u64,
-    pub p90: u64,
-    pub p99: u64,
-    pub p999: u64,
-    pub max: u64,
-    pub mean: f64,
-}
-
-/// What a run measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub server: String,
-    pub protocol: Protocol,
-    pub clients: usize,
-    pub resources: usize,
-    pub concurrency: usize,
-    pub connections: usize,
-    /// Seconds measured (after warmup).
-    pub duration_s: f64,
-    /// Successful RPCs while measuring.
-    pub rpcs: u64,
-    pub rpcs_per_s: f64,
-    pub latency_us: Latency,
-    /// Failed RPCs while measuring, by gRPC code.
-    pub errors: BTreeMap<String, u64>,
-    /// `--protocol rls`: answers that were OVER_LIMIT (counted in `rpcs`).
-    pub over_limit: u64,
-    /// Mastership redirects followed.
-    pub redirects: u64,
-    /// Σ of the last unexpired grants, per resource.
-    pub granted: BTreeMap<String, f64>,
-    /// The capacity given with --capacity.
-    pub capacity: Option<f64>,
-    /// Why grants were small at the end, as the server said (learning
-    /// mode, waiting for its parent).
-    pub note: Option<String>,
-    /// Wall time of the whole run, warmup included.
-    pub wall_s: f64,
-}
-
-/// Percentiles of a histogram of microseconds.
-pub fn latency(h: &Histogram<u64>) -> Latency {
-    Latency {
-        p50: h.value_at_quantile(0.50),
-        p90: h.value_at_quantile(0.90),
-        p99: h.value_at_quantile(0.99),
-        p999: h.value_at_quantile(0.999),
-        max: h.max(),
-        mean: h.mean(),
-    }
-}
-
-fn histogram() -> Histogram<u64> {
-    // 1 µs … 60 s, 3 significant digits.
-    Histogram::new_with_bounds(1, 60_000_000, 3).expect("static histogram bounds are valid")
 }
 
 fn host_of(addr: &str) -> anyhow::Result<Vec<IpAddr>> {
@@ -511,50 +455,6 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         note,
         wall_s: began.elapsed().as_secs_f64(),
     })
-}
-
-/// Prints a report as a small table.
-pub fn print(r: &Report) {
-    println!(
-        "doorman loadtest: {} · {} clients × {} resource(s) · concurrency {} over {} connection(s)",
-        r.server, r.clients, r.resources, r.concurrency, r.connections
-    );
-    let method = match r.protocol {
-        Protocol::Capacity => "GetCapacity",
-        Protocol::Rls => "ShouldRateLimit",
-    };
-    println!(
-        "rpcs        {} in {:.1} s = {:.0} {method}/s",
-        r.rpcs, r.duration_s, r.rpcs_per_s
-    );
-    if r.protocol == Protocol::Rls {
-        println!("over limit  {} of the answers", r.over_limit);
-    }
-    let l = r.latency_us;
-    println!(
-        "latency µs  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (mean {:.0})",
-        l.p50, l.p90, l.p99, l.p999, l.max, l.mean
-    );
-    if r.errors.is_empty() {
-        println!("errors      none");
-    } else {
-        let e: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-        println!("errors      {}", e.join(", "));
-    }
-    println!("redirects   {}", r.redirects);
-    for (id, g) in &r.granted {
-        let g = g + 0.0; // no "-0.0"
-        match r.capacity {
-            Some(c) if c > 0.0 => println!(
-                "granted     {id}: Σ {g:.1} of capacity {c} ({:.1} %)",
-                g / c * 100.0
-            ),
-            _ => println!("granted     {id}: Σ {g:.1}"),
-        }
-    }
-    if let Some(n) = &r.note {
-        println!("server says {n}");
-    }
 }
 
 #[cfg(test)]
