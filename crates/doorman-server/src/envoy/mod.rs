@@ -22,9 +22,11 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Amount, Demand};
 use doorman_client::{ClientCore, GrantItem, RequestItem};
+use doorman_core::config::{Action, Config};
 use doorman_core::limits::{id_length_problem, MAX_AMOUNT, MAX_RESOURCE_ID_BYTES};
 use doorman_core::server::{CapacityRequest, Decision, Grant, Refusal, ResourceAsk, Who};
 use doorman_core::Time;
+use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::{Request, Status};
 
 use crate::state::ServerState;
@@ -42,6 +44,31 @@ pub fn caller<T>(state: &ServerState, req: &Request<T>) -> Result<Option<Arc<str
     state
         .identify(peer, header)
         .map_err(|e| Status::unauthenticated(e.to_string()))
+}
+
+/// PERMISSION_DENIED (counted) unless the access rules let `caller`
+/// acquire each of `ids`.
+pub fn may_acquire<'a>(
+    state: &ServerState,
+    config: &Config,
+    caller: Option<&str>,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> Result<(), Status> {
+    match config.acl().first_denial(caller, Action::Acquire, ids) {
+        None => Ok(()),
+        Some(why) => {
+            state.metrics.denied(Action::Acquire.name());
+            Err(Status::permission_denied(why))
+        }
+    }
+}
+
+/// A protobuf duration of whole seconds (Envoy reads only the seconds).
+pub fn whole_seconds(secs: u64) -> PbDuration {
+    PbDuration {
+        seconds: secs.min(i64::MAX as u64) as i64,
+        nanos: 0,
+    }
 }
 
 /// Why a resource id made from a descriptor cannot be used, if it can't.

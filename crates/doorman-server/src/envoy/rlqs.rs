@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use doorman_client::{ClientCore, CoreOptions};
-use doorman_core::config::{Action, Config, Unit, Unmatched};
+use doorman_core::config::{Config, Unit, Unmatched};
 use doorman_core::server::{Decision, Grant, Who};
 use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
 use envoy_types::pb::envoy::r#type::v3::{RateLimitStrategy, TokenBucket};
@@ -32,13 +32,13 @@ use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_serv
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
     BucketId, RateLimitQuotaResponse, RateLimitQuotaUsageReports,
 };
-use envoy_types::pb::google::protobuf::{Duration as PbDuration, UInt32Value};
+use envoy_types::pb::google::protobuf::UInt32Value;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::{caller, refresh, refusal_reason, resource_problem};
+use super::{caller, may_acquire, refresh, refusal_reason, resource_problem, whole_seconds};
 use crate::state::ServerState;
 
 /// Answers queued per stream before the stream's task waits for Envoy.
@@ -218,13 +218,7 @@ impl Stream {
     /// within the stream's limit of resources, else the stream ends.
     fn admit(&mut self, config: &Config, resource: &str, unit: Unit) -> Result<(), Status> {
         let caller = self.identity.as_deref();
-        if let Some(why) = config
-            .acl()
-            .first_denial(caller, Action::Acquire, [resource])
-        {
-            self.state.metrics.denied(Action::Acquire.name());
-            return Err(Status::permission_denied(why));
-        }
+        may_acquire(&self.state, config, caller, [resource])?;
         if self.buckets.len() >= MAX_RESOURCES_PER_REQUEST {
             let why = format!("at most {MAX_RESOURCES_PER_REQUEST} resources per stream");
             return Err(Status::invalid_argument(why));
@@ -284,10 +278,7 @@ impl Stream {
             .as_secs()
             .max(1);
         let action = QuotaAssignmentAction {
-            assignment_time_to_live: Some(PbDuration {
-                seconds: ttl.min(i64::MAX as u64) as i64,
-                nanos: 0,
-            }),
+            assignment_time_to_live: Some(whole_seconds(ttl)),
             rate_limit_strategy: Some(strategy),
         };
         b.ids
@@ -362,10 +353,7 @@ pub fn token_bucket(rate: f64) -> RateLimitStrategy {
         strategy: Some(Strategy::TokenBucket(TokenBucket {
             max_tokens: tokens,
             tokens_per_fill: Some(UInt32Value { value: tokens }),
-            fill_interval: Some(PbDuration {
-                seconds: i64::from(interval),
-                nanos: 0,
-            }),
+            fill_interval: Some(whole_seconds(u64::from(interval))),
         })),
     }
 }

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use doorman_core::config::{Action, EnvoyConfig, Unit, Unmatched};
+use doorman_core::config::{EnvoyConfig, Unit, Unmatched};
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
@@ -30,7 +30,7 @@ use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::{Request, Response, Status};
 
 use super::local::{Admission, LocalRequester};
-use super::{caller, resource_problem};
+use super::{caller, may_acquire, resource_problem, whole_seconds};
 use crate::state::ServerState;
 
 /// The method's name in metrics.
@@ -55,11 +55,7 @@ impl RlsService {
         let config = self.state.core().config().clone();
         let asks = asks(config.envoy(), req)?;
         let ids = asks.iter().map(|a| a.0.as_str());
-        let acl = config.acl();
-        if let Some(why) = acl.first_denial(who.as_deref(), Action::Acquire, ids) {
-            self.state.metrics.denied(Action::Acquire.name());
-            return Err(Status::permission_denied(why));
-        }
+        may_acquire(&self.state, &config, who.as_deref(), ids)?;
         let admissions = self
             .requester
             .admit(&self.state, &asks)
@@ -170,11 +166,7 @@ fn pb_unit(unit: Unit) -> PbUnit {
 
 /// A protobuf duration, whole seconds rounded up (Envoy reads the seconds).
 fn duration(d: std::time::Duration) -> PbDuration {
-    let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    PbDuration {
-        seconds: secs.min(i64::MAX as u64) as i64,
-        nanos: 0,
-    }
+    whole_seconds(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
 
 #[tonic::async_trait]
