@@ -14,7 +14,7 @@ use std::time::Duration;
 use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
 use doorman_testkit::envoy::{offer, EnvoyProcess};
-use doorman_testkit::{eventually_blocking, IsolatedServer};
+use doorman_testkit::{eventually_blocking, free_port, IsolatedServer};
 
 /// Capacity of `edge/*`, requests per second.
 const C: f64 = 20.0;
@@ -28,9 +28,7 @@ fn config(capacity: f64) -> String {
 }
 
 fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
+    SocketAddr::from(([127, 0, 0, 1], free_port().expect("a free port")))
 }
 
 fn server(listen: SocketAddr, file: &Path, parent: Option<&IsolatedServer>) -> IsolatedServer {

@@ -11,12 +11,14 @@
 //! Must not: be used by production code (it is a dev-dependency only).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::free_port;
 
 /// The repository's root.
 fn repo() -> PathBuf {
@@ -42,13 +44,6 @@ pub fn find_envoy() -> Result<PathBuf, String> {
     })
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// A running Envoy.
 #[derive(Debug)]
 pub struct EnvoyProcess {
@@ -66,7 +61,7 @@ impl EnvoyProcess {
         let bin = find_envoy()?;
         let path = repo().join("deploy/envoy").join(config);
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
-        let (listen, backend, admin) = (free_port(), free_port(), free_port());
+        let (listen, backend, admin) = (free_port()?, free_port()?, free_port()?);
         let text = text
             .replace("${LISTEN_PORT}", &listen.to_string())
             .replace("${BACKEND_PORT}", &backend.to_string())

@@ -40,7 +40,8 @@ pub struct EtcdTlsFiles {
     pub key: PathBuf,
 }
 
-fn free_port() -> Result<u16, String> {
+/// A port on 127.0.0.1 that nothing listens on now.
+pub fn free_port() -> Result<u16, String> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -24,7 +24,7 @@ mod pki;
 
 pub use clock::ManualClock;
 pub use election::InMemoryElection;
-pub use etcd::{EtcdProcess, EtcdTlsFiles};
+pub use etcd::{free_port, EtcdProcess, EtcdTlsFiles};
 pub use eventually::{eventually, eventually_async, eventually_blocking};
 pub use isolated::IsolatedServer;
 pub use pki::{CertFiles, Name, Pki};

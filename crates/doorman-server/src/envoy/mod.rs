@@ -24,7 +24,7 @@ use doorman_algorithms::{Amount, Demand};
 use doorman_client::{ClientCore, GrantItem, RequestItem};
 use doorman_core::config::{Action, Config};
 use doorman_core::limits::{id_length_problem, MAX_AMOUNT, MAX_RESOURCE_ID_BYTES};
-use doorman_core::server::{CapacityRequest, Decision, Grant, Refusal, ResourceAsk, Who};
+use doorman_core::server::{CapacityRequest, Grant, Refusal, ResourceAsk, Who};
 use doorman_core::Time;
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::{Request, Status};
@@ -100,7 +100,7 @@ pub fn refusal_reason(r: &Refusal) -> String {
 
 /// Sends what `core` has due through this server's core as `who` and
 /// applies the answer to it. `None` when nothing was due; else the grants
-/// (resources left pending are not among them) or the refusal.
+/// (the core leaves out resources it cannot answer yet) or the refusal.
 pub fn refresh(
     state: &ServerState,
     who: &Who,
@@ -118,7 +118,6 @@ pub fn refresh(
         Ok(grants) => {
             let items: Vec<GrantItem> = grants
                 .iter()
-                .filter(|g| g.decision != Decision::Pending)
                 .map(|g| GrantItem {
                     resource_id: g.resource_id.clone(),
                     lease: g.lease,

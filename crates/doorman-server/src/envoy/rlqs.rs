@@ -240,7 +240,7 @@ impl Stream {
         let unmatched = self.state.core().config().envoy().unmatched;
         let now = self.state.now();
         let mut actions = Vec::new();
-        for g in grants.iter().filter(|g| g.decision != Decision::Pending) {
+        for g in &grants {
             let Some(bucket) = self.buckets.get(&g.resource_id) else {
                 continue;
             };
