@@ -54,7 +54,7 @@ export ENVOY_BIN
 "$ENVOY_BIN" --version >&2
 
 log "cargo test"
-cargo test --workspace "$@"
+cargo test --workspace --no-fail-fast "$@"
 
 # The Kubernetes manifests (deploy/kubernetes), without a cluster: rendered
 # with kubectl's kustomize, validated against the Kubernetes schemas

@@ -172,3 +172,44 @@ async fn a_root_started_before_its_config_is_pushed_waits_for_it() {
     assert_eq!(s.state.core().config().templates()[0].capacity, 7.0);
     s.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_whose_etcd_is_down_at_start_waits_and_applies_its_config() {
+    let mut e = EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, config(9.0)).unwrap();
+    assert!(push(&e.endpoint(), &file).status.success());
+    e.stop();
+    let o = ServerOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        ConfigSource::Etcd {
+            etcd: e.endpoints().into(),
+            key: KEY.into(),
+        },
+    );
+    let s = start(o).await.expect("starts although etcd is down");
+    let why = s
+        .state
+        .core()
+        .readiness(doorman_server::wall_clock())
+        .unwrap_err();
+    assert!(
+        why.contains("cannot read the config at etcd key /doorman/config yet"),
+        "{why}"
+    );
+    e.restart().unwrap();
+    eventually(
+        "the config is read once etcd answers",
+        Duration::from_secs(15),
+        || {
+            s.state
+                .core()
+                .readiness(doorman_server::wall_clock())
+                .is_ok()
+        },
+    )
+    .await;
+    assert_eq!(s.state.core().config().templates()[0].capacity, 9.0);
+    s.shutdown().await;
+}

@@ -9,6 +9,7 @@
 //!
 //! Must not: bind anything but 127.0.0.1 or outlive its test (stopped on drop).
 
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -23,6 +24,8 @@ pub struct EtcdProcess {
     binary: PathBuf,
     client_port: u16,
     peer_port: u16,
+    /// Plain-HTTP `/health` (also when clients use TLS).
+    health_port: u16,
     data_dir: PathBuf,
     child: Option<Child>,
     tls: Option<EtcdTlsFiles>,
@@ -68,7 +71,7 @@ pub fn find_etcd() -> Result<PathBuf, String> {
 }
 
 impl EtcdProcess {
-    /// Starts etcd and waits until it accepts connections.
+    /// Starts etcd and waits until it serves requests.
     pub fn start() -> Result<EtcdProcess, String> {
         EtcdProcess::start_with(None)
     }
@@ -90,6 +93,7 @@ impl EtcdProcess {
             binary,
             client_port: free_port()?,
             peer_port: free_port()?,
+            health_port: free_port()?,
             data_dir,
             child: None,
             tls,
@@ -117,7 +121,9 @@ impl EtcdProcess {
     }
 
     /// (Re)starts etcd on the same ports and data directory and waits until
-    /// its client port accepts connections (at most 10 s).
+    /// it has a leader and serves reads (its `/health` says so; at most
+    /// 30 s: a port that accepts connections is not enough on a slow disk,
+    /// where the first requests then time out).
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
         let scheme = if self.tls.is_some() { "https" } else { "http" };
@@ -152,20 +158,37 @@ impl EtcdProcess {
             ])
             .args(["--initial-cluster", &format!("test={peer}")])
             .args(["--heartbeat-interval", "10", "--election-timeout", "100"])
+            .args([
+                "--listen-metrics-urls",
+                &format!("http://127.0.0.1:{}", self.health_port),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", self.binary.display()))?;
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.healthy() {
             if Instant::now() > deadline {
                 self.stop();
-                return Err("etcd did not start listening within 10 s".into());
+                return Err("etcd did not become healthy within 30 s".into());
             }
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(20));
         }
         Ok(())
+    }
+
+    /// Whether etcd's `/health` answers `"health":"true"`.
+    fn healthy(&self) -> bool {
+        let ask = || -> std::io::Result<String> {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", self.health_port))?;
+            s.set_read_timeout(Some(Duration::from_secs(2)))?;
+            s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+            let mut answer = String::new();
+            s.read_to_string(&mut answer)?;
+            Ok(answer)
+        };
+        ask().is_ok_and(|a| a.contains("\"health\":\"true\""))
     }
 }
 

@@ -55,6 +55,11 @@ pub fn missing(key: &str) -> String {
     )
 }
 
+/// What a root whose etcd cannot be read at start waits for.
+pub fn unreadable(key: &str, why: &str) -> String {
+    format!("cannot read the config at etcd key {key} yet ({why}); retrying")
+}
+
 /// Reads the key: its value and the revision it was read at; a missing
 /// key is an error (`doorman config get`).
 pub async fn fetch(etcd: &EtcdOptions, key: &str) -> Result<(Vec<u8>, i64), String> {

@@ -49,9 +49,6 @@ pub enum LoadError {
     /// The config is invalid (or the file unreadable).
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The config could not be read from etcd.
-    #[error("{0}")]
-    Etcd(String),
 }
 
 /// The config as read at start, with what the watcher needs to notice
@@ -72,8 +69,9 @@ pub struct Loaded {
 }
 
 impl ConfigSource {
-    /// Reads and validates the config. A missing or empty file and a
-    /// missing etcd key are not errors: the config is then pending.
+    /// Reads and validates the config. A missing or empty file, a missing
+    /// etcd key and an etcd that does not answer are not errors: the config
+    /// is then pending.
     pub async fn load(&self) -> Result<Loaded, LoadError> {
         match self {
             ConfigSource::File(path) => match file::read_or_wait(path)? {
@@ -91,9 +89,12 @@ impl ConfigSource {
                 version: None,
             }),
             ConfigSource::Etcd { etcd: options, key } => {
-                let (value, rev) = etcd::fetch_value(options, key)
-                    .await
-                    .map_err(LoadError::Etcd)?;
+                let (value, rev) = match etcd::fetch_value(options, key).await {
+                    Ok(read) => read,
+                    // Revision 0: the watcher reads the key again as soon
+                    // as etcd answers.
+                    Err(e) => return Ok(Loaded::pending(etcd::unreadable(key, &e), 0)),
+                };
                 let Some((bytes, written)) = value else {
                     return Ok(Loaded::pending(etcd::missing(key), rev));
                 };
