@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_core::server::{CoreOptions, Role, ServerCore};
+use doorman_core::server::{default_shards, CoreOptions, Role, ShardedCore};
 use doorman_core::Time;
 use doorman_proto::CapacityServer;
 use tokio::net::TcpListener;
@@ -52,6 +52,9 @@ pub struct ServerOptions {
     pub config: ConfigSource,
     /// See [`CoreOptions::min_request_interval`].
     pub min_request_interval: Duration,
+    /// How many shards the core's resources are split into, each behind
+    /// its own lock (see [`ShardedCore`]).
+    pub core_shards: usize,
     /// How often to look at the config file for changes.
     pub reload_interval: Duration,
     /// How often to forget expired leases and empty resources.
@@ -107,6 +110,7 @@ impl ServerOptions {
             server_id: None,
             config,
             min_request_interval: Duration::from_secs(1),
+            core_shards: default_shards(),
             reload_interval: Duration::from_secs(1),
             cleanup_interval: Duration::from_secs(1),
             parent: Vec::new(),
@@ -339,7 +343,7 @@ fn build_state(
         server_id: server_id.to_string(),
         min_request_interval: Time::from_duration(opts.min_request_interval),
     };
-    let mut core = ServerCore::new(core_opts, config);
+    let core = ShardedCore::new(core_opts, config, opts.core_shards);
     if opts.election.is_standalone() {
         core.become_master((opts.clock)());
     }

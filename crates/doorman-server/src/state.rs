@@ -1,19 +1,18 @@
-//! The state every boundary of a running server shares: the core behind its
-//! lock, the metrics, the clock, the wake-up of the upstream task, the
-//! parent link's state and the election session's.
-//! Whole-server reads and cleanup go through [`ServerState::sweep`], which
-//! takes the lock for one bounded step at a time, so a scrape or a status
-//! page of 100 000 resources never holds requests up for more than a step.
+//! The state every boundary of a running server shares: the core in its
+//! shards (each behind its own lock), the metrics, the clock, the wake-up
+//! of the upstream task, the parent link's state and the election
+//! session's. Whole-server reads and cleanup go through
+//! [`ServerState::sweep`], which takes one shard's lock for one bounded
+//! step at a time, so a scrape or a status page of 100 000 resources never
+//! holds requests up for more than a step.
 //!
-//! Must not: decide anything (the core does), do I/O, or hold the core
+//! Must not: decide anything (the core does), do I/O, or hold a shard's
 //! lock for more than one step of whole-server work.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use doorman_core::server::{
-    whole_pass, CapacityRequest, Grant, Refusal, ServerCore, Status, DECIDE_STEP,
-};
+use doorman_core::server::{CapacityRequest, Grant, Refusal, ServerCore, ShardedCore, Status};
 use doorman_core::Time;
 
 use doorman_core::config::Action;
@@ -28,7 +27,7 @@ pub type Clock = std::sync::Arc<dyn Fn() -> Time + Send + Sync>;
 
 /// State shared by the gRPC service, the HTTP endpoints and background tasks.
 pub struct ServerState {
-    core: Mutex<ServerCore>,
+    core: ShardedCore,
     /// Wakes the upstream task (a new resource must be asked for at once).
     pub upstream_wake: tokio::sync::Notify,
     /// The server's metrics.
@@ -58,9 +57,9 @@ impl std::fmt::Debug for ServerState {
 
 impl ServerState {
     /// Wraps a core.
-    pub fn new(core: ServerCore, metrics: Metrics, clock: Clock) -> Self {
+    pub fn new(core: ShardedCore, metrics: Metrics, clock: Clock) -> Self {
         ServerState {
-            core: Mutex::new(core),
+            core,
             upstream_wake: tokio::sync::Notify::new(),
             metrics,
             clock,
@@ -73,10 +72,9 @@ impl ServerState {
         }
     }
 
-    /// Locks the core. A panic while holding the lock is a bug; the state is
-    /// still served rather than failing every later request.
-    pub fn core(&self) -> MutexGuard<'_, ServerCore> {
-        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    /// The core (each of its calls takes the locks it needs).
+    pub fn core(&self) -> &ShardedCore {
+        &self.core
     }
 
     /// Records which config now runs, in metrics and for the status page.
@@ -141,26 +139,14 @@ impl ServerState {
 
     /// Runs a request of this server's own (a front-end that checked its
     /// callers' access itself, such as Envoy's rate limit services)
-    /// through the core, waking the upstream task if needed.
-    /// A large request is decided [`DECIDE_STEP`] resources at a time,
-    /// the core's lock taken for each step only; a refusal on the way
-    /// (mastership lost) refuses the whole request (the steps already
-    /// decided keep counting until their leases expire).
+    /// through the core ([`ShardedCore::decide`]: one lock per shard and
+    /// step), waking the upstream task if needed.
     pub fn decide_in_process(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
-        let mut out = Vec::with_capacity(req.resources.len());
-        // An empty request is still one step: its answer may be a refusal
-        // (not the master: a redirect).
-        let empty = req.resources.is_empty().then_some(&req.resources[..]);
-        for asks in req.resources.chunks(DECIDE_STEP).chain(empty) {
-            let now = self.now();
-            let mut core = self.core();
-            let grants = core.decide_asks(now, &req.who, asks);
-            if core.take_upstream_wake() {
-                self.upstream_wake.notify_one();
-            }
-            out.extend(grants?);
+        let decided = self.core.decide(self.now(), req);
+        if decided.wake_upstream {
+            self.upstream_wake.notify_one();
         }
-        Ok(out)
+        decided.grants
     }
 
     /// May `caller` read the status pages? `Err(why)` if not.
@@ -183,10 +169,10 @@ impl ServerState {
             })
     }
 
-    /// Runs `step` from position 0 until it returns `None`, taking the core
-    /// lock for each step only.
-    pub fn sweep(&self, mut step: impl FnMut(&mut ServerCore, usize) -> Option<usize>) {
-        whole_pass(|from| step(&mut self.core(), from));
+    /// Runs `step` over every shard from position 0 until it returns
+    /// `None`, taking a shard's lock for each step only.
+    pub fn sweep(&self, step: impl FnMut(&mut ServerCore, usize) -> Option<usize>) {
+        self.core.sweep(step);
     }
 
     /// A status snapshot (at most `max_leases` leases per resource), taken
@@ -211,11 +197,12 @@ impl ServerState {
         self.sweep(|core, from| core.gauges_step(now, from, &mut gauges));
         let core = self.core();
         let parent = self.parent_link.as_ref().map(ParentLink::get);
+        let is_master = core.is_master();
         Scrape {
             gauges,
             counters: core.counters(),
-            is_master: core.is_master(),
-            master_known: core.is_master() || core.master_address().is_some(),
+            is_master,
+            master_known: is_master || core.master_address().is_some(),
             session_up: self.session_up.load(Ordering::Relaxed),
             parent,
             series: self.series,
@@ -231,11 +218,8 @@ impl ServerState {
     /// leases of resources in use), then a parent that has never answered.
     pub fn readiness(&self) -> Result<(), String> {
         let now = self.now();
-        let is_master = {
-            let core = self.core();
-            core.readiness(now)?;
-            core.is_master()
-        };
+        self.core.readiness(now)?;
+        let is_master = self.core.is_master();
         let link = self.parent_link.as_ref().map(ParentLink::get);
         match link.as_ref().and_then(crate::parent_link::unready) {
             Some(why) if is_master => Err(why),

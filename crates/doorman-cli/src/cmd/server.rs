@@ -76,6 +76,10 @@ pub struct Args {
     /// lease it holds without a new decision (0 disables; at most 3600).
     #[arg(long, default_value = "1", value_parser = crate::args::seconds(0.0, 3600.0))]
     min_request_interval: Duration,
+    /// Shards the core's resources are split into, each with its own lock
+    /// (default: four per CPU, a power of two, at most 64).
+    #[arg(long, value_parser = crate::args::count(1024))]
+    core_shards: Option<usize>,
     /// Seconds between checks of the config file for changes (0.01 to
     /// 3600; SIGHUP always reloads at once).
     #[arg(long, default_value = "1", value_parser = crate::args::seconds(0.01, 3600.0))]
@@ -211,6 +215,9 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
     };
     opts.server_id = args.server_id;
     opts.min_request_interval = args.min_request_interval;
+    if let Some(n) = args.core_shards {
+        opts.core_shards = n;
+    }
     opts.reload_interval = args.config_poll_interval;
     opts.tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles {

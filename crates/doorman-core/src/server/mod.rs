@@ -16,6 +16,7 @@ mod record;
 mod reload;
 mod request;
 mod resource;
+mod shards;
 mod status;
 mod sweep;
 mod upstream;
@@ -30,6 +31,7 @@ pub use request::{
     CapacityRequest, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };
 use resource::{Context, Resource};
+pub use shards::{default_shards, Decided, ShardedCore};
 pub use status::{
     BandStatus, LeaseStatus, LinkStatus, ResourceGauge, ResourceStatus, Status, TemplateStatus,
     UpstreamGauge, UpstreamStatus,
@@ -79,6 +81,32 @@ pub struct Counters {
     pub unmatched_requests: u64,
     /// Leases removed because they expired.
     pub expired_leases: u64,
+}
+
+/// A master's resources in use without a valid upstream lease.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeaseGap {
+    cut_off: usize,
+    learning: bool,
+}
+
+impl LeaseGap {
+    fn add(&mut self, other: LeaseGap) {
+        self.cut_off += other.cut_off;
+        self.learning |= other.learning;
+    }
+
+    /// Not ready while resources in use have no upstream lease, unless
+    /// some resource is still learning.
+    fn verdict(self) -> Result<(), String> {
+        if self.cut_off > 0 && !self.learning {
+            return Err(format!(
+                "no valid lease from the parent for {} resource(s) in use",
+                self.cut_off
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The lease server core.
@@ -202,12 +230,20 @@ impl ServerCore {
     /// master must hold a valid lease from its parent for the resources
     /// its requesters use.
     pub fn readiness(&self, now: Time) -> Result<(), String> {
+        self.readiness_parts(now)?
+            .map_or(Ok(()), |gap| gap.verdict())
+    }
+
+    /// [`ServerCore::readiness`] in parts: an error, ready (`None`), or a
+    /// master's upstream leases to judge, which [`ShardedCore`] adds up
+    /// over its shards before the verdict.
+    pub(crate) fn readiness_parts(&self, now: Time) -> Result<Option<LeaseGap>, String> {
         if let Some(reason) = &self.config_pending {
             return Err(format!("no config yet: {reason}"));
         }
         if !self.is_master {
             return match &self.master_address {
-                Some(_) => Ok(()),
+                Some(_) => Ok(None),
                 None => Err("not the master, and the master is unknown".into()),
             };
         }
@@ -221,12 +257,8 @@ impl ServerCore {
                     .is_some_and(|u| u.valid_lease(now).is_none())
             })
             .count();
-        if cut_off > 0 && !self.resources.values().any(|r| r.in_learning(now)) {
-            return Err(format!(
-                "no valid lease from the parent for {cut_off} resource(s) in use"
-            ));
-        }
-        Ok(())
+        let learning = self.resources.values().any(|r| r.in_learning(now));
+        Ok(Some(LeaseGap { cut_off, learning }))
     }
 
     /// GetCapacity / GetServerCapacity: for each resource, clean up, record

@@ -284,31 +284,43 @@ impl ServerCore {
     /// If any resource with clients is due, one bulk request with every
     /// resource with clients that the minimum interval allows.
     pub fn upstream_request(&mut self, now: Time) -> Option<Vec<UpstreamAsk>> {
-        if !self.is_master || !self.is_intermediate() {
+        if !self.upstream_due(now) {
             return None;
         }
-        let min = MIN_UPSTREAM_INTERVAL;
-        let due = self.resources.values().any(|r| {
+        let mut asks = self.upstream_asks(now);
+        asks.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
+        (!asks.is_empty()).then_some(asks)
+    }
+
+    /// True when a master intermediate has a resource with clients due for
+    /// a request to the parent.
+    pub fn upstream_due(&self, now: Time) -> bool {
+        if !self.is_master || !self.is_intermediate() {
+            return false;
+        }
+        self.resources.values().any(|r| {
             !r.shares.is_empty()
                 && r.upstream
                     .as_ref()
-                    .is_some_and(|u| u.schedule.due(now, min))
-        });
-        if !due {
-            return None;
+                    .is_some_and(|u| u.schedule.due(now, MIN_UPSTREAM_INTERVAL))
+        })
+    }
+
+    /// The asks for every resource with clients that the minimum interval
+    /// allows (marked as sent), in table order.
+    pub fn upstream_asks(&mut self, now: Time) -> Vec<UpstreamAsk> {
+        if !self.is_master || !self.is_intermediate() {
+            return Vec::new();
         }
         let (config, gen) = (&self.config, self.config_gen);
-        let mut asks: Vec<UpstreamAsk> = self
-            .resources
+        self.resources
             .iter_mut()
             .filter(|(_, r)| !r.shares.is_empty())
             .filter_map(|(id, r)| {
                 r.freshen(config, gen, id);
                 r.upstream_ask(id, now)
             })
-            .collect();
-        asks.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
-        (!asks.is_empty()).then_some(asks)
+            .collect()
     }
 
     /// Applies the parent's answer to a request for `requested`.

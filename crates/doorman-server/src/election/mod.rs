@@ -178,13 +178,12 @@ pub async fn follow(
 
 fn apply(state: &ServerState, old: &MasterView, new: &MasterView) {
     let now = state.now();
-    let mut core = state.core();
+    let core = state.core();
     match (old.is_master, new.is_master) {
         (false, true) => {
             state.metrics.master_transition();
             tracing::info!("became master: fresh state, learning mode starts");
             core.become_master(now);
-            drop(core);
             state.upstream_wake.notify_one();
         }
         (true, false) => {

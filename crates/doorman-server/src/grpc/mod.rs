@@ -126,7 +126,7 @@ impl doorman_proto::Capacity for CapacityService {
             let core = self.state.core();
             Ok(pb::DiscoveryResponse {
                 mastership: pb::Mastership {
-                    master_address: core.master_address().map(str::to_string),
+                    master_address: core.master_address(),
                 },
                 is_master: core.is_master(),
             })

@@ -2,6 +2,7 @@
 
 mod outstanding;
 mod pending;
+mod shards;
 mod sweep;
 mod waiting;
 
