@@ -34,9 +34,11 @@ use crate::tls_args::ClientTlsArgs;
 
 mod report;
 mod rls;
+mod server_cpu;
 
 use report::histogram;
 pub use report::{latency, print, Report};
+pub use server_cpu::ServerCpu;
 
 /// Which service the load calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -93,6 +95,10 @@ pub struct Options {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// A process on this machine (the server) whose CPU time while
+    /// measuring is reported, with its CPU per request.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
     #[command(flatten)]
     pub tls: ClientTlsArgs,
 }
@@ -343,6 +349,9 @@ fn validate(opts: &Options) -> anyhow::Result<()> {
     ] {
         in_range(v, min, max).map_err(|e| anyhow::anyhow!("{name} {e}"))?;
     }
+    if let Some(pid) = opts.server_pid {
+        server_cpu::read(pid)?;
+    }
     Ok(())
 }
 
@@ -405,6 +414,13 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
     let workers: Vec<_> = (0..opts.concurrency)
         .map(|w| tokio::spawn(worker(shared.clone(), w)))
         .collect();
+    let cpu_from = match opts.server_pid {
+        Some(pid) => {
+            tokio::time::sleep_until(shared.measure_from.into()).await;
+            Some(server_cpu::read(pid)?)
+        }
+        None => None,
+    };
     let mut hist = histogram();
     let (mut rpcs, mut over_limit) = (0, 0);
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
@@ -432,6 +448,10 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
+    let answered = rpcs + errors.values().sum::<u64>();
+    let server_cpu = cpu_from
+        .map(|from| from.since(measured, answered))
+        .transpose()?;
     let granted = match opts.protocol {
         Protocol::Capacity => granted(&shared),
         Protocol::Rls => BTreeMap::new(),
@@ -453,6 +473,7 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         granted,
         capacity: opts.capacity,
         note,
+        server_cpu,
         wall_s: began.elapsed().as_secs_f64(),
     })
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use super::Protocol;
+use super::{Protocol, ServerCpu};
 
 /// Latency percentiles, microseconds.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
@@ -49,6 +49,8 @@ pub struct Report {
     /// Why grants were small at the end, as the server said (learning
     /// mode, waiting for its parent).
     pub note: Option<String>,
+    /// `--server-pid`: the server's CPU while measuring.
+    pub server_cpu: Option<ServerCpu>,
     /// Wall time of the whole run, warmup included.
     pub wall_s: f64,
 }
@@ -99,6 +101,12 @@ pub fn print(r: &Report) {
         println!("errors      {}", e.join(", "));
     }
     println!("redirects   {}", r.redirects);
+    if let Some(c) = r.server_cpu {
+        println!(
+            "server cpu  pid {}: {:.2} s = {:.2} cores, {:.1} µs per RPC",
+            c.pid, c.cpu_s, c.cores, c.us_per_rpc
+        );
+    }
     for (id, g) in &r.granted {
         let g = g + 0.0; // no "-0.0"
         match r.capacity {

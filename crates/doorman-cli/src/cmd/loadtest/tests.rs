@@ -21,6 +21,7 @@ fn opts(server: String, duration: f64) -> Options {
         capacity: Some(100.0),
         timeout: 2.0,
         json: false,
+        server_pid: None,
         tls: Default::default(),
     }
 }
@@ -51,7 +52,15 @@ fn percentiles_of_a_known_distribution() {
 async fn measures_a_server_and_stops_on_time() {
     let s = server().await;
     let t = Instant::now();
-    let r = run(opts(s.grpc_addr.to_string(), 1.0)).await.unwrap();
+    // The server runs in this process: its CPU is this process's.
+    let o = Options {
+        server_pid: Some(std::process::id()),
+        ..opts(s.grpc_addr.to_string(), 1.0)
+    };
+    let r = run(o).await.unwrap();
+    let cpu = r.server_cpu.expect("--server-pid reports the server's CPU");
+    assert!(cpu.cpu_s > 0.0 && cpu.us_per_rpc > 0.0, "{cpu:?}");
+    assert!((cpu.us_per_rpc - cpu.cpu_s * 1e6 / r.rpcs as f64).abs() < 1e-6);
     let wall = t.elapsed();
     assert!(
         wall < Duration::from_secs_f64(1.2 + 2.0 + 0.5),
@@ -125,6 +134,10 @@ async fn bad_flags_are_refused_before_anything_is_sent() {
         .to_string()
         .contains("--resources"));
     o.resources = 1;
+    o.server_pid = Some(u32::MAX);
+    let e = run(o.clone()).await.unwrap_err().to_string();
+    assert!(e.contains("--server-pid 4294967295"), "{e}");
+    o.server_pid = None;
     o.concurrency = 0;
     assert!(run(o).await.is_err());
 }
