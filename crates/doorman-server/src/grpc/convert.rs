@@ -50,11 +50,11 @@ fn answer(r: Result<Vec<Grant>, NotMaster>) -> (Vec<Grant>, Option<pb::Mastershi
 pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityResponse {
     let (grants, mastership) = answer(r);
     let response = grants
-        .iter()
+        .into_iter()
         .map(|g| pb::ResourceResponse {
-            resource_id: g.resource_id.clone(),
             gets: doorman_proto::lease_to_wire(&g.lease),
             safe_capacity: Some(g.safe_capacity),
+            resource_id: g.resource_id,
         })
         .collect();
     pb::GetCapacityResponse {

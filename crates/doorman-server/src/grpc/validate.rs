@@ -44,6 +44,44 @@ pub struct Checked {
     pub rejected: Vec<Rejected>,
 }
 
+/// A field of resource entry `entry` (`resource[2].wants[0].num_clients`),
+/// formatted only when the entry is rejected: a valid entry costs no
+/// string.
+#[derive(Debug, Clone, Copy)]
+struct Field {
+    entry: usize,
+    band: Option<usize>,
+    leaf: &'static str,
+}
+
+impl Field {
+    fn at(entry: usize, leaf: &'static str) -> Field {
+        Field {
+            entry,
+            band: None,
+            leaf,
+        }
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "resource[{}]", self.entry)?;
+        if let Some(j) = self.band {
+            write!(f, ".wants[{j}]")?;
+        }
+        f.write_str(self.leaf)
+    }
+}
+
+/// Ids seen so far in a request (none kept for a one-entry request, which
+/// cannot repeat one).
+type Seen<'a> = Option<HashSet<&'a str>>;
+
+fn seen<'a>(entries: usize) -> Seen<'a> {
+    (entries > 1).then(|| HashSet::with_capacity(entries))
+}
+
 fn invalid(field: impl std::fmt::Display, reason: impl std::fmt::Display) -> Status {
     Status::invalid_argument(format!("{field}: {reason}"))
 }
@@ -77,18 +115,18 @@ fn check_request(id_field: &str, id: &str, entries: usize) -> Result<(), Status>
     Ok(())
 }
 
-fn check_resource_id(field: &str, id: &str, seen: &mut HashSet<String>) -> Result<(), Rejected> {
+fn check_resource_id<'a>(field: Field, id: &'a str, seen: &mut Seen<'a>) -> Result<(), Rejected> {
     if let Some(why) = id_length_problem(id.len(), MAX_RESOURCE_ID_BYTES) {
         return Err(reject("resource_id", field, why));
     }
-    if !seen.insert(id.to_string()) {
+    if seen.as_mut().is_some_and(|s| !s.insert(id)) {
         let why = format!("resource {id:?} appears more than once in the request");
         return Err(reject("duplicate", field, why));
     }
     Ok(())
 }
 
-fn amount(reason: &'static str, field: &str, value: f64) -> Result<Amount, Rejected> {
+fn amount(reason: &'static str, field: Field, value: f64) -> Result<Amount, Rejected> {
     match Amount::new("value", value) {
         Ok(a) if a.get() <= MAX_AMOUNT => Ok(a),
         _ => Err(reject(
@@ -99,9 +137,9 @@ fn amount(reason: &'static str, field: &str, value: f64) -> Result<Amount, Rejec
     }
 }
 
-fn has(field: &str, lease: Option<&pb::Lease>) -> Result<Option<Amount>, Rejected> {
+fn has(entry: usize, lease: Option<&pb::Lease>) -> Result<Option<Amount>, Rejected> {
     lease
-        .map(|l| amount("has", &format!("{field}.has.capacity"), l.capacity))
+        .map(|l| amount("has", Field::at(entry, ".has.capacity"), l.capacity))
         .transpose()
 }
 
@@ -111,7 +149,7 @@ fn collect(
     who: Who,
     entries: impl Iterator<Item = Result<ResourceAsk, Rejected>>,
 ) -> Result<Checked, Status> {
-    let mut resources = Vec::new();
+    let mut resources = Vec::with_capacity(entries.size_hint().0);
     let mut rejected = Vec::new();
     for e in entries {
         match e {
@@ -154,18 +192,17 @@ pub fn summary(rejected: &[Rejected]) -> String {
     parts.join("; ")
 }
 
-fn client_entry(
+fn client_entry<'a>(
     i: usize,
-    r: &pb::ResourceRequest,
-    seen: &mut HashSet<String>,
+    r: &'a pb::ResourceRequest,
+    seen: &mut Seen<'a>,
 ) -> Result<ResourceAsk, Rejected> {
-    let f = format!("resource[{i}]");
-    check_resource_id(&format!("{f}.resource_id"), &r.resource_id, seen)?;
-    let wants = amount("wants", &format!("{f}.wants"), r.wants)?;
+    check_resource_id(Field::at(i, ".resource_id"), &r.resource_id, seen)?;
+    let wants = amount("wants", Field::at(i, ".wants"), r.wants)?;
     Ok(ResourceAsk {
         resource_id: r.resource_id.clone(),
         demands: vec![Demand::client(r.priority, wants)],
-        claimed_has: has(&f, r.has.as_ref())?,
+        claimed_has: has(i, r.has.as_ref())?,
         claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
         outstanding: None,
     })
@@ -174,48 +211,51 @@ fn client_entry(
 /// Validates a GetCapacity request.
 pub fn get_capacity(req: &pb::GetCapacityRequest) -> Result<Checked, Status> {
     check_request("client_id", &req.client_id, req.resource.len())?;
-    let mut seen = HashSet::with_capacity(req.resource.len());
+    let mut seen = seen(req.resource.len());
     let who = Who::Client(Arc::from(req.client_id.as_str()));
     let entries = req.resource.iter().enumerate();
     collect(who, entries.map(|(i, r)| client_entry(i, r, &mut seen)))
 }
 
-fn bands(f: &str, r: &pb::ServerCapacityResourceRequest) -> Result<Vec<Demand>, Rejected> {
+fn bands(i: usize, r: &pb::ServerCapacityResourceRequest) -> Result<Vec<Demand>, Rejected> {
     if r.wants.len() > MAX_BANDS {
         let why = format!("at most {MAX_BANDS} priority bands, got {}", r.wants.len());
-        return Err(reject("bands", format!("{f}.wants"), why));
+        return Err(reject("bands", Field::at(i, ".wants"), why));
     }
     let mut demands = Vec::with_capacity(r.wants.len());
     for (j, band) in r.wants.iter().enumerate() {
-        let bf = format!("{f}.wants[{j}]");
+        let bf = |leaf| Field {
+            entry: i,
+            band: Some(j),
+            leaf,
+        };
         if band.num_clients < 1 {
             let why = format!("must be >= 1, got {}", band.num_clients);
-            return Err(reject("num_clients", format!("{bf}.num_clients"), why));
+            return Err(reject("num_clients", bf(".num_clients"), why));
         }
-        let wants = amount("wants", &format!("{bf}.wants"), band.wants)?;
+        let wants = amount("wants", bf(".wants"), band.wants)?;
         let d = Demand::new(band.priority, band.num_clients, wants.get())
-            .map_err(|e| reject("bands", &bf, e))?;
+            .map_err(|e| reject("bands", bf(""), e))?;
         demands.push(d);
     }
     Ok(demands)
 }
 
-fn server_entry(
+fn server_entry<'a>(
     i: usize,
-    r: &pb::ServerCapacityResourceRequest,
-    seen: &mut HashSet<String>,
+    r: &'a pb::ServerCapacityResourceRequest,
+    seen: &mut Seen<'a>,
 ) -> Result<ResourceAsk, Rejected> {
-    let f = format!("resource[{i}]");
-    check_resource_id(&format!("{f}.resource_id"), &r.resource_id, seen)?;
-    let demands = super::legacy::demands(bands(&f, r)?, r.outstanding.is_some());
+    check_resource_id(Field::at(i, ".resource_id"), &r.resource_id, seen)?;
+    let demands = super::legacy::demands(bands(i, r)?, r.outstanding.is_some());
     let outstanding = r
         .outstanding
-        .map(|o| amount("outstanding", &format!("{f}.outstanding"), o))
+        .map(|o| amount("outstanding", Field::at(i, ".outstanding"), o))
         .transpose()?;
     Ok(ResourceAsk {
         resource_id: r.resource_id.clone(),
         demands,
-        claimed_has: has(&f, r.has.as_ref())?,
+        claimed_has: has(i, r.has.as_ref())?,
         claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
         outstanding,
     })
@@ -224,7 +264,7 @@ fn server_entry(
 /// Validates a GetServerCapacity request.
 pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<Checked, Status> {
     check_request("server_id", &req.server_id, req.resource.len())?;
-    let mut seen = HashSet::with_capacity(req.resource.len());
+    let mut seen = seen(req.resource.len());
     let who = Who::Server(Arc::from(req.server_id.as_str()));
     let entries = req.resource.iter().enumerate();
     collect(who, entries.map(|(i, r)| server_entry(i, r, &mut seen)))
