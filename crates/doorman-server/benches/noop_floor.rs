@@ -1,0 +1,125 @@
+//! The floor for our stack: a `doorman.Capacity` service on plain tonic
+//! that decides nothing. GetCapacity answers every resource asked for with
+//! one fixed lease (the same shape and size as a real answer), so a load
+//! test against it costs HTTP/2, protobuf and tonic, and nothing of ours.
+//! `scripts/bench-compare.sh` runs it next to a real server and prints
+//! the ratio of their CPU per request (BENCHMARKS.md).
+//!
+//! `noop_floor --listen 127.0.0.1:PORT` serves until killed. Run without
+//! `--listen` (as `cargo bench` does) it says so and exits.
+//!
+//! Must not: bind anything but the address given.
+
+use std::net::SocketAddr;
+
+use doorman_proto::doorman as pb;
+use doorman_proto::{Capacity, CapacityServer};
+use tonic::{Request, Response, Status};
+
+/// Answers without deciding.
+struct Floor;
+
+fn fixed_lease() -> pb::Lease {
+    pb::Lease {
+        expiry_time: 4_000_000_000,
+        refresh_interval: 5,
+        capacity: 1.0,
+    }
+}
+
+#[tonic::async_trait]
+impl Capacity for Floor {
+    async fn discovery(
+        &self,
+        _: Request<pb::DiscoveryRequest>,
+    ) -> Result<Response<pb::DiscoveryResponse>, Status> {
+        Ok(Response::new(pb::DiscoveryResponse {
+            mastership: pb::Mastership {
+                master_address: None,
+            },
+            is_master: true,
+        }))
+    }
+
+    async fn get_capacity(
+        &self,
+        request: Request<pb::GetCapacityRequest>,
+    ) -> Result<Response<pb::GetCapacityResponse>, Status> {
+        let response = request
+            .into_inner()
+            .resource
+            .into_iter()
+            .map(|r| pb::ResourceResponse {
+                resource_id: r.resource_id,
+                gets: fixed_lease(),
+                safe_capacity: Some(1.0),
+            })
+            .collect();
+        Ok(Response::new(pb::GetCapacityResponse {
+            response,
+            mastership: None,
+        }))
+    }
+
+    async fn get_server_capacity(
+        &self,
+        _: Request<pb::GetServerCapacityRequest>,
+    ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
+        Ok(Response::new(pb::GetServerCapacityResponse::default()))
+    }
+
+    async fn release_capacity(
+        &self,
+        _: Request<pb::ReleaseCapacityRequest>,
+    ) -> Result<Response<pb::ReleaseCapacityResponse>, Status> {
+        Ok(Response::new(pb::ReleaseCapacityResponse::default()))
+    }
+}
+
+fn listen_arg() -> Result<Option<SocketAddr>, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(i) = args.iter().position(|a| a == "--listen") else {
+        return Ok(None);
+    };
+    let addr = args.get(i + 1).ok_or("--listen needs ADDR")?;
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|e| format!("--listen {addr:?}: {e}"))?;
+    if !addr.ip().is_loopback() {
+        return Err(format!("--listen {addr}: only a loopback address"));
+    }
+    Ok(Some(addr))
+}
+
+#[tokio::main]
+async fn main() {
+    let addr = match listen_arg() {
+        Ok(Some(addr)) => addr,
+        Ok(None) => {
+            println!("noop_floor: a no-op server for scripts/bench-compare.sh (--listen ADDR)");
+            return;
+        }
+        Err(e) => {
+            eprintln!("noop_floor: {e}");
+            std::process::exit(2);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("noop_floor: cannot listen on {addr}: {e}");
+            std::process::exit(1);
+        }
+    };
+    let local = listener.local_addr().map_or(addr, |a| a);
+    println!("noop_floor listening on {local}");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    let served = tonic::transport::Server::builder()
+        .add_service(CapacityServer::new(Floor))
+        .serve_with_incoming(incoming)
+        .await;
+    if let Err(e) = served {
+        eprintln!("noop_floor: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Ratios measured in one run on one machine (absolute figures don't travel
+# between machines; ratios do): server CPU per GetCapacity and RPC/s of
+#   * the no-op floor (crates/doorman-server/benches/noop_floor.rs: plain
+#     tonic, answers without deciding),
+#   * our server (target/release/doorman, --min-request-interval 0 so every
+#     request is decided),
+#   * the original Doorman server, if ORIGINAL_BIN=DIR holds its `doorman`
+#     binary (built from youtube/doorman; not part of this repository),
+# for 1, 1 000 and 10 000 clients on one FAIR_SHARE resource, with
+# `doorman loadtest --server-pid` (concurrency 64 over 4 connections, the
+# load generator on the same machine). Each server is started fresh for
+# each run and stopped after it. The original binds all interfaces, so
+# with ORIGINAL_BIN everything runs in a private network namespace
+# (`unshare -n`, needs root) with only `lo` up.
+#
+# Usage: [ORIGINAL_BIN=DIR] scripts/bench-compare.sh [SECONDS (10)] [ROUNDS (1)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-10}
+ROUNDS=${2:-1}
+if [ "${BENCH_COMPARE_IN_NS:-}" != 1 ]; then
+    cargo build --release --bin doorman >&2
+    cargo bench -p doorman-server --bench noop_floor --no-run >&2
+    if [ -n "${ORIGINAL_BIN:-}" ]; then
+        [ -x "$ORIGINAL_BIN/doorman" ] || { echo "no $ORIGINAL_BIN/doorman" >&2; exit 2; }
+        exec unshare -n env BENCH_COMPARE_IN_NS=1 "$0" "$@"
+    fi
+else
+    ip link set lo up
+fi
+OURS=target/release/doorman
+FLOOR=$(cargo bench -p doorman-server --bench noop_floor --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "noop_floor" and m.get("executable"):
+        print(m["executable"])')
+[ -x "$FLOOR" ] || { echo "cannot find the noop_floor executable" >&2; exit 1; }
+WORK=$(mktemp -d)
+SP=
+trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$WORK/ours.toml" <<'TOML'
+[[resources]]
+identifier_glob = "*"
+capacity = 1000000
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 3600
+refresh_interval = 5
+learning_mode_duration = 0
+TOML
+# The original refuses a config without a "*" entry.
+cat >"$WORK/original.yml" <<'YAML'
+resources:
+  - identifier_glob: "*"
+    capacity: 1000000
+    algorithm: {kind: FAIR_SHARE, lease_length: 3600, refresh_interval: 5, learning_mode_duration: 0}
+YAML
+
+start() {
+    case $1 in
+    floor) "$FLOOR" --listen "127.0.0.1:$PORT" >"$WORK/server.log" 2>&1 & ;;
+    ours) DOORMAN_LOG=warn "$OURS" server --config "$WORK/ours.toml" --listen "127.0.0.1:$PORT" \
+        --min-request-interval 0 >"$WORK/server.log" 2>&1 & ;;
+    original) "$ORIGINAL_BIN/doorman" -config="file:$WORK/original.yml" -port="$PORT" \
+        -debug_port=$((PORT + 1)) -hostname=127.0.0.1 >"$WORK/server.log" 2>&1 & ;;
+    esac
+    SP=$!
+    for _ in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return
+        sleep 0.05
+    done
+    echo "$1 did not start:" >&2; cat "$WORK/server.log" >&2; exit 1
+}
+stop() { kill "$SP"; wait "$SP" 2>/dev/null || true; SP=; }
+
+SERVERS="floor ours"
+[ -n "${ORIGINAL_BIN:-}" ] && SERVERS="$SERVERS original"
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:\s*//p'), $(date -u +%Y-%m-%d)"
+: >"$WORK/runs"
+for round in $(seq 1 "$ROUNDS"); do
+    for clients in 1 1000 10000; do
+        for s in $SERVERS; do
+            start "$s"
+            DOORMAN_LOG=warn "$OURS" loadtest --server "127.0.0.1:$PORT" --clients "$clients" \
+                --concurrency 64 --connections 4 --duration "$SECS" --warmup 2 \
+                --server-pid "$SP" --json >"$WORK/r.json"
+            stop
+            python3 - "$s" "$clients" "$WORK/r.json" >>"$WORK/runs" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[3]))
+err = sum(r["errors"].values())
+print(sys.argv[1], sys.argv[2], r["rpcs_per_s"], r["latency_us"]["p99"], r["server_cpu"]["us_per_rpc"], err)
+PY
+        done
+    done
+done
+python3 - "$WORK/runs" "$SERVERS" <<'PY'
+import sys
+from collections import defaultdict
+runs = defaultdict(list)
+for line in open(sys.argv[1]):
+    s, c, rps, p99, cpu, err = line.split()
+    runs[(s, int(c))].append((float(rps), float(p99), float(cpu), int(err)))
+servers = sys.argv[2].split()
+mean = {k: [sum(x) / len(v) for x in zip(*v)] for k, v in runs.items()}
+print()
+print("| clients | server | GetCapacity/s | p99 µs | server CPU µs/RPC | errors |")
+print("|---:|---|---:|---:|---:|---:|")
+for c in (1, 1000, 10000):
+    for s in servers:
+        rps, p99, cpu, err = mean[(s, c)]
+        print(f"| {c} | {s} | {rps:.0f} | {p99:.0f} | {cpu:.1f} | {err:.0f} |")
+print()
+others = [s for s in servers if s != "ours"]
+head = " | ".join(f"CPU/RPC ours ÷ {o} | RPC/s ours ÷ {o}" for o in others)
+print(f"| clients | {head} |")
+print("|---:|" + "---:|" * (2 * len(others)))
+for c in (1, 1000, 10000):
+    o = mean[("ours", c)]
+    cells = " | ".join(f"{o[2] / mean[(x, c)][2]:.2f} | {o[0] / mean[(x, c)][0]:.2f}" for x in others)
+    print(f"| {c} | {cells} |")
+PY
