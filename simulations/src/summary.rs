@@ -69,10 +69,25 @@ pub struct Summary {
     pub jain_fairness: Option<f64>,
     /// What the RPCs did.
     pub rpcs: RpcCounts,
+    /// What the root carries: capacity RPCs its master answered per
+    /// simulated second over the run, and its live leases and resources
+    /// at the end (its state, and so its memory, grows with these).
+    pub root: RootLoad,
     /// Wall-clock seconds the run took (not deterministic).
     pub wall_clock_s: f64,
     /// Peak resident memory of the simulator process, KiB (Linux).
     pub peak_rss_kib: Option<u64>,
+}
+
+/// The root's load (see [`Summary::root`]).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct RootLoad {
+    /// Capacity RPCs the root's master answered per simulated second.
+    pub rpcs_per_s: f64,
+    /// Live leases in the root's core at the end.
+    pub leases: usize,
+    /// Resources with state in the root's core at the end.
+    pub resources: usize,
 }
 
 /// The re-convergence band: within 2 % of min(Σ wants, capacity).
@@ -251,6 +266,11 @@ pub fn summarize(sim: &Sim, seed: u64, wall_clock_s: f64) -> Summary {
         unconverged_marks: never,
         jain_fairness: mean(&jains),
         rpcs: sim.rpcs,
+        root: RootLoad {
+            rpcs_per_s: sim.nodes[0].served as f64 / sim.scenario.duration.max(1) as f64,
+            leases: sim.nodes[0].lease_count(),
+            resources: sim.nodes[0].resource_count(),
+        },
         wall_clock_s,
         peak_rss_kib: peak_rss_kib(),
     }

@@ -70,6 +70,7 @@ fn node(
         poke: false,
         link: Link::new(tasks),
         backoff: backoff(rng),
+        served: 0,
     }
 }
 

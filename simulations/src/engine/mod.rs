@@ -161,6 +161,21 @@ pub struct Node {
     /// The master's connection to the parent.
     link: Link,
     backoff: Backoff,
+    /// Capacity RPCs its masters answered (GetCapacity from clients,
+    /// GetServerCapacity from children).
+    pub served: u64,
+}
+
+impl Node {
+    /// Live leases in the master's core (its state grows with these).
+    pub fn lease_count(&self) -> usize {
+        self.core.lease_count()
+    }
+
+    /// Resources with state in the master's core.
+    pub fn resource_count(&self) -> usize {
+        self.core.resource_count()
+    }
 }
 
 struct SimClient {

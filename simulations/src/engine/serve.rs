@@ -129,11 +129,14 @@ impl Sim {
                 self.rpcs.redirects += 1;
                 Reply::Redirect(n.view)
             }
-            RpcMsg::Capacity(req) => match n.core.get_capacity(now, &req) {
-                Ok(grants) => Reply::Grants(grants),
-                Err(Refusal::NotMaster(_)) => Reply::Redirect(n.view),
-                Err(Refusal::NoConfig(_)) => Reply::Failed,
-            },
+            RpcMsg::Capacity(req) => {
+                n.served += 1;
+                match n.core.get_capacity(now, &req) {
+                    Ok(grants) => Reply::Grants(grants),
+                    Err(Refusal::NotMaster(_)) => Reply::Redirect(n.view),
+                    Err(Refusal::NoConfig(_)) => Reply::Failed,
+                }
+            }
         };
         if n.core.take_upstream_wake() {
             self.schedule_upstream(node, Some(now));
