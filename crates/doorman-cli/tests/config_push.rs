@@ -24,6 +24,15 @@ fn push(etcd: &str, file: &std::path::Path) -> std::process::Output {
         .unwrap()
 }
 
+/// A server on a free port reading its config from `e`'s key.
+fn from_etcd(e: &EtcdProcess) -> ServerOptions {
+    let config = ConfigSource::Etcd {
+        etcd: e.endpoints().into(),
+        key: KEY.into(),
+    };
+    ServerOptions::new("127.0.0.1:0".parse().unwrap(), config)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
     let e = EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
@@ -40,13 +49,7 @@ async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
 
     let mut servers = Vec::new();
     for _ in 0..2 {
-        let mut o = ServerOptions::new(
-            "127.0.0.1:0".parse().unwrap(),
-            ConfigSource::Etcd {
-                etcd: e.endpoints().into(),
-                key: KEY.into(),
-            },
-        );
+        let mut o = from_etcd(&e);
         o.min_request_interval = Duration::ZERO;
         servers.push(start(o).await.expect("server starts from the etcd config"));
     }
@@ -138,13 +141,7 @@ fn server_flags_are_checked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_started_before_its_config_is_pushed_waits_for_it() {
     let e = EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
-    let o = ServerOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        ConfigSource::Etcd {
-            etcd: e.endpoints().into(),
-            key: KEY.into(),
-        },
-    );
+    let o = from_etcd(&e);
     let s = start(o)
         .await
         .expect("starts although the key is not pushed yet");
@@ -181,13 +178,7 @@ async fn a_root_whose_etcd_is_down_at_start_waits_and_applies_its_config() {
     std::fs::write(&file, config(9.0)).unwrap();
     assert!(push(&e.endpoint(), &file).status.success());
     e.stop();
-    let o = ServerOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        ConfigSource::Etcd {
-            etcd: e.endpoints().into(),
-            key: KEY.into(),
-        },
-    );
+    let o = from_etcd(&e);
     let s = start(o).await.expect("starts although etcd is down");
     let why = s
         .state

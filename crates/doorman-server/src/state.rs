@@ -178,10 +178,7 @@ impl ServerState {
     /// A status snapshot (at most `max_leases` leases per resource), taken
     /// step by step.
     pub fn status(&self, max_leases: usize) -> Status {
-        let now = self.now();
-        let mut status = self.core().status_header(now);
-        self.sweep(|core, from| core.status_step(now, max_leases, from, &mut status.resources));
-        status.finish();
+        let mut status = self.core.status(self.now(), max_leases);
         status.config_version = self.config_version().map(|v| v.to_string());
         status.level = self.level();
         status.parent_link = self.parent_link.as_ref().map(ParentLink::get);
@@ -229,7 +226,6 @@ impl ServerState {
 
     /// One whole cleanup pass, step by step.
     pub fn cleanup(&self) {
-        let now = self.now();
-        self.sweep(|core, from| core.cleanup_step(now, from));
+        self.core.cleanup(self.now());
     }
 }

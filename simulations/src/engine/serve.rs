@@ -42,17 +42,7 @@ impl Sim {
         }
         self.rpcs.connects += u64::from(connect);
         if cut_off {
-            self.rpcs.timed_out += 1;
-            let reply = Reply::Failed;
-            self.push(
-                now + RPC_TIMEOUT,
-                Ev::Reply {
-                    caller,
-                    epoch,
-                    task,
-                    reply,
-                },
-            );
+            self.time_out(now + RPC_TIMEOUT, caller, epoch, task);
             return;
         }
         let mut d = self.delay();
@@ -84,31 +74,29 @@ impl Sim {
     ) {
         let now = self.now;
         if self.partitioned(node) {
-            self.rpcs.timed_out += 1;
-            let at = (sent + RPC_TIMEOUT).max(now);
-            let reply = Reply::Failed;
-            self.push(
-                at,
-                Ev::Reply {
-                    caller,
-                    epoch,
-                    task,
-                    reply,
-                },
-            );
+            self.time_out((sent + RPC_TIMEOUT).max(now), caller, epoch, task);
             return;
         }
         let reply = self.answer(node, task, msg);
         let d = self.delay();
-        self.push(
-            now + d,
-            Ev::Reply {
-                caller,
-                epoch,
-                task,
-                reply,
-            },
-        );
+        self.reply_at(now + d, caller, epoch, task, reply);
+    }
+
+    /// An RPC that fails at its deadline `at` (its node cut off).
+    fn time_out(&mut self, at: Time, caller: Caller, epoch: u64, task: usize) {
+        self.rpcs.timed_out += 1;
+        self.reply_at(at, caller, epoch, task, Reply::Failed);
+    }
+
+    /// `reply` reaches the caller at `at`.
+    fn reply_at(&mut self, at: Time, caller: Caller, epoch: u64, task: usize, reply: Reply) {
+        let ev = Ev::Reply {
+            caller,
+            epoch,
+            task,
+            reply,
+        };
+        self.push(at, ev);
     }
 
     /// What task `task` of `node` answers.

@@ -83,6 +83,15 @@ impl ShardedCore {
         (hash % self.shards.len() as u64) as usize
     }
 
+    /// `ids` grouped by the shard each lives in (one list per shard).
+    fn by_shard(&self, ids: &[String]) -> Vec<Vec<String>> {
+        let mut parts = vec![Vec::new(); self.shards.len()];
+        for id in ids {
+            parts[self.shard_of(id)].push(id.clone());
+        }
+        parts
+    }
+
     /// Shard 0, for what every shard holds alike (config, mastership).
     fn head(&self) -> MutexGuard<'_, ServerCore> {
         self.shard(0)
@@ -163,12 +172,8 @@ impl ShardedCore {
         if let [one] = resource_ids {
             return self.shard(self.shard_of(one)).release(who, resource_ids);
         }
-        let mut parts = vec![Vec::new(); self.shards.len()];
-        for id in resource_ids {
-            parts[self.shard_of(id)].push(id.clone());
-        }
         let mut n = 0;
-        for (i, ids) in parts.iter().enumerate() {
+        for (i, ids) in self.by_shard(resource_ids).iter().enumerate() {
             // An empty part still checks mastership (the answer to a
             // standby is a redirect).
             if !ids.is_empty() || i == 0 {
@@ -186,11 +191,6 @@ impl ShardedCore {
             .clone()
     }
 
-    /// The options.
-    pub fn options(&self) -> CoreOptions {
-        self.head().options().clone()
-    }
-
     /// True when this server is the master.
     pub fn is_master(&self) -> bool {
         self.head().is_master()
@@ -199,11 +199,6 @@ impl ShardedCore {
     /// The master's address as far as this server knows.
     pub fn master_address(&self) -> Option<String> {
         self.head().master_address().map(str::to_string)
-    }
-
-    /// True for a server with a parent.
-    pub fn is_intermediate(&self) -> bool {
-        self.head().is_intermediate()
     }
 
     /// See [`ServerCore::become_master`]; every shard.
@@ -256,13 +251,12 @@ impl ShardedCore {
 
     /// The counters, summed over the shards.
     pub fn counters(&self) -> Counters {
-        let each: Vec<Counters> = (0..self.shards.len())
-            .map(|i| self.shard(i).counters())
-            .collect();
-        Counters {
-            unmatched_requests: each.iter().map(|c| c.unmatched_requests).sum(),
-            expired_leases: each.iter().map(|c| c.expired_leases).sum(),
-        }
+        let mut sum = Counters::default();
+        self.for_each(|c| {
+            sum.unmatched_requests += c.counters().unmatched_requests;
+            sum.expired_leases += c.counters().expired_leases;
+        });
+        sum
     }
 
     /// Number of resources with state.
@@ -309,14 +303,6 @@ impl ShardedCore {
 /// The upstream side (an intermediate server): one bulk request over all
 /// shards, its answer filed back by shard.
 impl ShardedCore {
-    /// True (once) when some shard has a new resource the parent should be
-    /// asked about at once.
-    pub fn take_upstream_wake(&self) -> bool {
-        let mut wake = false;
-        self.for_each(|c| wake |= c.take_upstream_wake());
-        wake
-    }
-
     /// When the upstream task should next wake: the earliest shard's.
     pub fn next_upstream_wakeup(&self) -> Option<Time> {
         (0..self.shards.len())
@@ -340,10 +326,7 @@ impl ShardedCore {
 
     /// See [`ServerCore::upstream_response`]; each shard gets its part.
     pub fn upstream_response(&self, now: Time, requested: &[String], grants: &[UpstreamGrant]) {
-        let mut ids = vec![Vec::new(); self.shards.len()];
-        for id in requested {
-            ids[self.shard_of(id)].push(id.clone());
-        }
+        let ids = self.by_shard(requested);
         let mut parts = vec![Vec::new(); self.shards.len()];
         for g in grants {
             parts[self.shard_of(&g.resource_id)].push(g.clone());
@@ -357,10 +340,7 @@ impl ShardedCore {
 
     /// See [`ServerCore::upstream_failure`]; each shard gets its part.
     pub fn upstream_failure(&self, now: Time, requested: &[String], backoff: Time) {
-        let mut ids = vec![Vec::new(); self.shards.len()];
-        for id in requested {
-            ids[self.shard_of(id)].push(id.clone());
-        }
+        let ids = self.by_shard(requested);
         for (i, ids) in ids.iter().enumerate().filter(|(_, ids)| !ids.is_empty()) {
             self.shard(i).upstream_failure(now, ids, backoff);
         }
