@@ -17,6 +17,7 @@
 # Usage: [ORIGINAL_BIN=DIR] scripts/bench-compare.sh [SECONDS (10)] [ROUNDS (1)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 SECS=${1:-10}
 ROUNDS=${2:-1}
 if [ "${BENCH_COMPARE_IN_NS:-}" != 1 ]; then
@@ -40,17 +41,8 @@ for l in sys.stdin:
 WORK=$(mktemp -d)
 SP=
 trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$WORK/ours.toml" <<'TOML'
-[[resources]]
-identifier_glob = "*"
-capacity = 1000000
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 3600
-refresh_interval = 5
-learning_mode_duration = 0
-TOML
+PORT=$(free_port)
+fair_share_config "*" 1000000 3600 5 >"$WORK/ours.toml"
 # The original refuses a config without a "*" entry.
 cat >"$WORK/original.yml" <<'YAML'
 resources:

@@ -11,22 +11,14 @@
 # Usage: scripts/bench-rls.sh [SECONDS (default 10)] [ROUNDS (default 2)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 SECONDS_=${1:-10}
 ROUNDS=${2:-2}
 BIN=target/release/doorman
 [ -x "$BIN" ] || cargo build --release --bin doorman
 WORK=$(mktemp -d)
-GRPC=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$WORK/config.toml" <<'TOML'
-[[resources]]
-identifier_glob = "*"
-capacity = 1000000
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 60
-refresh_interval = 5
-learning_mode_duration = 0
-TOML
+GRPC=127.0.0.1:$(free_port)
+fair_share_config "*" 1000000 60 5 >"$WORK/config.toml"
 "$BIN" server --config "$WORK/config.toml" --listen "$GRPC" --min-request-interval 0 \
     >"$WORK/server.log" 2>&1 &
 SERVER=$!

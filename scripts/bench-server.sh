@@ -11,6 +11,7 @@
 #   SECS=5 ./scripts/bench-server.sh     # shorter runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 
 SECS="${SECS:-10}"
 PORT="${PORT:-17500}"
@@ -20,16 +21,7 @@ B=target/release/doorman
 TICK=$(getconf CLK_TCK)
 CFG=$(mktemp)
 trap 'rm -f "$CFG"; [ -n "${SP:-}" ] && kill "$SP" 2>/dev/null || true' EXIT
-cat >"$CFG" <<'TOML'
-[[resources]]
-identifier_glob = "loadtest-*"
-capacity = 500
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 3600
-refresh_interval = 5
-learning_mode_duration = 0
-TOML
+fair_share_config "loadtest-*" 500 3600 5 >"$CFG"
 
 start_server() {
   DOORMAN_LOG=warn "$B" server --config "$CFG" --listen "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP" \

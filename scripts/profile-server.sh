@@ -10,6 +10,7 @@
 # Usage: scripts/profile-server.sh [SECONDS (10)]   (needs `perf`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 SECS=${1:-10}
 command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 2; }
 cargo build --release --bin doorman >&2
@@ -17,17 +18,8 @@ B=target/release/doorman
 WORK=$(mktemp -d)
 SP=
 trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$WORK/c.toml" <<'TOML'
-[[resources]]
-identifier_glob = "*"
-capacity = 1000000
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 3600
-refresh_interval = 5
-learning_mode_duration = 0
-TOML
+PORT=$(free_port)
+fair_share_config "*" 1000000 3600 5 >"$WORK/c.toml"
 DOORMAN_LOG=warn "$B" server --config "$WORK/c.toml" --listen "127.0.0.1:$PORT" \
     --min-request-interval 0 >"$WORK/server.log" 2>&1 &
 SP=$!

@@ -16,6 +16,7 @@
 # for one series per resource (the default is one per config template).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 RESOURCES=${1:-100000}
 SECONDS_=${2:-20}
 CONCURRENCY=${3:-4}
@@ -25,16 +26,7 @@ BIN=target/release/doorman
 WORK=$(mktemp -d)
 GRPC=127.0.0.1:16300
 HTTP=127.0.0.1:16380
-cat >"$WORK/config.toml" <<'TOML'
-[[resources]]
-identifier_glob = "*"
-capacity = 1000000
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 900
-refresh_interval = 60
-learning_mode_duration = 0
-TOML
+fair_share_config "*" 1000000 900 60 >"$WORK/config.toml"
 "$BIN" server --config "$WORK/config.toml" --listen $GRPC --http $HTTP \
     --min-request-interval 0 ${SERVER_ARGS:-} >"$WORK/server.log" 2>&1 &
 SERVER=$!

@@ -1,0 +1,23 @@
+# Sourced by the benchmark scripts (bench-compare, bench-rls, bench-server,
+# profile-server, scrape-p99): a free port on 127.0.0.1, and the config of
+# one FAIR_SHARE template without learning mode that they load.
+
+# A TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# fair_share_config GLOB CAPACITY LEASE_LENGTH REFRESH_INTERVAL: the config
+# on stdout.
+fair_share_config() {
+    cat <<TOML
+[[resources]]
+identifier_glob = "$1"
+capacity = $2
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = $3
+refresh_interval = $4
+learning_mode_duration = 0
+TOML
+}
