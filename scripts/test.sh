@@ -29,6 +29,12 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ] && [ -z "${ETCD_B
   $SUDO apt-get install -y -qq etcd-server >/dev/null
 fi
 
+# A CI run builds once from a clean clone: incremental caches would only
+# take disk (CI's is not ours to fill). Locally they speed up rebuilds.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
+disk() { log "disk: target/ $(du -sh target 2>/dev/null | cut -f1), free $(df -h --output=avail . | tail -1 | tr -d ' ')"; }
+disk
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -55,6 +61,7 @@ export ENVOY_BIN
 
 log "cargo test"
 cargo test --workspace --no-fail-fast "$@"
+disk
 
 # The Kubernetes manifests (deploy/kubernetes), without a cluster: rendered
 # with kubectl's kustomize, validated against the Kubernetes schemas
@@ -128,5 +135,7 @@ DOORMAN_BIN=target/debug/doorman python3 scripts/status-page-check.py
 
 # The Python client (clients/python, PyO3 + maturin): built into a venv
 # under target/ and tested with pytest against real servers.
+disk
 log "Python client"
 DOORMAN_BIN=target/debug/doorman ./scripts/python-client-check.sh
+disk
