@@ -225,11 +225,10 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .unwrap_or_else(|| default_server_id(grpc_addr));
     let state = build_state(&opts, &server_id, config.clone());
     match &loaded.pending {
-        Some(why) if opts.parent.is_empty() => {
+        Some(why) => {
             tracing::warn!("starting without a config, not ready until one arrives: {why}");
             state.core().wait_for_config(why.clone());
         }
-        Some(why) => tracing::info!("no local config ({why}); the parent's applies"),
         None => state.metrics.config_reload(true),
     }
     if let Some(v) = loaded.version.clone() {
@@ -250,7 +249,10 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         state.clone(),
         stop_rx.clone(),
     );
-    let rls = Arc::new(crate::envoy::local::LocalRequester::new(RLS_CLIENT_ID));
+    let rls = Arc::new(crate::envoy::local::LocalRequester::new(
+        RLS_CLIENT_ID,
+        state.core().shard_count(),
+    ));
     let mut tasks = vec![
         spawn_grpc(state.clone(), rls.clone(), peers, stop_rx.clone()),
         tokio::spawn(rls.run(state.clone(), stop_rx.clone())),

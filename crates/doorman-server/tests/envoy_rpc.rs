@@ -274,3 +274,56 @@ async fn rlqs_streams_end_when_the_server_stops() {
     );
     drop(tx);
 }
+
+/// Hits on many resources at once from several connections, each request
+/// naming resources of different shards in a different order: every
+/// answer comes back, every resource gets a lease within its capacity and
+/// is one lease in the core.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_hits_on_many_resources_each_get_a_lease() {
+    let clock = ManualClock::new();
+    let s = server_with(CONFIG, &clock).await;
+    let keys: Vec<String> = (0..32).map(|i| format!("k{i}")).collect();
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let mut c = rls(s.grpc_addr).await;
+        let mut keys = keys.clone();
+        keys.rotate_left(t * 8);
+        if t % 2 == 1 {
+            keys.reverse();
+        }
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..20 {
+                let ds = keys
+                    .iter()
+                    .map(|k| descriptor(&[("generic_key", k.as_str())]))
+                    .collect();
+                let r = ask(&mut c, request("edge", ds, 1)).await;
+                assert_eq!(r.statuses.len(), 32);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("no task panicked");
+    }
+    let mut c = rls(s.grpc_addr).await;
+    let ds = keys
+        .iter()
+        .map(|k| descriptor(&[("generic_key", k.as_str())]))
+        .collect();
+    let r = ask(&mut c, request("edge", ds, 0)).await;
+    for (k, st) in keys.iter().zip(&r.statuses) {
+        let limit = st.current_limit.as_ref().expect("a limit");
+        assert!(
+            limit.requests_per_unit >= 1 && limit.requests_per_unit <= 5,
+            "{k}: {limit:?}"
+        );
+    }
+    let st = s.state.status(100);
+    for k in &keys {
+        let id = format!("edge/generic_key={k}");
+        let r = st.resources.iter().find(|r| r.id == id).expect("leased");
+        assert_eq!(r.leases.len(), 1, "{id}");
+    }
+    s.shutdown().await;
+}

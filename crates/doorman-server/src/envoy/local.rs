@@ -11,13 +11,14 @@
 //! Must not: decide capacity (the core does) or talk to Envoy (`rls.rs`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use doorman_client::limiter::{TokenBucket, UsageWindow};
 use doorman_client::{ClientCore, CoreOptions};
 use doorman_core::config::Unit;
 use doorman_core::server::{Decision, Who};
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::{Duration, Instant};
 
 use super::{refresh, refusal_reason};
@@ -26,6 +27,10 @@ use crate::state::ServerState;
 /// The burst a bucket holds: this long at the leased rate (the client
 /// library's default).
 pub const BURST: Duration = Duration::from_millis(100);
+/// The fewest whole requests a bucket holds, at any rate: with one, the
+/// admitted rate under demand falls short of the lease (see
+/// `TokenBucket::with_min_burst`).
+pub const MIN_BURST: f64 = 2.0;
 /// A resource without a hit for this long is released.
 pub const IDLE: Duration = Duration::from_secs(60);
 /// How often wants are sampled and the schedule looked at.
@@ -57,44 +62,65 @@ struct Local {
     fresh: bool,
 }
 
-struct Inner {
-    core: ClientCore,
-    resources: HashMap<String, Local>,
-    /// Why the core refused the last request, while it does.
-    refused: Option<String>,
+impl Local {
+    fn new(instant: Instant, unit: Unit) -> Self {
+        Local {
+            bucket: TokenBucket::new(instant, BURST).with_min_burst(MIN_BURST),
+            window: UsageWindow::new(instant),
+            unit,
+            last_hit: instant,
+            unmatched: false,
+            fresh: true,
+        }
+    }
 }
 
-/// The in-process requester.
+type Shard = HashMap<String, Local>;
+
+/// The in-process requester. A hit takes only its resource's shard lock
+/// (the core's shard rule: `ShardedCore::shard_of`), so hits on resources
+/// of different shards never wait for each other. The refresh schedule is
+/// one [`ClientCore`] behind its own lock, taken by the periodic exchange
+/// and by the first hit of a new resource; whoever holds it takes shard
+/// locks one at a time, never the other way round.
 pub struct LocalRequester {
     who: Who,
-    inner: Mutex<Inner>,
-    wake: Notify,
+    shards: Box<[Mutex<Shard>]>,
+    schedule: Mutex<ClientCore>,
+    /// Set while the core refuses to answer; `refused` then says why.
+    refusing: AtomicBool,
+    refused: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for LocalRequester {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalRequester")
             .field("who", &self.who)
+            .field("shards", &self.shards.len())
             .finish_non_exhaustive()
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl LocalRequester {
-    /// A requester named `client_id` in this server's core.
-    pub fn new(client_id: &str) -> Self {
+    /// A requester named `client_id` in this server's core, its resources
+    /// in `shards` shards (the core's count).
+    pub fn new(client_id: &str, shards: usize) -> Self {
         LocalRequester {
             who: Who::Client(client_id.into()),
-            inner: Mutex::new(Inner {
-                core: ClientCore::new(client_id, CoreOptions::default()),
-                resources: HashMap::new(),
-                refused: None,
-            }),
-            wake: Notify::new(),
+            shards: (0..shards.max(1)).map(|_| Mutex::default()).collect(),
+            schedule: Mutex::new(ClientCore::new(client_id, CoreOptions::default())),
+            refusing: AtomicBool::new(false),
+            refused: Mutex::new(None),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn shard(&self, state: &ServerState, id: &str) -> MutexGuard<'_, Shard> {
+        let i = state.core().shard_of(id) % self.shards.len();
+        lock(&self.shards[i])
     }
 
     /// Counts `hits` on each `(resource, unit)` and admits or refuses them;
@@ -107,88 +133,98 @@ impl LocalRequester {
         asks: &[(String, Unit, u64)],
     ) -> Result<Vec<Admission>, String> {
         let instant = Instant::now();
-        let mut inner = self.lock();
-        let mut new = false;
+        let mut new = Vec::new();
         for (id, unit, hits) in asks {
-            let local = inner.resources.entry(id.clone()).or_insert_with(|| {
-                new = true;
-                Local {
-                    bucket: TokenBucket::new(instant, BURST),
-                    window: UsageWindow::new(instant),
-                    unit: *unit,
-                    last_hit: instant,
-                    unmatched: false,
-                    fresh: true,
-                }
-            });
-            local.window.record_call(instant, *hits as f64);
-            local.last_hit = instant;
-            local.unit = *unit;
+            let mut shard = self.shard(state, id);
+            // The id is copied only for a new resource, not on every hit.
+            if !shard.contains_key(id.as_str()) {
+                new.push(id.as_str());
+                shard.insert(id.clone(), Local::new(instant, *unit));
+            }
+            if let Some(local) = shard.get_mut(id.as_str()) {
+                local.window.record_call(instant, *hits as f64);
+                local.last_hit = instant;
+                local.unit = *unit;
+            }
         }
-        if new {
+        if !new.is_empty() {
+            let mut core = lock(&self.schedule);
             let now = state.now();
-            for (id, ..) in asks {
-                if inner.core.wants(id).is_none() {
-                    inner.core.add(id, 0, 0.0, now);
+            for id in new {
+                if core.wants(id).is_none() {
+                    core.add(id, 0, 0.0, now);
                 }
             }
-            self.exchange(state, &mut inner, instant);
+            self.exchange(state, &mut core, instant);
         }
-        if let Some(why) = &inner.refused {
-            return Err(why.clone());
+        if self.refusing.load(Ordering::Acquire) {
+            if let Some(why) = lock(&self.refused).clone() {
+                return Err(why);
+            }
         }
         Ok(asks
             .iter()
-            .map(|(id, _, hits)| admit_one(&mut inner, id, *hits, instant))
+            .map(|(id, _, hits)| admit_one(&mut self.shard(state, id), id, *hits, instant))
             .collect())
     }
 
+    fn set_refused(&self, why: Option<String>) {
+        let mut refused = lock(&self.refused);
+        self.refusing.store(why.is_some(), Ordering::Release);
+        *refused = why;
+    }
+
     /// Samples wants, sends what is due to the core, applies the answer
-    /// and sets each bucket's rate.
-    fn exchange(&self, state: &ServerState, inner: &mut Inner, instant: Instant) {
+    /// and sets each bucket's rate. The caller holds the schedule.
+    fn exchange(&self, state: &ServerState, core: &mut ClientCore, instant: Instant) {
         let now = state.now();
-        let Inner {
-            core, resources, ..
-        } = inner;
-        for (id, l) in resources.iter() {
-            core.set_wants(id, l.window.rate(instant) * l.unit.seconds(), now);
+        for shard in self.shards.iter() {
+            for (id, l) in lock(shard).iter() {
+                core.set_wants(id, l.window.rate(instant) * l.unit.seconds(), now);
+            }
         }
-        match refresh(state, &self.who, &mut inner.core) {
+        match refresh(state, &self.who, core) {
             None => {}
             Some(Ok(grants)) => {
-                inner.refused = None;
+                self.set_refused(None);
                 for g in grants {
-                    if let Some(l) = inner.resources.get_mut(&g.resource_id) {
+                    if let Some(l) = self.shard(state, &g.resource_id).get_mut(&g.resource_id) {
                         l.unmatched = g.decision == Decision::Unmatched;
                     }
                 }
             }
-            Some(Err(refusal)) => inner.refused = Some(refusal_reason(&refusal)),
+            Some(Err(refusal)) => self.set_refused(Some(refusal_reason(&refusal))),
         }
-        for (id, l) in inner.resources.iter_mut() {
-            let capacity = inner.core.capacity(id, now).map_or(0.0, |c| c.0);
-            l.bucket.set_rate(capacity / l.unit.seconds(), instant);
-            if l.fresh && l.bucket.rate() > 0.0 {
-                l.fresh = false;
-                l.bucket.fill(instant);
+        for shard in self.shards.iter() {
+            for (id, l) in lock(shard).iter_mut() {
+                let capacity = core.capacity(id, now).map_or(0.0, |c| c.0);
+                l.bucket.set_rate(capacity / l.unit.seconds(), instant);
+                if l.fresh && l.bucket.rate() > 0.0 {
+                    l.fresh = false;
+                    l.bucket.fill(instant);
+                }
             }
         }
     }
 
-    /// Releases resources without a hit for [`IDLE`].
-    fn release_idle(&self, state: &ServerState, inner: &mut Inner, instant: Instant) {
-        let idle: Vec<String> = inner
-            .resources
-            .iter()
-            .filter(|(_, l)| instant.saturating_duration_since(l.last_hit) >= IDLE)
-            .map(|(id, _)| id.clone())
-            .collect();
+    /// Releases resources without a hit for [`IDLE`]. The caller holds the
+    /// schedule.
+    fn release_idle(&self, state: &ServerState, core: &mut ClientCore, instant: Instant) {
+        let mut idle = Vec::new();
+        for shard in self.shards.iter() {
+            lock(shard).retain(|id, l| {
+                let keep = instant.saturating_duration_since(l.last_hit) < IDLE;
+                if !keep {
+                    idle.push(id.clone());
+                }
+                keep
+            });
+        }
         if idle.is_empty() {
             return;
         }
         for id in &idle {
-            inner.resources.remove(id);
-            inner.core.remove(id);
+            core.remove(id);
         }
         // Not the master: the lease expires on its own.
         let _ = state.core().release(&self.who, &idle);
@@ -199,20 +235,23 @@ impl LocalRequester {
         loop {
             let sleep = {
                 let instant = Instant::now();
-                let mut inner = self.lock();
-                self.release_idle(&state, &mut inner, instant);
-                self.exchange(&state, &mut inner, instant);
+                let mut core = lock(&self.schedule);
+                self.release_idle(&state, &mut core, instant);
+                self.exchange(&state, &mut core, instant);
                 let now = state.now();
-                let next = inner.core.next_wakeup(now).map(|t| (t - now).to_duration());
+                let next = core.next_wakeup(now).map(|t| (t - now).to_duration());
                 next.unwrap_or(TICK).min(TICK)
             };
             tokio::select! {
                 _ = tokio::time::sleep(sleep) => {}
-                _ = self.wake.notified() => {}
                 _ = stop.changed() => break,
             }
         }
-        let ids: Vec<String> = self.lock().resources.keys().cloned().collect();
+        let ids: Vec<String> = self
+            .shards
+            .iter()
+            .flat_map(|s| lock(s).keys().cloned().collect::<Vec<_>>())
+            .collect();
         // Only with something to release: a step-down may hold the core
         // lock while the server stops, and a worker blocked here for
         // nothing would be one fewer to finish it.
@@ -223,8 +262,8 @@ impl LocalRequester {
 }
 
 /// Admits `hits` on `id` from its bucket.
-fn admit_one(inner: &mut Inner, id: &str, hits: u64, instant: Instant) -> Admission {
-    let Some(l) = inner.resources.get_mut(id) else {
+fn admit_one(shard: &mut Shard, id: &str, hits: u64, instant: Instant) -> Admission {
+    let Some(l) = shard.get_mut(id) else {
         return Admission {
             allowed: false,
             unmatched: false,
