@@ -4,6 +4,10 @@
 //! reads the answers. HTTP/2 keep-alive pings count as progress, so a
 //! healthy idle gRPC client is not affected.
 //!
+//! Progress only records the time it was made; the timer is moved when it
+//! fires (to the last progress + the timeout), not on every read and write,
+//! which would take the runtime's timer lock several times per request.
+//!
 //! Must not: look at what is read or written.
 
 use std::future::Future;
@@ -20,6 +24,9 @@ use tokio::time::{Instant, Sleep};
 pub struct Idle<T> {
     io: T,
     timeout: Duration,
+    /// When the last byte was read or written.
+    last: Instant,
+    /// Fires at or before `last + timeout`.
     deadline: Pin<Box<Sleep>>,
 }
 
@@ -29,6 +36,7 @@ impl<T> Idle<T> {
         Idle {
             io,
             timeout,
+            last: Instant::now(),
             deadline: Box::pin(tokio::time::sleep(timeout)),
         }
     }
@@ -38,20 +46,26 @@ impl<T> Idle<T> {
         &self.io
     }
 
-    /// Progress was made: the deadline moves.
+    /// Progress was made.
     fn progressed(&mut self) {
-        let at = Instant::now() + self.timeout;
-        self.deadline.as_mut().reset(at);
+        self.last = Instant::now();
     }
 
-    /// Nothing is ready: an error once the deadline has passed.
+    /// Nothing is ready: an error once `timeout` has passed without
+    /// progress. A timer that fires after later progress is moved on.
     fn expired<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
-        match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "connection idle for too long",
-            ))),
-            Poll::Pending => Poll::Pending,
+        loop {
+            if self.deadline.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let at = self.last + self.timeout;
+            if at <= Instant::now() {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "connection idle for too long",
+                )));
+            }
+            self.deadline.as_mut().reset(at);
         }
     }
 }
