@@ -204,3 +204,40 @@ async fn a_root_whose_etcd_is_down_at_start_waits_and_applies_its_config() {
     assert_eq!(s.state.core().config().templates()[0].capacity, 9.0);
     s.shutdown().await;
 }
+
+/// Etcd down at start and nothing pushed yet: once etcd answers, readiness
+/// says the key is missing (not that etcd cannot be read), and a push then
+/// applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_pending_on_a_down_etcd_says_the_key_is_missing_once_etcd_answers() {
+    let mut e = EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
+    e.stop();
+    let s = start(from_etcd(&e))
+        .await
+        .expect("starts although etcd is down");
+    let why = || {
+        s.state
+            .core()
+            .readiness(doorman_server::wall_clock())
+            .err()
+            .unwrap_or_default()
+    };
+    assert!(why().contains("cannot read the config"), "{}", why());
+    e.restart().unwrap();
+    eventually(
+        "readiness names the missing key",
+        Duration::from_secs(15),
+        || why().contains("no config at etcd key /doorman/config"),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, config(7.0)).unwrap();
+    assert!(push(&e.endpoint(), &file).status.success());
+    eventually("the pushed config applies", Duration::from_secs(15), || {
+        why().is_empty()
+    })
+    .await;
+    assert_eq!(s.state.core().config().templates()[0].capacity, 7.0);
+    s.shutdown().await;
+}

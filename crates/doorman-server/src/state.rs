@@ -194,12 +194,12 @@ impl ServerState {
         self.sweep(|core, from| core.gauges_step(now, from, &mut gauges));
         let core = self.core();
         let parent = self.parent_link.as_ref().map(ParentLink::get);
-        let is_master = core.is_master();
+        let (is_master, master) = core.mastership();
         Scrape {
             gauges,
             counters: core.counters(),
             is_master,
-            master_known: is_master || core.master_address().is_some(),
+            master_known: is_master || master.is_some(),
             session_up: self.session_up.load(Ordering::Relaxed),
             parent,
             series: self.series,

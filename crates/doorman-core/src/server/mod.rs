@@ -211,16 +211,17 @@ impl ServerCore {
         self.config_pending.clone().map(Refusal::NoConfig)
     }
 
-    /// A root that starts without a config (its etcd key not pushed yet,
-    /// its file missing or empty) waits: every request is refused with
-    /// `reason` until [`ServerCore::replace_config`] brings one.
+    /// A server that starts without the config it was given (its etcd key
+    /// not pushed yet or etcd not answering, its file missing or empty)
+    /// waits: every request is refused with `reason` until
+    /// [`ServerCore::replace_config`] brings one. An intermediate waits too:
+    /// the config may hold access rules, and serving without them would
+    /// let anyone in (one started with no config at all never waits).
     pub fn wait_for_config(&mut self, reason: impl Into<String>) {
-        if !self.is_intermediate() {
-            self.config_pending = Some(reason.into());
-        }
+        self.config_pending = Some(reason.into());
     }
 
-    /// True while a root waits for its first config.
+    /// True while the server waits for its first config.
     pub fn waiting_for_config(&self) -> bool {
         self.config_pending.is_some()
     }

@@ -201,6 +201,13 @@ impl ShardedCore {
         self.head().master_address().map(str::to_string)
     }
 
+    /// Whether this server is the master, and the master's address, read
+    /// together (one lock: no step-down can fall between the two).
+    pub fn mastership(&self) -> (bool, Option<String>) {
+        let head = self.head();
+        (head.is_master(), head.master_address().map(str::to_string))
+    }
+
     /// See [`ServerCore::become_master`]; every shard.
     pub fn become_master(&self, now: Time) {
         self.for_each(|c| c.become_master(now));
@@ -222,7 +229,7 @@ impl ShardedCore {
         self.for_each(|c| c.wait_for_config(reason.clone()));
     }
 
-    /// True while a root waits for its first config.
+    /// True while the server waits for its first config.
     pub fn waiting_for_config(&self) -> bool {
         self.head().waiting_for_config()
     }

@@ -163,8 +163,14 @@ impl Watcher {
         if self.revision == 0 {
             // Reconnected: catch up with anything missed.
             let (value, rev) = fetch_value(&self.etcd, &key).await?;
-            if let Some((value, written)) = value {
-                self.offer(&value, written).await;
+            match value {
+                Some((value, written)) => self.offer(&value, written).await,
+                // etcd answers but nothing was pushed yet: say so instead
+                // of the read failure a root pending since start showed.
+                None if self.state.core().waiting_for_config() => {
+                    self.state.core().wait_for_config(missing(&key));
+                }
+                None => {}
             }
             self.revision = rev;
         }

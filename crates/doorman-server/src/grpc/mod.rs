@@ -123,12 +123,10 @@ impl doorman_proto::Capacity for CapacityService {
         _request: Request<pb::DiscoveryRequest>,
     ) -> Result<Response<pb::DiscoveryResponse>, Status> {
         self.with_level(self.timed("Discovery", || {
-            let core = self.state.core();
+            let (is_master, master_address) = self.state.core().mastership();
             Ok(pb::DiscoveryResponse {
-                mastership: pb::Mastership {
-                    master_address: core.master_address(),
-                },
-                is_master: core.is_master(),
+                mastership: pb::Mastership { master_address },
+                is_master,
             })
         }))
     }

@@ -406,6 +406,12 @@ fn granted(shared: &Shared) -> BTreeMap<String, f64> {
     granted
 }
 
+/// The server's CPU could not be read (it exited during the run): the
+/// report goes on without it.
+fn cpu_lost(e: anyhow::Error) {
+    tracing::warn!("no server CPU in this report: {e:#}");
+}
+
 /// Runs a load test.
 pub async fn run(opts: Options) -> anyhow::Result<Report> {
     validate(&opts)?;
@@ -417,7 +423,7 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
     let cpu_from = match opts.server_pid {
         Some(pid) => {
             tokio::time::sleep_until(shared.measure_from.into()).await;
-            Some(server_cpu::read(pid)?)
+            server_cpu::read(pid).map_err(cpu_lost).ok()
         }
         None => None,
     };
@@ -449,9 +455,8 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     let answered = rpcs + errors.values().sum::<u64>();
-    let server_cpu = cpu_from
-        .map(|from| from.since(measured, answered))
-        .transpose()?;
+    let server_cpu =
+        cpu_from.and_then(|from| from.since(measured, answered).map_err(cpu_lost).ok());
     let granted = match opts.protocol {
         Protocol::Capacity => granted(&shared),
         Protocol::Rls => BTreeMap::new(),

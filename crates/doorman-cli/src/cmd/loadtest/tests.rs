@@ -48,6 +48,28 @@ fn percentiles_of_a_known_distribution() {
     assert!((l.mean - 500.5).abs() < 0.5);
 }
 
+/// A `--server-pid` that exits during the run (here a `sleep` standing in
+/// for a server that dies) costs the report its CPU figures, not the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_pid_that_exits_mid_run_leaves_the_rest_of_the_report() {
+    let s = server().await;
+    let mut child = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Reaped once it exits, so its /proc entry goes away.
+    let reaper = std::thread::spawn(move || child.wait());
+    let o = Options {
+        server_pid: Some(pid),
+        ..opts(s.grpc_addr.to_string(), 1.0)
+    };
+    let r = run(o).await.unwrap();
+    assert!(reaper.join().unwrap().unwrap().success());
+    assert!(r.server_cpu.is_none(), "{:?}", r.server_cpu);
+    assert!(r.rpcs > 0 && r.errors.is_empty(), "{r:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn measures_a_server_and_stops_on_time() {
     let s = server().await;

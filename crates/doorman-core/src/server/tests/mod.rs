@@ -939,3 +939,20 @@ fn a_root_without_config_refuses_until_one_arrives_and_says_why() {
     c.set_master_address(Some("other:1".into()));
     assert_eq!(c.readiness(t(3)), Ok(()));
 }
+
+/// An intermediate whose config cannot be read yet refuses rather than
+/// serve without its access rules; the config's arrival lets it serve.
+#[test]
+fn an_intermediate_waiting_for_its_config_refuses_until_it_arrives() {
+    let mut c = intermediate::leaf(None);
+    c.wait_for_config("waiting for the config file local.toml");
+    let req = CapacityRequest {
+        who: client("a"),
+        resources: vec![ask("fair", 1.0, None)],
+    };
+    let why = Refusal::NoConfig("waiting for the config file local.toml".into());
+    assert_eq!(c.get_capacity(t(1), &req), Err(why));
+    assert!(c.readiness(t(1)).unwrap_err().starts_with("no config yet"));
+    c.replace_config(Arc::new(Config::parse(CFG, "local.toml").unwrap()));
+    assert!(c.get_capacity(t(2), &req).is_ok());
+}
