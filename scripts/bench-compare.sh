@@ -15,13 +15,15 @@
 # (`unshare -n`, needs root) with only `lo` up.
 #
 # Usage: [ORIGINAL_BIN=DIR] scripts/bench-compare.sh [SECONDS (10)] [ROUNDS (1)]
+#        DOORMAN_BIN=PATH scripts/bench-compare.sh …   (another build of ours)
+#        PIN=1, FLOOR_ARGS=--nodelay: see below
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 SECS=${1:-10}
 ROUNDS=${2:-1}
 if [ "${BENCH_COMPARE_IN_NS:-}" != 1 ]; then
-    cargo build --release --bin doorman >&2
+    if [ -z "${DOORMAN_BIN:-}" ]; then cargo build --release --bin doorman >&2; fi
     cargo bench -p doorman-server --bench noop_floor --no-run >&2
     if [ -n "${ORIGINAL_BIN:-}" ]; then
         [ -x "$ORIGINAL_BIN/doorman" ] || { echo "no $ORIGINAL_BIN/doorman" >&2; exit 2; }
@@ -30,13 +32,8 @@ if [ "${BENCH_COMPARE_IN_NS:-}" != 1 ]; then
 else
     ip link set lo up
 fi
-OURS=target/release/doorman
-FLOOR=$(cargo bench -p doorman-server --bench noop_floor --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "noop_floor" and m.get("executable"):
-        print(m["executable"])')
+OURS=${DOORMAN_BIN:-target/release/doorman}
+FLOOR=$(floor_exe)
 [ -x "$FLOOR" ] || { echo "cannot find the noop_floor executable" >&2; exit 1; }
 WORK=$(mktemp -d)
 SP=
@@ -53,10 +50,10 @@ YAML
 
 start() {
     case $1 in
-    floor) "$FLOOR" --listen "127.0.0.1:$PORT" >"$WORK/server.log" 2>&1 & ;;
-    ours) DOORMAN_LOG=warn "$OURS" server --config "$WORK/ours.toml" --listen "127.0.0.1:$PORT" \
+    floor) $SERVER_CPU "$FLOOR" --listen "127.0.0.1:$PORT" $FLOOR_ARGS >"$WORK/server.log" 2>&1 & ;;
+    ours) DOORMAN_LOG=warn $SERVER_CPU "$OURS" server --config "$WORK/ours.toml" --listen "127.0.0.1:$PORT" \
         --min-request-interval 0 >"$WORK/server.log" 2>&1 & ;;
-    original) "$ORIGINAL_BIN/doorman" -config="file:$WORK/original.yml" -port="$PORT" \
+    original) $SERVER_CPU "$ORIGINAL_BIN/doorman" -config="file:$WORK/original.yml" -port="$PORT" \
         -debug_port=$((PORT + 1)) -hostname=127.0.0.1 >"$WORK/server.log" 2>&1 & ;;
     esac
     SP=$!
@@ -68,6 +65,15 @@ start() {
 }
 stop() { kill "$SP"; wait "$SP" 2>/dev/null || true; SP=; }
 
+# PIN=1: the server on CPU 0 and the load tool on the others (taskset).
+# Off by default: on the 2-vCPU machine of BENCHMARKS.md pinning did not
+# make runs steadier (ratios 1.51-1.73 pinned, 1.29-1.70 not, same builds).
+SERVER_CPU= LOAD_CPU=
+if [ "$(nproc)" -ge 2 ] && [ "${PIN:-0}" = 1 ]; then
+    SERVER_CPU="taskset -c 0" LOAD_CPU="taskset -c 1-$(($(nproc) - 1))"
+fi
+# FLOOR_ARGS=--nodelay: the floor sets TCP_NODELAY as ours does.
+FLOOR_ARGS=${FLOOR_ARGS:-}
 SERVERS="floor ours"
 [ -n "${ORIGINAL_BIN:-}" ] && SERVERS="$SERVERS original"
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:\s*//p'), $(date -u +%Y-%m-%d)"
@@ -76,7 +82,7 @@ for round in $(seq 1 "$ROUNDS"); do
     for clients in 1 1000 10000; do
         for s in $SERVERS; do
             start "$s"
-            DOORMAN_LOG=warn "$OURS" loadtest --server "127.0.0.1:$PORT" --clients "$clients" \
+            DOORMAN_LOG=warn $LOAD_CPU "$OURS" loadtest --server "127.0.0.1:$PORT" --clients "$clients" \
                 --concurrency 64 --connections 4 --duration "$SECS" --warmup 2 \
                 --server-pid "$SP" --json >"$WORK/r.json"
             stop

@@ -1,6 +1,7 @@
 # Sourced by the benchmark scripts (bench-compare, bench-rls, bench-server,
-# profile-server, scrape-p99): a free port on 127.0.0.1, and the config of
-# one FAIR_SHARE template without learning mode that they load.
+# profile-server, scrape-p99): a free port on 127.0.0.1, the config of one
+# FAIR_SHARE template without learning mode that they load, and where the
+# no-op floor's executable is.
 
 # A TCP port on 127.0.0.1 that nothing listens on now.
 free_port() {
@@ -20,4 +21,15 @@ lease_length = $3
 refresh_interval = $4
 learning_mode_duration = 0
 TOML
+}
+
+# The no-op floor's release executable (crates/doorman-server/benches/
+# noop_floor.rs), built if needed; its path on stdout.
+floor_exe() {
+    cargo bench -p doorman-server --bench noop_floor --no-run --message-format=json 2>/dev/null |
+        python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "noop_floor" and m.get("executable"):
+        print(m["executable"])'
 }

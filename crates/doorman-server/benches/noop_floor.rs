@@ -5,8 +5,10 @@
 //! `scripts/bench-compare.sh` runs it next to a real server and prints
 //! the ratio of their CPU per request (BENCHMARKS.md).
 //!
-//! `noop_floor --listen 127.0.0.1:PORT` serves until killed. Run without
-//! `--listen` (as `cargo bench` does) it says so and exits.
+//! `noop_floor --listen 127.0.0.1:PORT [--nodelay]` serves until killed
+//! (`--nodelay`: TCP_NODELAY on every connection, as our server sets it;
+//! plain tonic leaves Nagle on). Run without `--listen` (as `cargo bench`
+//! does) it says so and exits.
 //!
 //! Must not: bind anything but the address given.
 
@@ -113,7 +115,9 @@ async fn main() {
     };
     let local = listener.local_addr().map_or(addr, |a| a);
     println!("noop_floor listening on {local}");
-    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    let nodelay = std::env::args().any(|a| a == "--nodelay");
+    let incoming =
+        tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(nodelay));
     let served = tonic::transport::Server::builder()
         .add_service(CapacityServer::new(Floor))
         .serve_with_incoming(incoming)
