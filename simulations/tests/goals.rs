@@ -2,16 +2,15 @@
 //! see docs/simulation.md "Goals"):
 //!
 //! * `original` profile (the original simulation's parameters): beat the
-//!   original simulation on every seed at once. Gated here: peak ≤ 105 %
-//!   and fewer shortfall events than the original's fewest (5, measured
-//!   under Python 2.7). Not gated, because it is not reached (worst seed
-//!   94.6 %, docs/simulation.md): mean utilisation ≥ 97 %.
-//! * `ours` profile: peak ≤ 102 % is reached on every seed since a parent
-//!   counts a shrunk server's outstanding as taken (worst 100.02 %) and is
-//!   gated; utilisation ≥ 99 % and re-convergence ≤ 30 s are not reached
-//!   on the worst seed. Also gated: what the design doc reports for its
-//!   own scenario 7 run, utilisation above 96.6 % and fewer than 14
-//!   shortfall events.
+//!   original simulation on every seed at once: peak ≤ 105 %, mean
+//!   utilisation ≥ 97 % (design doc's definition), and fewer shortfall
+//!   events than the original's fewest (5, measured under Python 2.7). All
+//!   gated.
+//! * `ours` profile: peak ≤ 102 % and utilisation ≥ 99 % (design doc's
+//!   definition), gated; also what the design doc reports for its own
+//!   scenario 7 run (fewer than 14 shortfall events). Not gated, because it
+//!   is not reached (docs/simulation.md, "Where it stands"): re-convergence
+//!   ≤ 30 s.
 
 use doorman_sim::scenario::Scenario;
 use doorman_sim::seeds::{run_seeds, SeedsSummary};
@@ -44,19 +43,18 @@ fn original_profile_worst_seed_beats_the_original_peak_and_shortfalls() {
             "{what}: {} shortfall events",
             s.shortfall_events
         );
+        let util = s.doc_utilisation.unwrap();
+        assert!(util >= 0.97, "{what}: utilisation {util}, goal ≥ 97 %");
     }
 }
 
 #[test]
-fn ours_profile_worst_seed_peaks_within_102_percent_and_beats_the_design_docs_utilisation() {
+fn ours_profile_worst_seed_peaks_within_102_percent_and_uses_99_percent() {
     let r = seven("ours");
     for s in &r.runs {
         let what = format!("seven (ours), seed {}", s.seed);
         let util = s.doc_utilisation.unwrap();
-        assert!(
-            util > 0.966,
-            "{what}: utilisation {util}, design doc 96.6 %"
-        );
+        assert!(util >= 0.99, "{what}: utilisation {util}, goal ≥ 99 %");
         assert!(
             s.shortfall_events < 14,
             "{what}: {} shortfall events",

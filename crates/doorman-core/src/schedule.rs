@@ -87,9 +87,15 @@ impl RefreshSchedule {
         self.next_refresh = now + retry;
     }
 
-    /// The answer granted `lease`: ask again at its refresh interval.
-    pub fn granted(&mut self, now: Time, lease: &Lease) {
-        self.next_refresh = now + lease.refresh_period();
+    /// The answer granted `lease`: ask again at its refresh interval, or
+    /// after `sooner` seconds when the grantor asked for that (a waiting
+    /// downstream server, see `doorman_core::server::Grant`).
+    pub fn granted(&mut self, now: Time, lease: &Lease, sooner: Option<i64>) {
+        let period = lease.refresh_period();
+        self.next_refresh = match sooner {
+            Some(s) => now + period.min(Time::secs(s.max(1))),
+            None => now + period,
+        };
     }
 
     /// The request failed at `now`: retry after `backoff`, never later than
@@ -143,7 +149,7 @@ mod tests {
         s.sent(t(0));
         assert!(!s.due(t(0), MIN));
         s.answered(t(0), Time::secs(5));
-        s.granted(t(0), &lease(8));
+        s.granted(t(0), &lease(8), None);
         assert_eq!(s.next_wakeup(MIN), t(8));
         assert!(!s.due(t(7), MIN) && s.due(t(8), MIN));
     }
@@ -162,7 +168,7 @@ mod tests {
     fn expedite_respects_the_minimum_interval_and_the_hold() {
         let mut s = RefreshSchedule::new(t(0));
         s.sent(t(0));
-        s.granted(t(0), &lease(10));
+        s.granted(t(0), &lease(10), None);
         assert!(s.expedite(t(0)));
         assert!(!s.due(t(0), MIN), "the minimum interval still applies");
         assert_eq!(s.next_wakeup(MIN), t(1));

@@ -446,6 +446,7 @@ fn spawn_election(
         stop: stop.clone(),
         stop_granting: crate::election::StopGranting::of(state.clone()),
         session: crate::election::SessionFlag::of(state.clone()),
+        horizon: crate::election::LeaseHorizon::of(state.clone()),
     });
     [
         tokio::spawn(election),

@@ -300,3 +300,105 @@ async fn election_keep_alives_leave_the_config_watch_alone() {
     .await;
     assert_eq!(s.state.metrics.config_watch_restarts(), 0);
 }
+
+/// The lease horizon record (`/doorman/test.horizon`): the first master
+/// finds none and learns for its full learning time; it keeps a record of
+/// how long its leases can last; a successor learns only until then, and a
+/// master taking over after the record has passed serves at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_master_learns_only_as_long_as_the_recorded_leases_last() {
+    // Leases of 2 s, learning for 60 s (longer than any lease: the record
+    // is what ends it).
+    const LONG_LEARNING: &str = r#"
+[[resources]]
+identifier_glob = "*"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 2
+refresh_interval = 1
+learning_mode_duration = 60
+"#;
+    let cfg = Arc::new(Config::parse(LONG_LEARNING, "test").unwrap());
+    let with_config = |election| {
+        let mut o = opts(election);
+        o.config = ConfigSource::Inline(cfg.clone());
+        o
+    };
+    let e = etcd();
+    let mut etcd_client = etcd_client::Client::connect(e.endpoints(), None)
+        .await
+        .unwrap();
+    let record = |c: &mut etcd_client::Client| {
+        let mut c = c.clone();
+        async move {
+            let r = c.get("/doorman/test.horizon", None).await.unwrap();
+            r.kvs().first().map(|kv| {
+                let ms: i64 = kv.value_str().unwrap().parse().unwrap();
+                doorman_core::Time::from_millis(ms)
+            })
+        }
+    };
+    assert_eq!(
+        record(&mut etcd_client).await,
+        None,
+        "a fresh etcd has no record"
+    );
+    // Asks for "r" once (so the resource exists), then reads how long it
+    // still learns.
+    let learning_left = |s: &IsolatedServer| {
+        use doorman_core::server::{CapacityRequest, ResourceAsk, Who};
+        let now = doorman_server::wall_clock();
+        let ask = ResourceAsk {
+            resource_id: "r".into(),
+            demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
+            claimed_has: None,
+            claimed_refresh: None,
+            outstanding: None,
+        };
+        let req = CapacityRequest {
+            who: Who::Client(Arc::from("probe")),
+            resources: vec![ask],
+        };
+        s.state.core().decide(now, &req).grants.expect("answered");
+        s.state.core().status(now, 0).resources[0].learning_remaining
+    };
+
+    let a = IsolatedServer::start(with_config(etcd_election(&e, 2))).unwrap();
+    eventually("a is master", Duration::from_secs(5), || is_master(&a)).await;
+    assert!(learning_left(&a) > 50.0, "no record: the full 60 s");
+    let written = record(&mut etcd_client)
+        .await
+        .expect("a recorded a horizon");
+    let now = doorman_server::wall_clock();
+    assert!(
+        written > now && written <= now + doorman_core::Time::secs(2 + 10 + 1),
+        "{written:?} vs {now:?}"
+    );
+
+    let b = IsolatedServer::start(with_config(etcd_election(&e, 2))).unwrap();
+    eventually("b is a standby", Duration::from_secs(5), || {
+        b.state.core().master_address().is_some()
+    })
+    .await;
+    a.kill();
+    eventually("b is master", Duration::from_secs(6), || is_master(&b)).await;
+    let left = learning_left(&b);
+    let ends = record(&mut etcd_client).await.unwrap();
+    assert!(
+        left > 0.0 && left <= 13.0,
+        "b learns until a's record, not 60 s: {left} s"
+    );
+    assert!(ends >= written, "the record never moves back");
+
+    // The whole node goes away for longer than the record reaches; the
+    // next master has nothing to learn.
+    b.kill();
+    let past = ends + doorman_core::Time::secs(1);
+    while doorman_server::wall_clock() < past {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let c = IsolatedServer::start(with_config(etcd_election(&e, 2))).unwrap();
+    eventually("c is master", Duration::from_secs(8), || is_master(&c)).await;
+    assert_eq!(learning_left(&c), 0.0, "c serves at once");
+}

@@ -30,6 +30,7 @@ impl Hub {
             tx.send_replace(MasterView {
                 is_master: i == 0,
                 master: leader.clone(),
+                ..MasterView::default()
             });
         }
     }

@@ -51,7 +51,8 @@ fn node(
     } else {
         Arc::new(Config::empty())
     };
-    let (core, _) = master_core(role, &name, 0, &config, start);
+    let mut horizon = None;
+    let (core, _) = master_core(role, &name, 0, &config, start, &mut horizon);
     Node {
         id: Arc::from(name.as_str()),
         name,
@@ -71,6 +72,7 @@ fn node(
         link: Link::new(tasks),
         backoff: backoff(rng),
         served: 0,
+        horizon,
     }
 }
 

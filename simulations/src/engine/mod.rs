@@ -21,7 +21,7 @@ use std::sync::Arc;
 use doorman_algorithms::{Amount, Lease, Time};
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::Config;
-use doorman_core::server::{CoreOptions, Grant, Role, ServerCore, UpstreamGrant};
+use doorman_core::server::{CoreOptions, Grant, Predecessors, Role, ServerCore, UpstreamGrant};
 use doorman_core::Backoff;
 
 use crate::scenario::Scenario;
@@ -161,6 +161,9 @@ pub struct Node {
     /// The master's connection to the parent.
     link: Link,
     backoff: Backoff,
+    /// The node's horizon record: no lease any of its masters handed out
+    /// expires after it (none before the first master writes one).
+    horizon: Option<Time>,
     /// Capacity RPCs its masters answered (GetCapacity from clients,
     /// GetServerCapacity from children).
     pub served: u64,
@@ -330,6 +333,7 @@ impl Sim {
             } => self.reply(caller, epoch, task, reply),
             Ev::DemandTick => self.demand_tick(),
             Ev::Sample => {
+                self.keep_horizons();
                 self.sample();
                 self.push(self.now + Time::secs(1), Ev::Sample);
             }
@@ -348,14 +352,19 @@ impl Sim {
     }
 }
 
-/// Task `task` of `node` just elected master: a fresh core in learning
-/// mode, and its server id `<node>/t<task>`.
+/// Task `task` of `node` just elected master: a fresh core, learning
+/// until the leases its predecessors recorded in `horizon` (the node's
+/// horizon record; none before the node's first master: learning lasts its
+/// full duration) have ended, and its server id `<node>/t<task>`. Before it
+/// serves it records its own horizon, never earlier than the one there, as
+/// `doorman server` does with its etcd key (`election/etcd.rs`).
 fn master_core(
     role: Role,
     node: &str,
     task: usize,
     config: &Arc<Config>,
     now: Time,
+    horizon: &mut Option<Time>,
 ) -> (ServerCore, String) {
     let server_id = format!("{node}/t{task}");
     let options = CoreOptions {
@@ -364,8 +373,21 @@ fn master_core(
         min_request_interval: MIN_REQUEST_INTERVAL,
     };
     let mut core = ServerCore::new(options, config.clone());
-    core.become_master(now);
+    let predecessors = horizon.map_or(Predecessors::Unknown, Predecessors::LeasesEndBy);
+    let bound = core.fresh_horizon(now).max(horizon.unwrap_or(Time::ZERO));
+    *horizon = Some(bound);
+    core.set_lease_bound(Some(bound));
+    core.become_master_after(now, predecessors);
     (core, server_id)
+}
+
+/// Moves a master's horizon record on when it is due (see
+/// `doorman_core::server::ServerCore::horizon_due`).
+fn keep_horizon(core: &mut ServerCore, now: Time, horizon: &mut Option<Time>) {
+    if let Some(h) = core.horizon_due(now) {
+        *horizon = Some(h);
+        core.set_lease_bound(Some(h));
+    }
 }
 
 fn amount(x: f64) -> Amount {
@@ -391,5 +413,6 @@ fn upstream_grant(g: &Grant) -> UpstreamGrant {
         lease: wire(&g.lease),
         algorithm: g.algorithm_known.then(|| (*g.algorithm).clone()),
         safe_capacity: Some(g.safe_capacity),
+        next_refresh_interval: g.next_refresh_interval,
     }
 }

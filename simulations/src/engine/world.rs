@@ -12,7 +12,7 @@
 use doorman_algorithms::Time;
 
 use super::build::backoff;
-use super::{master_core, Ev, Mark, Sim};
+use super::{keep_horizon, master_core, Ev, Mark, Sim};
 use crate::scenario::{EventKind, Mishaps};
 
 /// The kinds of random mishap, in the order their weights are drawn.
@@ -135,7 +135,7 @@ impl Sim {
         }
         let b = backoff(&mut self.rng);
         let n = &mut self.nodes[node];
-        let (core, _) = master_core(n.role, &n.name, task, &n.config, now);
+        let (core, _) = master_core(n.role, &n.name, task, &n.config, now, &mut n.horizon);
         n.core = core;
         n.master = Some(task);
         n.view = Some(task);
@@ -144,6 +144,15 @@ impl Sim {
         n.backoff = b;
         n.poke = false;
         self.schedule_upstream(node, Some(now));
+    }
+
+    /// Every master moves its node's horizon record on when due (the
+    /// server's periodic check; the write itself takes no time here).
+    pub(super) fn keep_horizons(&mut self) {
+        let now = self.now;
+        for n in self.nodes.iter_mut().filter(|n| n.master.is_some()) {
+            keep_horizon(&mut n.core, now, &mut n.horizon);
+        }
     }
 
     fn unreachable(&mut self, node: usize, name: String, secs: u64) {

@@ -298,7 +298,7 @@ impl ClientCore {
                 s.safe = Some(safe);
             }
             s.refused = None;
-            s.schedule.granted(now, &g.lease);
+            s.schedule.granted(now, &g.lease, None);
         }
     }
 

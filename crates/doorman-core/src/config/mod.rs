@@ -138,6 +138,8 @@ pub struct Config {
     source: String,
     acl: Acl,
     envoy: EnvoyConfig,
+    /// The longest `lease_length` of any template, seconds (0 without one).
+    longest_lease: i64,
 }
 
 impl Config {
@@ -194,7 +196,13 @@ impl Config {
             return Err(fail(problems));
         }
         let patterns = PatternIndex::new(globs);
+        let longest_lease = templates
+            .iter()
+            .map(|t| t.algorithm.lease_length)
+            .max()
+            .unwrap_or(0);
         Ok(Config {
+            longest_lease,
             templates: templates.into_iter().map(Arc::new).collect(),
             patterns,
             exact,
@@ -223,6 +231,7 @@ impl Config {
             source: "<empty>".into(),
             acl: Acl::default(),
             envoy: EnvoyConfig::default(),
+            longest_lease: 0,
         }
     }
 
@@ -240,6 +249,11 @@ impl Config {
     /// All templates in file order.
     pub fn templates(&self) -> &[Arc<Template>] {
         &self.templates
+    }
+
+    /// The longest `lease_length` of any template, seconds (0 without one).
+    pub fn longest_lease(&self) -> i64 {
+        self.longest_lease
     }
 
     /// The access rules (open when there are none).

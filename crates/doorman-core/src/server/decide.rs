@@ -11,10 +11,10 @@ use doorman_algorithms::{Amount, Demand, RequesterId, Time};
 
 use super::record::Record;
 
-/// A waiting client's refresh interval is its lease's divided by this.
+/// A waiting requester's refresh interval is its lease's divided by this.
 pub const WAITING_REFRESH_DIVISOR: i64 = 4;
 
-/// A client counts as waiting when its grant is below what it is owed by
+/// A requester counts as waiting when its grant is below what it is owed by
 /// more than this fraction (rounding never hurries anyone).
 const WAITING_SLACK: f64 = 1e-6;
 use super::request::{Decision, Grant, ResourceAsk, Who};
@@ -58,7 +58,7 @@ impl Resource {
             self.shares.set_outstanding(id, out);
         }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
-            let (since, until) = (cx.master_since, self.learning_until);
+            let (since, until) = (cx.learning.since, self.learning_until);
             if let Some(u) = self.upstream.as_mut() {
                 u.hold_for_claim(since, refresh, until);
             }
@@ -76,19 +76,31 @@ impl Resource {
         // The root hands out its template's refresh interval; an
         // intermediate server scales its own lease's refresh interval once.
         let level = u32::from(self.upstream.is_some());
-        let lease =
-            self.template
-                .algorithm
-                .terms()
-                .lease(now, level, self.lease_cap(now), capacity);
-        let lease = self.hurry_if_waiting(id, who, decision, lease);
+        let lease = self
+            .template
+            .algorithm
+            .terms()
+            .lease(now, level, self.lease_cap(cx), capacity);
+        let mut lease = lease;
+        let hurry = self.waiting_refresh(id, decision, &lease);
+        if let (Some(h), Who::Client(_)) = (hurry, who) {
+            lease.refresh_interval = h;
+        }
         let inherit_until = match (ask.claimed_has, inherited) {
             (Some(_), _) => lease.expiry,
             (None, Some(_)) => self.shares.get(id).map_or(Time::ZERO, |r| r.inherit_until),
+            // One of our servers (it reports `outstanding`) always claims a
+            // lease it holds: a successor may inherit this grant even if
+            // its holder dies before it could claim it once.
+            (None, None) if ask.outstanding.is_some() => lease.expiry,
             (None, None) => Time::ZERO,
         };
         self.store(id, &lease, now, inherit_until, ask.outstanding);
-        self.grant(ask, lease, decision)
+        let mut grant = self.grant(ask, lease, decision);
+        if let Who::Server(_) = who {
+            grant.next_refresh_interval = hurry;
+        }
+        grant
     }
 
     /// The lease held, for a repeat request inside the minimum interval.
@@ -104,9 +116,10 @@ impl Resource {
         }
     }
 
-    /// A downstream server that used to claim its lease and now claims
-    /// none, although it holds an unexpired one here, is a newly elected
-    /// master of that node (replicas share the node id). Its predecessor's
+    /// A downstream server that claims no lease although it holds an
+    /// unexpired one here, and used to claim it (or is one of ours, which
+    /// always claim what they hold: they report `outstanding`), is a newly
+    /// elected master of that node (replicas share the node id). Its predecessor's
     /// sub-leases stay out until that lease expires, so the new master
     /// inherits at least it, within what the others leave free (the
     /// capacity may have shrunk since). It keeps inheriting if its first
@@ -227,29 +240,28 @@ impl Resource {
         }
     }
 
-    /// An end client granted less than it is owed (its target, within
-    /// its wants) because others still hold that capacity until they
-    /// refresh (`min(target, free)`) comes back after a quarter of the
+    /// A requester granted less than it is owed (its target, within its
+    /// wants) because others still hold that capacity until they refresh
+    /// (`min(target, free)`) should come back after a quarter of its
     /// refresh interval (at least a second): the capacity the others give
     /// back is then idle for a quarter of an interval, not a whole one.
-    /// Only waiting clients ask more often. A downstream server is not
-    /// hurried: its lease's refresh interval sets its own requesters'.
-    fn hurry_if_waiting(
+    /// Only waiting requesters ask more often. An end client gets the
+    /// shorter interval as its lease's; a downstream server gets it beside
+    /// the lease (`Grant::next_refresh_interval`), so its own requesters'
+    /// intervals, which follow its lease's, are not shortened too.
+    fn waiting_refresh(
         &mut self,
         id: RequesterId,
-        who: &Who,
         decision: Decision,
-        mut lease: doorman_algorithms::Lease,
-    ) -> doorman_algorithms::Lease {
+        lease: &doorman_algorithms::Lease,
+    ) -> Option<i64> {
         let share = self.template.algorithm.kind.is_share();
-        if decision != Decision::Algorithm || !share || !matches!(who, Who::Client(_)) {
-            return lease;
+        if decision != Decision::Algorithm || !share {
+            return None;
         }
         let owed = self.shares.target(id).min(self.shares.wants(id));
-        if lease.capacity < owed * (1.0 - WAITING_SLACK) {
-            lease.refresh_interval = (lease.refresh_interval / WAITING_REFRESH_DIVISOR).max(1);
-        }
-        lease
+        (lease.capacity < owed * (1.0 - WAITING_SLACK))
+            .then(|| (lease.refresh_interval / WAITING_REFRESH_DIVISOR).max(1))
     }
 
     /// Stores the lease in the requester's record and the expiry index.
@@ -294,6 +306,7 @@ impl Resource {
             algorithm_known,
             decision,
             note: None,
+            next_refresh_interval: None,
         }
     }
 }

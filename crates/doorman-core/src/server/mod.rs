@@ -11,6 +11,7 @@
 //! config can contain.
 
 mod decide;
+mod horizon;
 mod index;
 mod record;
 mod reload;
@@ -27,6 +28,7 @@ use indexmap::IndexMap;
 
 use doorman_algorithms::Time;
 
+pub use horizon::{Predecessors, HORIZON_AHEAD, HORIZON_RENEW_BEFORE};
 pub use request::{
     CapacityRequest, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };
@@ -123,6 +125,14 @@ pub struct ServerCore {
     is_master: bool,
     master_address: Option<String>,
     master_since: Time,
+    /// What this master knows about its predecessors' leases (`horizon.rs`).
+    predecessors: Predecessors,
+    /// No lease handed out expires after this (`horizon.rs`).
+    lease_bound: Option<Time>,
+    /// The longest `lease_length` a parent has sent, seconds.
+    longest_parent_lease: i64,
+    /// The latest expiry of any lease this master got from its parent.
+    latest_upstream_expiry: Time,
     counters: Counters,
     upstream_wake: bool,
     /// A root waiting for its first config: what it waits for.
@@ -141,6 +151,10 @@ impl ServerCore {
             is_master: false,
             master_address: None,
             master_since: Time::ZERO,
+            predecessors: Predecessors::Unknown,
+            lease_bound: None,
+            longest_parent_lease: 0,
+            latest_upstream_expiry: Time::ZERO,
             counters: Counters::default(),
             upstream_wake: false,
             config_pending: None,
@@ -178,12 +192,16 @@ impl ServerCore {
     }
 
     /// This server won the election at `now`: fresh empty state, learning
-    /// mode starts for every resource.
+    /// mode starts for every resource and lasts its full duration (nothing
+    /// is known about the predecessors: see
+    /// [`ServerCore::become_master_after`]).
     pub fn become_master(&mut self, now: Time) {
         self.resources.clear();
         self.is_master = true;
         self.master_address = None;
         self.master_since = now;
+        self.predecessors = Predecessors::Unknown;
+        self.latest_upstream_expiry = Time::ZERO;
     }
 
     /// This server is not (or no longer) the master: drop all lease state
@@ -309,14 +327,14 @@ impl ServerCore {
         let cx = Context {
             now,
             min_request_interval: self.opts.min_request_interval,
-            master_since: self.master_since,
+            learning: self.learning_clock(),
+            lease_bound: self.lease_bound,
         };
         let resource = match self.resources.get_mut(&ask.resource_id) {
             Some(r) => r,
             None if self.opts.role == Role::Intermediate => {
                 let local = self.config.find(&ask.resource_id).cloned();
-                let mut r =
-                    Resource::new_intermediate(&ask.resource_id, local, self.master_since, now);
+                let mut r = Resource::new_intermediate(&ask.resource_id, local, cx.learning, now);
                 r.config_gen = self.config_gen;
                 self.resources.entry(ask.resource_id.clone()).or_insert(r)
             }
@@ -324,8 +342,9 @@ impl ServerCore {
                 let Some(template) = self.config.find(&ask.resource_id).cloned() else {
                     return self.unmatched(now, who, ask);
                 };
-                let learning_until =
-                    self.master_since + Time::secs(template.algorithm.learning_mode_duration);
+                let learning_until = cx
+                    .learning
+                    .end(Time::secs(template.algorithm.learning_mode_duration));
                 let capacity = template.capacity;
                 let mut r = Resource::new(template, capacity, learning_until);
                 r.config_gen = self.config_gen;
@@ -369,6 +388,7 @@ impl ServerCore {
             algorithm_known: true,
             decision: Decision::Unmatched,
             note: None,
+            next_refresh_interval: None,
         }
     }
 

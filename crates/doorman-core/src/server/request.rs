@@ -142,6 +142,12 @@ pub struct Grant {
     /// Why the grant may be smaller than asked for, for people reading it
     /// (`doorman get`): learning mode or no word from the parent yet.
     pub note: Option<GrantNote>,
+    /// For a downstream server granted less than it is owed: ask again
+    /// after this many seconds, sooner than the lease's refresh interval,
+    /// which stays as it is (it sets the server's own requesters'
+    /// intervals). `None` for clients (their refresh interval itself is
+    /// shortened) and for everyone not waiting.
+    pub next_refresh_interval: Option<i64>,
 }
 
 /// Why a grant may be small, told to the requester beside the lease.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Time};
 
+use super::horizon::LearningClock;
 use super::index::Index;
 use super::record::Record;
 use super::request::{Decision, GrantNote, Who};
@@ -41,8 +42,10 @@ pub(crate) struct Resource {
 pub(crate) struct Context {
     pub now: Time,
     pub min_request_interval: Time,
-    /// When this server became master.
-    pub master_since: Time,
+    /// When this server became master, and when its learning ends.
+    pub learning: LearningClock,
+    /// No lease outlives this (see `horizon.rs`).
+    pub lease_bound: Option<Time>,
 }
 
 pub(super) fn amount(x: f64) -> Amount {
@@ -69,11 +72,11 @@ impl Resource {
     pub fn new_intermediate(
         resource_id: &str,
         local: Option<Arc<Template>>,
-        master_since: Time,
+        learning: LearningClock,
         now: Time,
     ) -> Self {
         let up = UpstreamState::new(local, now);
-        let learning_until = master_since + up.learning_duration();
+        let learning_until = learning.end(up.learning_duration());
         let mut r = Resource::new(up.template(resource_id), 0.0, learning_until);
         r.upstream = Some(up);
         r
@@ -103,9 +106,18 @@ impl Resource {
         }
     }
 
-    /// How long leases may last: never past the upstream lease; without
-    /// one, not past the end of learning mode (echoed claims) or now.
-    pub(super) fn lease_cap(&self, now: Time) -> Option<Time> {
+    /// How long leases may last: never past the master's lease bound
+    /// (`horizon.rs`) or the upstream lease; without one, not past the end
+    /// of learning mode (echoed claims) or now.
+    pub(super) fn lease_cap(&self, cx: &Context) -> Option<Time> {
+        let own = self.own_lease_cap(cx.now);
+        match (own, cx.lease_bound) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn own_lease_cap(&self, now: Time) -> Option<Time> {
         if let Some(until) = self.retired_until {
             return Some(until);
         }

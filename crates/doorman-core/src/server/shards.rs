@@ -22,8 +22,8 @@ use doorman_algorithms::Time;
 
 use super::sweep::whole_pass;
 use super::{
-    CapacityRequest, CoreOptions, Counters, Grant, Refusal, ResourceAsk, ServerCore, Status,
-    UpstreamAsk, UpstreamGrant, Who, DECIDE_STEP,
+    CapacityRequest, CoreOptions, Counters, Grant, Predecessors, Refusal, ResourceAsk, ServerCore,
+    Status, UpstreamAsk, UpstreamGrant, Who, DECIDE_STEP,
 };
 use crate::config::Config;
 
@@ -211,6 +211,37 @@ impl ShardedCore {
     /// See [`ServerCore::become_master`]; every shard.
     pub fn become_master(&self, now: Time) {
         self.for_each(|c| c.become_master(now));
+    }
+
+    /// See [`ServerCore::become_master_after`] and
+    /// [`ServerCore::set_lease_bound`]; every shard, each with its bound
+    /// set before it becomes master.
+    pub fn become_master_after(&self, now: Time, predecessors: Predecessors, bound: Option<Time>) {
+        self.for_each(|c| {
+            c.set_lease_bound(bound);
+            c.become_master_after(now, predecessors);
+        });
+    }
+
+    /// See [`ServerCore::set_lease_bound`]; every shard.
+    pub fn set_lease_bound(&self, bound: Option<Time>) {
+        self.for_each(|c| c.set_lease_bound(bound));
+    }
+
+    /// The horizon to record now, if any shard needs it moved on (see
+    /// [`ServerCore::horizon_due`]).
+    pub fn horizon_due(&self, now: Time) -> Option<Time> {
+        (0..self.shards.len())
+            .filter_map(|i| self.shard(i).horizon_due(now))
+            .max()
+    }
+
+    /// See [`ServerCore::fresh_horizon`] (the latest any shard needs).
+    pub fn fresh_horizon(&self, now: Time) -> Time {
+        (0..self.shards.len())
+            .map(|i| self.shard(i).fresh_horizon(now))
+            .max()
+            .unwrap_or(now)
     }
 
     /// See [`ServerCore::step_down`]; every shard.

@@ -218,6 +218,9 @@ pub struct UpstreamGrant {
     pub algorithm: Option<AlgorithmConfig>,
     /// Per-client safe capacity the parent computed.
     pub safe_capacity: Option<f64>,
+    /// Ask again after this many seconds (the parent's
+    /// `Grant::next_refresh_interval`), sooner than the lease says.
+    pub next_refresh_interval: Option<i64>,
 }
 
 /// One (priority, Σ subclients, Σ wants) per band, highest first, always
@@ -330,7 +333,7 @@ impl ServerCore {
                 u.schedule.answered(now, UPSTREAM_RETRY);
             }
         }
-        let master_since = self.master_since;
+        let learning = self.learning_clock();
         for g in grants {
             let Some(r) = self.resources.get_mut(&g.resource_id) else {
                 continue;
@@ -347,16 +350,18 @@ impl ServerCore {
                 capacity,
                 ..g.lease
             });
+            self.latest_upstream_expiry = self.latest_upstream_expiry.max(g.lease.expiry);
             if let Some(a) = &g.algorithm {
+                self.longest_parent_lease = self.longest_parent_lease.max(a.lease_length);
                 u.parent_algorithm = Some(Arc::new(a.clone()));
             }
             if let Some(s) = g.safe_capacity.filter(|s| s.is_finite() && *s >= 0.0) {
                 u.parent_safe = Some(s);
             }
-            u.schedule.granted(now, &g.lease);
+            u.schedule.granted(now, &g.lease, g.next_refresh_interval);
             // While still learning, the learning end follows the algorithm
             // now known; once learning has ended it never starts again.
-            let learning_end = master_since + u.learning_duration();
+            let learning_end = learning.end(u.learning_duration());
             if r.in_learning(now) {
                 r.learning_until = learning_end;
             }

@@ -9,18 +9,24 @@
 //! lease survived, the master stays master. On graceful stop the master
 //! resigns and revokes its lease, so a standby takes over at once. Leaving
 //! mastership follows the order in `election/mod.rs`: stop granting,
-//! publish, then release (resign, revoke).
+//! publish, then release (resign, revoke). Taking office goes: read the
+//! lease horizon record, move it on (`horizon.rs`), then publish; while
+//! master, the record is moved on whenever the core says it is due.
 //!
 //! Must not: stay master after etcd can have expired its lease.
 
 use std::time::Duration;
 
+use doorman_algorithms::Time;
 use doorman_core::Backoff;
 use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOptions};
 use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};
 
-use super::{Candidacy, Election, ElectionFuture, MasterView, SessionFlag, StopGranting};
+use super::horizon;
+use super::{
+    Candidacy, Election, ElectionFuture, LeaseHorizon, MasterView, SessionFlag, StopGranting,
+};
 use crate::etcd::{connect, EtcdOptions};
 
 /// Settings of an etcd election.
@@ -65,6 +71,7 @@ impl EtcdElection {
             mut stop,
             stop_granting,
             session,
+            horizon,
         } = c;
         session.set(false);
         let seed = std::process::id() as u64 ^ 0xE7CD;
@@ -77,7 +84,14 @@ impl EtcdElection {
             if *stop.borrow() {
                 return;
             }
-            let end = self.session(&me, &out, &mut stop, &stop_granting, &session);
+            let roles = Roles {
+                me: &me,
+                out: &out,
+                stop_granting: &stop_granting,
+                session: &session,
+                horizon: &horizon,
+            };
+            let end = self.session(roles, &mut stop);
             let end = end.await;
             session.set(false);
             match end {
@@ -120,14 +134,14 @@ impl EtcdElection {
 
     /// One session: campaign, keep the lease alive, observe the key, until
     /// stopped or something fails.
-    async fn session(
-        &self,
-        me: &str,
-        out: &watch::Sender<MasterView>,
-        stop: &mut watch::Receiver<bool>,
-        stop_granting: &StopGranting,
-        session: &SessionFlag,
-    ) -> End {
+    async fn session(&self, r: Roles<'_>, stop: &mut watch::Receiver<bool>) -> End {
+        let Roles {
+            me,
+            out,
+            stop_granting,
+            session,
+            horizon,
+        } = r;
         let step = (self.ttl / 3).max(Duration::from_millis(100));
         let mut s = match self.open(step).await {
             Ok(s) => s,
@@ -141,12 +155,18 @@ impl EtcdElection {
         tokio::pin!(campaign);
         let mut tick = tokio::time::interval(step);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut horizon_tick = tokio::time::interval(HORIZON_CHECK);
+        horizon_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let end = loop {
             // etcd cannot expire the lease before a TTL after the last
             // successful keep-alive was sent.
             let deadline = s.last_ok + self.ttl;
             let ended = tokio::select! {
-                r = &mut campaign, if s.leader.is_none() => self.campaigned(&mut s, r, deadline, me, out),
+                r = &mut campaign, if s.leader.is_none() => match self.campaigned(&mut s, r, deadline) {
+                    None => self.take_office(&mut s, me, out, horizon).await,
+                    end => end,
+                },
+                _ = horizon_tick.tick(), if s.leader.is_some() => self.keep_horizon(&mut s, horizon).await,
                 _ = tokio::time::sleep_until(deadline) => {
                     Some(End::Retry(format!("no successful keep-alive for the TTL ({:?})", self.ttl)))
                 }
@@ -168,15 +188,13 @@ impl EtcdElection {
         end
     }
 
-    /// The campaign answered: this server is master unless the lease may
-    /// already have expired.
+    /// The campaign answered: this server may take office unless the lease
+    /// may already have expired.
     fn campaigned(
         &self,
         s: &mut Session,
         r: Result<etcd_client::CampaignResponse, etcd_client::Error>,
         deadline: Instant,
-        me: &str,
-        out: &watch::Sender<MasterView>,
     ) -> Option<End> {
         let mut resp = match r {
             Ok(resp) => resp,
@@ -191,14 +209,68 @@ impl EtcdElection {
                 "won the campaign after the lease may have expired".into(),
             ));
         }
-        tracing::info!(key = %self.key, "won the election");
+        None
+    }
+
+    /// Won: read what the predecessors recorded, record this master's own
+    /// horizon (never earlier than theirs), then publish. A record that
+    /// cannot be read or written ends the session: without it this server
+    /// could not bound its leases.
+    async fn take_office(
+        &self,
+        s: &mut Session,
+        me: &str,
+        out: &watch::Sender<MasterView>,
+        lease_horizon: &LeaseHorizon,
+    ) -> Option<End> {
+        let key = horizon::key(&self.key);
+        let (predecessors, old) = match horizon::read(&mut s.client, &key, s.step).await {
+            Ok(r) => r,
+            Err(e) => return Some(End::Retry(e)),
+        };
+        let bound = lease_horizon.fresh().max(old.unwrap_or(Time::ZERO));
+        match s.record(&key, bound).await {
+            Ok(true) => {}
+            Ok(false) => return Some(End::Retry(format!("could not write {key}"))),
+            Err(end) => return Some(end),
+        }
+        tracing::info!(key = %self.key, ?predecessors, "won the election");
         out.send_replace(MasterView {
             is_master: true,
             master: Some(me.to_string()),
+            predecessors,
+            lease_bound: Some(bound),
         });
         None
     }
+
+    /// Moves the horizon record on when the core says it is due.
+    async fn keep_horizon(&self, s: &mut Session, lease_horizon: &LeaseHorizon) -> Option<End> {
+        let at = lease_horizon.due()?;
+        match s.record(&horizon::key(&self.key), at).await {
+            Ok(true) => {
+                lease_horizon.recorded(at);
+                None
+            }
+            Ok(false) => None,
+            Err(end) => Some(end),
+        }
+    }
 }
+
+/// The election's links to the rest of the server, for one session.
+#[derive(Clone, Copy)]
+struct Roles<'a> {
+    me: &'a str,
+    out: &'a watch::Sender<MasterView>,
+    stop_granting: &'a StopGranting,
+    session: &'a SessionFlag,
+    horizon: &'a LeaseHorizon,
+}
+
+/// How often a master checks whether its horizon record must move on
+/// (well within `HORIZON_RENEW_BEFORE`).
+const HORIZON_CHECK: Duration = Duration::from_secs(1);
 
 impl Election for EtcdElection {
     fn run(&self, c: Candidacy) -> ElectionFuture {
@@ -225,6 +297,25 @@ struct Session {
 }
 
 impl Session {
+    /// Writes the horizon record as the leader: `Ok(true)` once written,
+    /// `Ok(false)` if etcd did not answer (the last record still bounds the
+    /// leases), an end if this server no longer holds the election.
+    async fn record(&mut self, key: &str, at: Time) -> Result<bool, End> {
+        let Some(leader) = self.leader.clone() else {
+            return Ok(false);
+        };
+        match horizon::write(&mut self.client, key, &leader, at, self.step).await {
+            Ok(true) => Ok(true),
+            Ok(false) => Err(End::Retry(format!(
+                "lost the election key while writing {key}"
+            ))),
+            Err(e) => {
+                tracing::warn!("{e}: leases stay within the last recorded horizon");
+                Ok(false)
+            }
+        }
+    }
+
     /// Sends one keep-alive, never working past `deadline` (the step-down
     /// must not wait).
     async fn keep_alive(&mut self, deadline: Instant, key: &str) -> Option<End> {

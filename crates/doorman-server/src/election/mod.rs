@@ -4,7 +4,10 @@
 //! in-process one. Each publishes a [`MasterView`] on a watch channel;
 //! [`follow`] applies changes to the core: winning starts a fresh state in
 //! learning mode, losing drops all lease state and turns every RPC into a
-//! redirect.
+//! redirect. An election that keeps a lease horizon record (etcd,
+//! [`horizon`]) says in the view what the new master's predecessors left
+//! out and the bound it recorded, and keeps the record moving through
+//! [`LeaseHorizon`] (`doorman_core::server` `horizon.rs` has the rules).
 //!
 //! Leaving mastership goes in one order, whatever the reason (graceful
 //! stop, lost etcd session, another holder seen):
@@ -23,12 +26,15 @@
 //! core's mastership calls.
 
 pub mod etcd;
+mod horizon;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use doorman_algorithms::Time;
+use doorman_core::server::Predecessors;
 use tokio::sync::watch;
 
 use crate::state::ServerState;
@@ -40,6 +46,13 @@ pub struct MasterView {
     pub is_master: bool,
     /// The master's address, if known.
     pub master: Option<String>,
+    /// When this server is master: what it knows about the leases of the
+    /// masters before it (`Unknown` without a horizon record: learning
+    /// lasts its full duration).
+    pub predecessors: Predecessors,
+    /// When this server is master and keeps a horizon record: no lease it
+    /// hands out outlives this (`None`: no record, no bound).
+    pub lease_bound: Option<Time>,
 }
 
 /// The future an election runs as.
@@ -103,6 +116,48 @@ impl fmt::Debug for SessionFlag {
     }
 }
 
+/// The core's side of the lease horizon record, for an election that
+/// keeps one: when the record is due to move on, and what was recorded.
+#[derive(Clone)]
+pub struct LeaseHorizon {
+    fresh: Arc<dyn Fn() -> Time + Send + Sync>,
+    due: Arc<dyn Fn() -> Option<Time> + Send + Sync>,
+    recorded: Arc<dyn Fn(Time) + Send + Sync>,
+}
+
+impl LeaseHorizon {
+    /// `state`'s core, at `state`'s clock.
+    pub fn of(state: Arc<ServerState>) -> Self {
+        let (a, b, c) = (state.clone(), state.clone(), state);
+        LeaseHorizon {
+            fresh: Arc::new(move || a.core().fresh_horizon(a.now())),
+            due: Arc::new(move || b.core().horizon_due(b.now())),
+            recorded: Arc::new(move |t| c.core().set_lease_bound(Some(t))),
+        }
+    }
+
+    /// The horizon to record on taking office (before the first grant).
+    pub fn fresh(&self) -> Time {
+        (self.fresh)()
+    }
+
+    /// The horizon to record now, if the record must move on.
+    pub fn due(&self) -> Option<Time> {
+        (self.due)()
+    }
+
+    /// `t` is recorded: leases may now last until it.
+    pub fn recorded(&self, t: Time) {
+        (self.recorded)(t);
+    }
+}
+
+impl fmt::Debug for LeaseHorizon {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LeaseHorizon")
+    }
+}
+
 /// One server's part in an election.
 #[derive(Debug)]
 pub struct Candidacy {
@@ -118,6 +173,9 @@ pub struct Candidacy {
     pub stop_granting: StopGranting,
     /// Where the election says whether its session is alive.
     pub session: SessionFlag,
+    /// The lease horizon record's link to the core (used by elections
+    /// that keep one).
+    pub horizon: LeaseHorizon,
 }
 
 /// How a server takes part in its node's master election: standalone
@@ -149,6 +207,7 @@ impl Election for Standalone {
         c.out.send_replace(MasterView {
             is_master: true,
             master: Some(c.me),
+            ..MasterView::default()
         });
         Box::pin(std::future::ready(()))
     }
@@ -182,8 +241,16 @@ fn apply(state: &ServerState, old: &MasterView, new: &MasterView) {
     match (old.is_master, new.is_master) {
         (false, true) => {
             state.metrics.master_transition();
-            tracing::info!("became master: fresh state, learning mode starts");
-            core.become_master(now);
+            match new.predecessors {
+                Predecessors::Unknown => {
+                    tracing::info!("became master: fresh state, learning mode starts")
+                }
+                Predecessors::LeasesEndBy(t) => tracing::info!(
+                    learning_at_most_s = (t - now).as_secs_f64().max(0.0),
+                    "became master: fresh state; the predecessors' leases end by the recorded horizon, learning lasts until then at most"
+                ),
+            }
+            core.become_master_after(now, new.predecessors, new.lease_bound);
             state.upstream_wake.notify_one();
         }
         (true, false) => {

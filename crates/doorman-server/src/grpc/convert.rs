@@ -113,6 +113,7 @@ pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacit
             gets: doorman_proto::lease_to_wire(&g.lease),
             algorithm: g.algorithm_known.then(|| algorithm_to_proto(&g.algorithm)),
             safe_capacity: Some(g.safe_capacity),
+            next_refresh_interval: g.next_refresh_interval,
         })
         .collect();
     pb::GetServerCapacityResponse {
@@ -209,6 +210,7 @@ pub fn upstream_grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGran
             lease: doorman_proto::lease_from_wire(&r.gets),
             algorithm: r.algorithm.as_ref().map(algorithm_from_proto),
             safe_capacity: r.safe_capacity,
+            next_refresh_interval: r.next_refresh_interval.filter(|s| *s >= 1),
         })
         .collect()
 }
@@ -233,6 +235,7 @@ mod tests {
             algorithm_known: true,
             decision: Decision::Learning,
             note: Some(GrantNote::Learning { seconds_left: 42.0 }),
+            next_refresh_interval: None,
         };
         let grants: Vec<Grant> = (0..1000).map(grant).collect();
         let h = note_header(&Ok(grants)).unwrap();

@@ -1,5 +1,6 @@
 //! Core unit tests: explicit times, no sleeping.
 
+mod horizon;
 mod outstanding;
 mod pending;
 mod shards;
@@ -343,7 +344,9 @@ fn a_removed_template_keeps_its_leases_counted_until_they_expire() {
 #[test]
 fn downstream_servers_are_weighted_by_their_bands() {
     let mut c = core_with(0);
-    let server = |id: &str, bands: &[(i64, i64, f64)]| CapacityRequest {
+    // Like our intermediates: they report `outstanding` and claim the
+    // lease they hold.
+    let server = |id: &str, bands: &[(i64, i64, f64)], has: Option<f64>| CapacityRequest {
         who: Who::Server(Arc::from(id)),
         resources: vec![ResourceAsk {
             resource_id: "nolearn".into(),
@@ -351,19 +354,21 @@ fn downstream_servers_are_weighted_by_their_bands() {
                 .iter()
                 .map(|b| Demand::new(b.0, b.1, b.2).unwrap())
                 .collect(),
-            claimed_has: None,
-            claimed_refresh: None,
+            claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
+            claimed_refresh: has.map(|_| 4),
             outstanding: Some(Amount::new("o", 1.0).unwrap()),
         }],
     };
-    let one = server("leaf1", &[(0, 1, 100.0)]);
-    let three = server("leaf2", &[(0, 3, 300.0)]);
-    for now in [1, 2, 3] {
-        c.get_capacity(t(now), &one).unwrap();
-        c.get_capacity(t(now), &three).unwrap();
+    let (mut h1, mut h3) = (None, None);
+    let (mut g1, mut g3) = (None, None);
+    for now in [1, 2, 3, 4] {
+        let a = c.get_capacity(t(now), &server("leaf1", &[(0, 1, 100.0)], h1));
+        let b = c.get_capacity(t(now), &server("leaf2", &[(0, 3, 300.0)], h3));
+        let (a, b) = (a.unwrap().remove(0), b.unwrap().remove(0));
+        (h1, h3) = (Some(a.lease.capacity), Some(b.lease.capacity));
+        (g1, g3) = (Some(a), Some(b));
     }
-    let g1 = c.get_capacity(t(4), &one).unwrap().remove(0);
-    let g3 = c.get_capacity(t(4), &three).unwrap().remove(0);
+    let (g1, g3) = (g1.unwrap(), g3.unwrap());
     assert_eq!((g1.lease.capacity, g3.lease.capacity), (25.0, 75.0));
     assert_eq!(
         g1.algorithm.kind,
@@ -527,6 +532,7 @@ mod intermediate {
                 parameters: vec![],
             }),
             safe_capacity: Some(4.0),
+            next_refresh_interval: None,
         }
     }
 

@@ -123,3 +123,19 @@ fn a_new_master_keeps_its_predecessors_outstanding_counted() {
     assert_eq!(cap(&mut c, 4, &node("a", 100.0, None, 0.0)), 50.0);
     assert_eq!(cap(&mut c, 5, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
 }
+
+#[test]
+fn a_new_master_inherits_a_grant_its_predecessor_never_claimed() {
+    // Found by the simulator (scenario 7, original profile, seed 4): a
+    // node's master got a grant and died before it asked again; its
+    // clients still held sub-leases of it. Its successor asks without a
+    // claim: it must keep that grant until it expires, not be decided
+    // afresh while the sub-leases are still out.
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    // a's master hands the 100 out and dies; its successor asks anew.
+    assert_eq!(cap(&mut c, 3, &node("a", 10.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 4, &node("b", 100.0, None, 0.0)), 0.0);
+    // Inheriting ends with the lease it came from (20 s, from t=1).
+    assert_eq!(cap(&mut c, 21, &node("a", 10.0, None, 0.0)), 10.0);
+}

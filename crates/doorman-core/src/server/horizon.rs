@@ -1,0 +1,170 @@
+//! The lease horizon: how long a new master stays in learning mode, and the
+//! bound a master keeps on the expiry of every lease it hands out.
+//!
+//! Learning mode exists because a new master does not know which leases
+//! its predecessors handed out. The design doc makes it last a lease
+//! length; but if the node's masters keep a record of "no lease of mine
+//! expires after H" (an etcd key written before any lease beyond it is
+//! handed out, `doorman-server` `election/etcd.rs`), a new master needs to
+//! learn only until the latest such H: after a master that was gone longer
+//! than a lease, or at the very first start of a node (no record: nothing
+//! was ever handed out), it serves at once.
+//!
+//! Rules:
+//! * [`Predecessors::Unknown`] (a standalone server, or no readable
+//!   record): learning lasts each resource's `learning_mode_duration`;
+//! * [`Predecessors::LeasesEndBy`]`(h)`: learning ends at `h` or after
+//!   `learning_mode_duration`, whichever comes first;
+//! * with a lease bound (the record this master keeps), no lease outlives
+//!   it; [`ServerCore::horizon_due`] says when to move the record on, well
+//!   before any lease would be cut short by it. A root's leases reach at
+//!   most its longest `lease_length` ahead; an intermediate's never outlive
+//!   its parent's, so its record follows its latest upstream expiry too:
+//!   when the parent stops answering, the record stops moving, and a
+//!   successor learns only until the subtree's leases have run out.
+//!
+//! Must not: move a learning end later than `learning_mode_duration`, or
+//! let a lease outlive the recorded bound.
+
+use doorman_algorithms::Time;
+
+use super::upstream::PENDING_LEARNING;
+use super::{Role, ServerCore};
+
+/// Move the bound on when it is less than this beyond the longest lease a
+/// master may hand out now.
+pub const HORIZON_RENEW_BEFORE: Time = Time::secs(5);
+
+/// How far beyond the longest lease a new bound is put (so a record is
+/// written about every `HORIZON_AHEAD − HORIZON_RENEW_BEFORE`).
+pub const HORIZON_AHEAD: Time = Time::secs(10);
+
+/// What a new master knows about the leases handed out before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Predecessors {
+    /// Nothing: learning mode lasts each resource's full
+    /// `learning_mode_duration`.
+    #[default]
+    Unknown,
+    /// No lease a previous master handed out is valid after this instant
+    /// (`Time::ZERO` when none was ever handed out).
+    LeasesEndBy(Time),
+}
+
+/// When a resource's learning mode ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LearningClock {
+    /// When this server became master.
+    pub since: Time,
+    /// What it knows about its predecessors.
+    pub predecessors: Predecessors,
+}
+
+impl LearningClock {
+    /// The end of learning for a resource learning for `duration`.
+    pub fn end(self, duration: Time) -> Time {
+        let full = self.since + duration;
+        match self.predecessors {
+            Predecessors::Unknown => full,
+            Predecessors::LeasesEndBy(h) => full.min(h.max(self.since)),
+        }
+    }
+}
+
+impl ServerCore {
+    /// This server won the election at `now`, knowing `predecessors`:
+    /// fresh empty state, each resource learning until
+    /// [`LearningClock::end`]. Set the lease bound (if this server keeps a
+    /// record) before the first request.
+    pub fn become_master_after(&mut self, now: Time, predecessors: Predecessors) {
+        self.become_master(now);
+        self.predecessors = predecessors;
+    }
+
+    /// No lease this server hands out from now on expires after `bound`
+    /// (the horizon it has recorded); `None`: no bound (a server that keeps
+    /// no record).
+    pub fn set_lease_bound(&mut self, bound: Option<Time>) {
+        self.lease_bound = bound;
+    }
+
+    /// The bound set by [`ServerCore::set_lease_bound`].
+    pub fn lease_bound(&self) -> Option<Time> {
+        self.lease_bound
+    }
+
+    /// The horizon to record now, if the recorded one (the lease bound) is
+    /// getting close to what the longest lease could reach: the shell
+    /// writes it, then calls [`ServerCore::set_lease_bound`] with it. `None`
+    /// without a bound, when not master, or while the bound is far enough.
+    pub fn horizon_due(&self, now: Time) -> Option<Time> {
+        let bound = self.lease_bound?;
+        if !self.is_master {
+            return None;
+        }
+        let mut needed = now + self.longest_lease();
+        if self.opts.role == Role::Intermediate {
+            needed = needed.min(self.latest_upstream_expiry);
+        }
+        (bound < needed + HORIZON_RENEW_BEFORE).then(|| needed + HORIZON_AHEAD)
+    }
+
+    /// The horizon a master records when it takes office (before its first
+    /// grant): beyond any lease it may hand out before its first
+    /// [`ServerCore::horizon_due`] check. The shell records the later of
+    /// this and the predecessors' record (a record never moves back).
+    pub fn fresh_horizon(&self, now: Time) -> Time {
+        now + self.longest_lease() + HORIZON_AHEAD
+    }
+
+    /// The longest lease this server may hand out: its config's longest;
+    /// on an intermediate server also its parent's longest seen so far and
+    /// the pending default (before the parent's first answer).
+    fn longest_lease(&self) -> Time {
+        let mut secs = self.config.longest_lease();
+        if self.opts.role == Role::Intermediate {
+            secs = secs
+                .max(self.longest_parent_lease)
+                .max(PENDING_LEARNING.whole_secs());
+        }
+        Time::secs(secs)
+    }
+
+    /// When learning ends for this master's resources.
+    pub(crate) fn learning_clock(&self) -> LearningClock {
+        LearningClock {
+            since: self.master_since,
+            predecessors: self.predecessors,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learning_ends_with_the_predecessors_leases_or_its_duration() {
+        let since = Time::from_secs(1000);
+        let end = |p| {
+            LearningClock {
+                since,
+                predecessors: p,
+            }
+            .end(Time::secs(90))
+        };
+        assert_eq!(end(Predecessors::Unknown), Time::from_secs(1090));
+        // Never any lease: no learning at all.
+        assert_eq!(end(Predecessors::LeasesEndBy(Time::ZERO)), since);
+        // The last lease ends 20 s after the new master starts.
+        assert_eq!(
+            end(Predecessors::LeasesEndBy(Time::from_secs(1020))),
+            Time::from_secs(1020)
+        );
+        // A record further out than the duration does not lengthen learning.
+        assert_eq!(
+            end(Predecessors::LeasesEndBy(Time::from_secs(5000))),
+            Time::from_secs(1090)
+        );
+    }
+}

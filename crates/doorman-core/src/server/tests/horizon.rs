@@ -1,0 +1,97 @@
+//! The lease horizon (`horizon.rs`): a new master learns only as long as
+//! its predecessors' leases can last, and no lease outlives the bound a
+//! master has recorded.
+
+use super::intermediate::{leaf, parent_grant};
+use super::*;
+
+fn master_after(predecessors: Predecessors, bound: Option<Time>) -> ServerCore {
+    let mut c = core_with(0);
+    c.set_lease_bound(bound);
+    c.become_master_after(t(0), predecessors);
+    c
+}
+
+#[test]
+fn learning_ends_when_the_predecessors_leases_have_ended() {
+    // "fair" learns 30 s; the predecessors' leases all end at t=12.
+    let mut c = master_after(Predecessors::LeasesEndBy(t(12)), None);
+    let g = get(&mut c, t(1), "a", ask("fair", 80.0, Some(20.0)));
+    assert_eq!((g.lease.capacity, g.decision), (20.0, Decision::Learning));
+    let g = get(&mut c, t(11), "b", ask("fair", 80.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (0.0, Decision::Learning));
+    let g = get(&mut c, t(12), "b", ask("fair", 80.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (50.0, Decision::Algorithm));
+}
+
+#[test]
+fn no_record_of_any_lease_means_no_learning_and_unknown_means_all_of_it() {
+    let mut c = master_after(Predecessors::LeasesEndBy(Time::ZERO), None);
+    let g = get(&mut c, t(1), "a", ask("fair", 80.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (80.0, Decision::Algorithm));
+    let mut c = master_after(Predecessors::Unknown, None);
+    let g = get(&mut c, t(29), "a", ask("fair", 80.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (0.0, Decision::Learning));
+    // A record further away than the learning duration does not lengthen it.
+    let mut c = master_after(Predecessors::LeasesEndBy(t(500)), None);
+    let g = get(&mut c, t(30), "a", ask("fair", 80.0, None));
+    assert_eq!(g.decision, Decision::Algorithm);
+}
+
+#[test]
+fn plain_become_master_forgets_a_previous_record() {
+    let mut c = master_after(Predecessors::LeasesEndBy(Time::ZERO), None);
+    c.step_down(None);
+    c.become_master(t(0));
+    let g = get(&mut c, t(1), "a", ask("fair", 80.0, None));
+    assert_eq!(g.decision, Decision::Learning);
+}
+
+#[test]
+fn no_lease_outlives_the_recorded_bound() {
+    // "fair" leases last 60 s; the bound is at t=40.
+    let mut c = master_after(Predecessors::LeasesEndBy(Time::ZERO), Some(t(40)));
+    let g = get(&mut c, t(1), "a", ask("fair", 10.0, None));
+    assert_eq!(g.lease.expiry, t(40));
+    c.set_lease_bound(Some(t(100)));
+    let g = get(&mut c, t(2), "a", ask("fair", 10.0, Some(10.0)));
+    assert_eq!(g.lease.expiry, t(62));
+}
+
+#[test]
+fn a_root_moves_its_record_on_before_its_longest_lease_could_reach_it() {
+    // The longest lease in the config is 60 s.
+    let c = master_after(Predecessors::LeasesEndBy(Time::ZERO), Some(t(100)));
+    assert_eq!(c.fresh_horizon(t(0)), t(60) + HORIZON_AHEAD);
+    let renew = Time::secs(100 - 60) - HORIZON_RENEW_BEFORE;
+    assert_eq!(c.horizon_due(t(0) + renew - Time::from_millis(1)), None);
+    assert_eq!(
+        c.horizon_due(t(0) + renew + Time::secs(1)),
+        Some(t(0) + renew + Time::secs(61) + HORIZON_AHEAD)
+    );
+    // Without a bound (no record kept) and when not master: never due.
+    assert_eq!(
+        master_after(Predecessors::Unknown, None).horizon_due(t(99)),
+        None
+    );
+    let mut c = master_after(Predecessors::Unknown, Some(t(1)));
+    c.step_down(None);
+    assert_eq!(c.horizon_due(t(99)), None);
+}
+
+#[test]
+fn an_intermediates_record_follows_its_parents_lease() {
+    let mut c = leaf(None);
+    c.set_lease_bound(Some(t(10)));
+    let ids = vec!["r".to_string()];
+    get(&mut c, t(1), "a", ask("r", 10.0, None));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(50.0, 31, 8, 0)]);
+    // Its leases never outlive the parent's (t=31): the record need not
+    // go further than that.
+    assert_eq!(c.horizon_due(t(2)), Some(t(31) + HORIZON_AHEAD));
+    c.set_lease_bound(Some(t(31) + HORIZON_AHEAD));
+    assert_eq!(c.horizon_due(t(3)), None);
+    // The parent stops answering: the record stays where it is.
+    assert_eq!(c.horizon_due(t(30)), None);
+}
