@@ -4,10 +4,13 @@
 //! plain scan of every glob in file order (what `find` did before), in one
 //! run; once with globs of distinct literal prefixes (`svc{i}/db/*`), once
 //! with globs that share one prefix and differ in their literal suffix
-//! (`db/*/x{i}`). Then the largest request the protocol allows (10 000
-//! resources, all new) decided by a core with that config: how long one
-//! GetCapacity at the documented limits holds the core lock. Results and
-//! the command are in BENCHMARKS.md.
+//! (`db/*/x{i}`), once with globs that share both their literal prefix and
+//! their literal suffix and differ only in the middle (`db/*/x{i}/*`, told
+//! apart by the middle-literal filter). Then the largest request the
+//! protocol allows (10 000 resources, all new) decided by a core with the
+//! first and the last config: how long one GetCapacity at the documented
+//! limits holds the core lock. Results and the command are in
+//! BENCHMARKS.md.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
@@ -46,18 +49,31 @@ fn bench(c: &mut Criterion) {
     // Every id has the shared prefix: only the suffix filter is left.
     let shared = config(|i| format!("db/*/x{i}"));
     bench_config(c, "one_shared_prefix", &shared, &unknown("db/"), false);
-    largest_request(c, Arc::new(distinct));
+    let middles = config(|i| format!("db/*/x{i}/*"));
+    bench_config(
+        c,
+        "shared_prefix_and_suffix",
+        &middles,
+        &unknown("db/"),
+        false,
+    );
+    largest_request(c, "distinct_prefixes", Arc::new(distinct), |i| {
+        format!("svc{}/db/x", i * 5)
+    });
+    largest_request(c, "shared_prefix_and_suffix", Arc::new(middles), |i| {
+        format!("db/a/x{}/b", i * 5)
+    });
 }
 
 /// One GetCapacity of 10 000 new resources (each matching one of the
 /// 50 000 templates) on a fresh master core, whole and its first step of
 /// `DECIDE_STEP` (the servers take the core lock per step).
-fn largest_request(c: &mut Criterion, cfg: Arc<Config>) {
+fn largest_request(c: &mut Criterion, name: &str, cfg: Arc<Config>, id: impl Fn(usize) -> String) {
     let req = CapacityRequest {
         who: Who::Client("big".into()),
         resources: (0..MAX_RESOURCES_PER_REQUEST)
             .map(|i| ResourceAsk {
-                resource_id: format!("svc{}/db/x", i * 5),
+                resource_id: id(i),
                 demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
                 claimed_has: None,
                 claimed_refresh: None,
@@ -70,7 +86,9 @@ fn largest_request(c: &mut Criterion, cfg: Arc<Config>) {
         core.become_master(Time::ZERO);
         core
     };
-    let mut g = c.benchmark_group("largest_request_10k_new_resources_50k_templates");
+    let mut g = c.benchmark_group(format!(
+        "largest_request_10k_new_resources_50k_templates/{name}"
+    ));
     g.sample_size(10);
     g.bench_function("one_step", |b| {
         b.iter_batched(

@@ -23,6 +23,11 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 const _: () =
     assert!(MAX_RESOURCES_PER_REQUEST * (MAX_RESOURCE_ID_BYTES + 64) <= MAX_MESSAGE_BYTES);
 
+/// Most `[[resources]]` templates in one config: the size template lookup
+/// is measured and tested at (BENCHMARKS.md, `config/lookup.rs`). A
+/// larger config is rejected.
+pub const MAX_TEMPLATES: usize = 50_000;
+
 /// Most priority bands for one resource in one GetServerCapacity.
 pub const MAX_BANDS: usize = 1_000;
 

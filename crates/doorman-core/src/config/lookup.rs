@@ -3,14 +3,25 @@
 //! first `*`, `?` or `[`) and, within that, under its literal suffix (the
 //! text after its last `*`, `?`, `[` or `]`). A lookup only tries the
 //! patterns whose prefix starts the id and whose suffix ends it, in file
-//! order, stopping at the first match. The `glob` crate's semantics are
-//! kept (`*` matches `/` too): both filters are necessary conditions of a
-//! match, and the pattern itself decides.
+//! order, stopping at the first match. Globs that share both (`db/*/x1/*`,
+//! `db/*/x2/*`, …) are told apart, once there are more than
+//! [`MIDDLE_FILTER_FROM`] of them, by a literal from their middle (`/x1/`):
+//! one Aho–Corasick pass over the id finds which of those literals it
+//! contains, and only their globs (and the few without such a literal) are
+//! tried. The `glob` crate's semantics are kept (`*` matches `/` too):
+//! every filter is a necessary condition of a match, and the pattern itself
+//! decides.
 //!
 //! Must not: change which template matches: the result is always the
 //! first pattern in file order that matches (tested against a plain scan).
 
 use std::collections::HashMap;
+
+use aho_corasick::AhoCorasick;
+
+/// Groups of more globs than this (sharing their literal prefix and
+/// suffix) are filtered by a literal from their middle.
+pub(super) const MIDDLE_FILTER_FROM: usize = 8;
 
 /// The globs of a config, filed by literal prefix, then literal suffix.
 #[derive(Debug, Clone, Default)]
@@ -24,10 +35,30 @@ pub(super) struct PatternIndex {
 /// The globs sharing one literal prefix, filed by literal suffix.
 #[derive(Debug, Clone, Default)]
 struct Affixed {
-    /// Literal suffix → (template index, pattern), in file order.
-    by_suffix: HashMap<String, Vec<(usize, glob::Pattern)>>,
+    /// Literal suffix → the globs with this prefix and that suffix.
+    by_suffix: HashMap<String, Group>,
     /// The distinct suffix lengths, shortest first.
     lengths: Vec<usize>,
+}
+
+/// The globs sharing one literal prefix and one literal suffix.
+#[derive(Debug, Clone, Default)]
+struct Group {
+    /// (template index, pattern), in file order.
+    all: Vec<(usize, glob::Pattern)>,
+    /// For a large group: which of them an id may match, by middle literal.
+    middles: Option<Middles>,
+}
+
+/// A large group's globs, filed by a literal each must find in the id.
+#[derive(Debug, Clone)]
+struct Middles {
+    /// Over the distinct literals.
+    automaton: AhoCorasick,
+    /// Literal (the automaton's pattern id) → positions in `Group::all`.
+    by_literal: Vec<Vec<usize>>,
+    /// Positions of the globs without a usable middle literal.
+    residual: Vec<usize>,
 }
 
 /// The text before a glob's first special character. A `/` right before
@@ -55,6 +86,78 @@ fn literal_suffix(glob: &str) -> &str {
     }
 }
 
+/// One piece of a glob, as the `glob` crate reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Piece {
+    /// `?`, `*` or `**` (`true` for `**`).
+    Wild(bool),
+    /// A character class `[…]`.
+    Class,
+    /// Literal text: the byte range.
+    Text(usize, usize),
+}
+
+/// The glob's pieces; `None` if a class does not close (not a valid glob).
+fn pieces(glob: &str) -> Option<Vec<Piece>> {
+    let b = glob.as_bytes();
+    let (mut out, mut i, mut text) = (Vec::new(), 0, None::<usize>);
+    let flush = |out: &mut Vec<Piece>, text: &mut Option<usize>, end: usize| {
+        if let Some(start) = text.take() {
+            out.push(Piece::Text(start, end));
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b'*' | b'?' => {
+                flush(&mut out, &mut text, i);
+                let double = b[i] == b'*' && b.get(i + 1) == Some(&b'*');
+                out.push(Piece::Wild(double));
+                i += if double { 2 } else { 1 };
+            }
+            b'[' => {
+                flush(&mut out, &mut text, i);
+                // `[!`, then a `]` right away is a member, not the end.
+                let mut j = i + 1 + usize::from(b.get(i + 1) == Some(&b'!'));
+                j += usize::from(b.get(j) == Some(&b']'));
+                let close = j + b.get(j..)?.iter().position(|&c| c == b']')?;
+                out.push(Piece::Class);
+                i = close + 1;
+            }
+            _ => {
+                text.get_or_insert(i);
+                i += 1;
+            }
+        }
+    }
+    flush(&mut out, &mut text, b.len());
+    Some(out)
+}
+
+/// The longest literal text of a glob that lies between two wildcards
+/// (`*`, `?` or `**`; never next to a class, and never the prefix or the
+/// suffix), without a `/` next to a `**` (which may match no component):
+/// any id the glob matches contains it.
+fn middle_literal(glob: &str) -> Option<&str> {
+    let p = pieces(glob)?;
+    let mut best: Option<&str> = None;
+    for w in p.windows(3) {
+        let [Piece::Wild(before), Piece::Text(a, b), Piece::Wild(after)] = *w else {
+            continue;
+        };
+        let mut t = &glob[a..b];
+        if before {
+            t = t.strip_prefix('/').unwrap_or(t);
+        }
+        if after {
+            t = t.strip_suffix('/').unwrap_or(t);
+        }
+        if !t.is_empty() && best.is_none_or(|x| t.len() > x.len()) {
+            best = Some(t);
+        }
+    }
+    best
+}
+
 /// The distinct lengths of a map's keys, shortest first.
 fn key_lengths<V>(map: &HashMap<String, V>) -> Vec<usize> {
     let mut lengths: Vec<usize> = map.keys().map(String::len).collect();
@@ -63,22 +166,116 @@ fn key_lengths<V>(map: &HashMap<String, V>) -> Vec<usize> {
     lengths
 }
 
+impl Group {
+    /// Builds the middle-literal filter when the group is larger than
+    /// `from` (and the literals can be compiled).
+    fn finish(&mut self, texts: &[&str], from: usize) {
+        if self.all.len() <= from {
+            return;
+        }
+        let mut literals: Vec<&str> = Vec::new();
+        let mut of: HashMap<&str, usize> = HashMap::new();
+        let (mut by_literal, mut residual) = (Vec::<Vec<usize>>::new(), Vec::new());
+        for (pos, text) in texts.iter().enumerate() {
+            match middle_literal(text) {
+                Some(l) => {
+                    let id = *of.entry(l).or_insert_with(|| {
+                        literals.push(l);
+                        by_literal.push(Vec::new());
+                        literals.len() - 1
+                    });
+                    by_literal[id].push(pos);
+                }
+                None => residual.push(pos),
+            }
+        }
+        if let Ok(automaton) = AhoCorasick::new(&literals) {
+            self.middles = Some(Middles {
+                automaton,
+                by_literal,
+                residual,
+            });
+        }
+    }
+
+    /// The positions in `all` of the globs that may match `id`, in order.
+    fn candidates(&self, id: &str) -> Option<Vec<usize>> {
+        let m = self.middles.as_ref()?;
+        let mut seen = vec![false; m.by_literal.len()];
+        let mut out = m.residual.clone();
+        for hit in m.automaton.find_overlapping_iter(id) {
+            let l = hit.pattern().as_usize();
+            if !std::mem::replace(&mut seen[l], true) {
+                out.extend_from_slice(&m.by_literal[l]);
+            }
+        }
+        out.sort_unstable();
+        Some(out)
+    }
+
+    /// The first glob of the group (in file order) matching `id`, if it
+    /// comes before `best`; otherwise `best`. Counts the globs tried.
+    fn first_match(&self, id: &str, best: Option<usize>, tried: &mut usize) -> Option<usize> {
+        let try_one = |(i, pattern): &(usize, glob::Pattern), tried: &mut usize| {
+            *tried += 1;
+            pattern.matches(id).then_some(*i)
+        };
+        match self.candidates(id) {
+            Some(positions) => {
+                for pos in positions {
+                    let entry = &self.all[pos];
+                    if best.is_some_and(|b| entry.0 >= b) {
+                        break;
+                    }
+                    if let Some(i) = try_one(entry, tried) {
+                        return Some(i);
+                    }
+                }
+            }
+            None => {
+                for entry in &self.all {
+                    if best.is_some_and(|b| entry.0 >= b) {
+                        break;
+                    }
+                    if let Some(i) = try_one(entry, tried) {
+                        return Some(i);
+                    }
+                }
+            }
+        }
+        best
+    }
+}
+
 impl PatternIndex {
     /// Files `(glob text, pattern, template index)` in file order.
     pub fn new<'a>(patterns: impl IntoIterator<Item = (&'a str, glob::Pattern, usize)>) -> Self {
+        Self::with_filter_from(patterns, MIDDLE_FILTER_FROM)
+    }
+
+    /// As [`PatternIndex::new`], filtering groups of more than `from` globs
+    /// by middle literal.
+    fn with_filter_from<'a>(
+        patterns: impl IntoIterator<Item = (&'a str, glob::Pattern, usize)>,
+        from: usize,
+    ) -> Self {
         let mut index = PatternIndex::default();
+        let mut texts: HashMap<(String, String), Vec<&'a str>> = HashMap::new();
         for (text, pattern, i) in patterns {
-            let affixed = index
-                .by_prefix
-                .entry(literal_prefix(text).to_string())
-                .or_default();
-            affixed
-                .by_suffix
-                .entry(literal_suffix(text).to_string())
+            let (prefix, suffix) = (literal_prefix(text), literal_suffix(text));
+            let affixed = index.by_prefix.entry(prefix.to_string()).or_default();
+            let group = affixed.by_suffix.entry(suffix.to_string()).or_default();
+            group.all.push((i, pattern));
+            texts
+                .entry((prefix.to_string(), suffix.to_string()))
                 .or_default()
-                .push((i, pattern));
+                .push(text);
         }
-        for affixed in index.by_prefix.values_mut() {
+        for (prefix, affixed) in &mut index.by_prefix {
+            for (suffix, group) in &mut affixed.by_suffix {
+                let key = (prefix.clone(), suffix.clone());
+                group.finish(texts.get(&key).map_or(&[][..], Vec::as_slice), from);
+            }
             affixed.lengths = key_lengths(&affixed.by_suffix);
         }
         index.lengths = key_lengths(&index.by_prefix);
@@ -87,7 +284,12 @@ impl PatternIndex {
 
     /// The index of the first template (in file order) whose glob matches.
     pub fn find(&self, id: &str) -> Option<usize> {
-        let mut best: Option<usize> = None;
+        self.find_counting(id).0
+    }
+
+    /// [`PatternIndex::find`], and how many globs it tried.
+    pub fn find_counting(&self, id: &str) -> (Option<usize>, usize) {
+        let (mut best, mut tried) = (None, 0);
         for &len in &self.lengths {
             // None: longer than the id, or not at a char boundary.
             let Some(affixed) = id.get(..len).and_then(|p| self.by_prefix.get(p)) else {
@@ -95,28 +297,14 @@ impl PatternIndex {
             };
             for &len in &affixed.lengths {
                 let tail = id.len().checked_sub(len).and_then(|start| id.get(start..));
-                let Some(list) = tail.and_then(|s| affixed.by_suffix.get(s)) else {
+                let Some(group) = tail.and_then(|s| affixed.by_suffix.get(s)) else {
                     continue;
                 };
-                best = first_match(list, id, best);
+                best = group.first_match(id, best, &mut tried);
             }
         }
-        best
+        (best, tried)
     }
-}
-
-/// The first pattern of `list` (in file order) matching `id`, if it comes
-/// before `best`; otherwise `best`.
-fn first_match(list: &[(usize, glob::Pattern)], id: &str, best: Option<usize>) -> Option<usize> {
-    for (i, pattern) in list {
-        if best.is_some_and(|b| *i >= b) {
-            break;
-        }
-        if pattern.matches(id) {
-            return Some(*i);
-        }
-    }
-    best
 }
 
 #[cfg(test)]
@@ -165,7 +353,7 @@ mod tests {
         let globs: Vec<String> = (0..1000).map(|i| format!("db/*/x{i}")).collect();
         let (idx, _) = index(&globs);
         let affixed = &idx.by_prefix["db/"];
-        assert_eq!(affixed.by_suffix["/x7"].len(), 1, "one glob per suffix");
+        assert_eq!(affixed.by_suffix["/x7"].all.len(), 1, "one glob per suffix");
         assert_eq!(idx.find("db/a/b/x7"), Some(7));
         assert_eq!(idx.find("db/a/x1000"), None);
     }
@@ -183,6 +371,57 @@ mod tests {
         );
     }
 
+    #[test]
+    fn middle_literals_lie_between_wildcards_and_never_in_a_class() {
+        assert_eq!(middle_literal("db/*/x1/*"), Some("/x1/"));
+        assert_eq!(middle_literal("*a*bcd?e*"), Some("bcd"));
+        // Prefix and suffix are not middles.
+        assert_eq!(middle_literal("db/*"), None);
+        assert_eq!(middle_literal("*x"), None);
+        // Text inside a class, or next to one, is not a literal.
+        assert_eq!(middle_literal("*[?ab?]*"), None);
+        assert_eq!(middle_literal("*[a]bc*"), None);
+        assert_eq!(middle_literal("*[]x]*y*"), Some("y"));
+        assert_eq!(middle_literal("*[!]x]*y*"), Some("y"));
+        // A `**` may match no component: the `/` next to it is optional.
+        assert_eq!(middle_literal("**/mid/**"), Some("mid"));
+        assert_eq!(middle_literal("a/**/mid/*"), Some("mid/"));
+        assert_eq!(middle_literal("*[ab"), None, "not a valid glob");
+    }
+
+    /// The shapes the limits are documented for (docs/operations.md):
+    /// 50 000 templates, each lookup of an id no glob matches (every
+    /// candidate is tried) tries at most a handful of globs.
+    #[test]
+    fn a_lookup_at_the_documented_limits_tries_a_handful_of_globs() {
+        type Shape = (&'static str, fn(usize) -> String, &'static str);
+        let shapes: [Shape; 4] = [
+            ("distinct prefixes", |i| format!("svc{i}/db/*"), "svc7/db"),
+            ("distinct suffixes", |i| format!("db/*/x{i}"), "db/a/x50000"),
+            (
+                "distinct middles",
+                |i| format!("db/*/x{i}/*"),
+                "db/a/x50000/b",
+            ),
+            (
+                "middles, one shared",
+                |i| format!("*/t{}/*/u{i}/*", i % 3),
+                "a/t1/b/u77/c/x",
+            ),
+        ];
+        for (name, glob, unknown) in shapes {
+            let globs: Vec<String> = (0..50_000).map(glob).collect();
+            let (idx, _) = index(&globs);
+            let (found, tried) = idx.find_counting(unknown);
+            assert!(tried <= 8, "{name}: {unknown} tried {tried} globs");
+            let (found_known, _) = idx.find_counting(&globs[4242].replace('*', "z"));
+            assert_eq!(found_known, Some(4242), "{name}");
+            if name != "middles, one shared" {
+                assert_eq!(found, None, "{name}");
+            }
+        }
+    }
+
     proptest! {
         /// The same answer as trying every glob in file order.
         #[test]
@@ -193,6 +432,31 @@ mod tests {
             let (idx, patterns) = index(&globs);
             for id in &ids {
                 let scan = patterns.iter().position(|p| p.matches(id));
+                prop_assert_eq!(idx.find(id), scan, "id {:?} globs {:?}", id, globs);
+            }
+        }
+
+        /// With the middle-literal filter on every group (not only large
+        /// ones) and globs of up to four wildcards and classes: still the
+        /// same answer as a plain scan.
+        #[test]
+        fn the_middle_filter_changes_no_answer(
+            globs in prop::collection::vec("([ab/]{0,2}(\\*\\*|[*?]|\\[!?[ab\\]?]{1,2}\\])){1,4}[ab/]{0,2}", 1..16),
+            ids in prop::collection::vec("[ab/?*é\\]\\[]{0,8}", 1..24),
+        ) {
+            let patterns: Vec<Option<glob::Pattern>> =
+                globs.iter().map(|g| glob::Pattern::new(g).ok()).collect();
+            let valid: Vec<(&str, glob::Pattern, usize)> = globs
+                .iter()
+                .zip(&patterns)
+                .enumerate()
+                .filter_map(|(i, (g, p))| p.clone().map(|p| (g.as_str(), p, i)))
+                .collect();
+            let idx = PatternIndex::with_filter_from(valid, 0);
+            for id in &ids {
+                let scan = patterns
+                    .iter()
+                    .position(|p| p.as_ref().is_some_and(|p| p.matches(id)));
                 prop_assert_eq!(idx.find(id), scan, "id {:?} globs {:?}", id, globs);
             }
         }

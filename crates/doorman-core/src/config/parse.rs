@@ -8,7 +8,7 @@ use std::sync::Arc;
 use doorman_algorithms::{Kind, DEFAULT_DECAY_FACTOR};
 
 use super::{Acl, AlgorithmConfig, EnvoyConfig, Problem, Template};
-use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_DURATION_SECS};
+use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_DURATION_SECS, MAX_TEMPLATES};
 
 const TEMPLATE_KEYS: [&str; 6] = [
     "identifier_glob",
@@ -59,6 +59,14 @@ pub(super) fn templates(text: &str) -> Result<Parsed, Problem> {
     }
     match table.get("resources") {
         None => {}
+        Some(toml::Value::Array(items)) if items.len() > MAX_TEMPLATES => problems.push(Problem {
+            resource: None,
+            field: "resources".into(),
+            reason: format!(
+                "{} templates, at most {MAX_TEMPLATES}: match more ids per template with globs",
+                items.len()
+            ),
+        }),
         Some(toml::Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
                 if let Some(t) = parse_template(i, item, &mut problems) {

@@ -234,3 +234,20 @@ fn a_config_without_templates_is_rejected() {
         assert!(e.problems[0].reason.contains("at least one"), "{e}");
     }
 }
+
+#[test]
+fn a_config_of_more_templates_than_the_limit_is_rejected() {
+    let one = |i: usize| {
+        format!(
+            "[[resources]]\nidentifier_glob = \"r{i}\"\ncapacity = 1\n[resources.algorithm]\n\
+             kind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n"
+        )
+    };
+    let at_limit: String = (0..crate::limits::MAX_TEMPLATES).map(one).collect();
+    assert!(Config::parse(&at_limit, "big.toml").is_ok());
+    let over = at_limit + &one(crate::limits::MAX_TEMPLATES);
+    let e = Config::parse(&over, "big.toml").unwrap_err();
+    assert_eq!(e.problems.len(), 1, "{e}");
+    assert_eq!(e.problems[0].field, "resources");
+    assert!(e.problems[0].reason.contains("at most 50000"), "{e}");
+}

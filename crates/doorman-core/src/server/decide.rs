@@ -53,8 +53,15 @@ impl Resource {
             ]
             .into_iter()
             .flatten()
-            .reduce(f64::max)
-            .and_then(|x| Amount::new("outstanding", x).ok());
+            .reduce(f64::max);
+            // No more than it can hold from grants still unexpired: a
+            // server that keeps reporting what it once had out cannot hold
+            // that capacity after the lease it came from has ended.
+            let most = self
+                .shares
+                .get_mut(id)
+                .map_or(0.0, |r| r.largest_unexpired(now));
+            let out = out.and_then(|x| Amount::new("outstanding", x.min(most)).ok());
             self.shares.set_outstanding(id, out);
         }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
@@ -99,6 +106,9 @@ impl Resource {
         let mut grant = self.grant(ask, lease, decision);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
+            if let Some(rec) = self.shares.get_mut(id) {
+                rec.note_grant(lease.capacity, lease.expiry);
+            }
         }
         grant
     }
@@ -170,6 +180,7 @@ impl Resource {
             refresh_interval: 0,
             inherit_until: Time::ZERO,
             outstanding: f64::NAN,
+            grants: Vec::new(),
         };
         let id = self.shares.insert(&demands, rec);
         self.index.insert(&self.shares, who, id);

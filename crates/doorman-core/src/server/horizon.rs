@@ -13,8 +13,9 @@
 //! Rules:
 //! * [`Predecessors::Unknown`] (a standalone server, or no readable
 //!   record): learning lasts each resource's `learning_mode_duration`;
-//! * [`Predecessors::LeasesEndBy`]`(h)`: learning ends at `h` or after
-//!   `learning_mode_duration`, whichever comes first;
+//! * [`Predecessors::LeasesEndBy`]`(h)`: learning ends at `h` (plus
+//!   [`HORIZON_CLOCK_MARGIN`] for clocks) or after `learning_mode_duration`,
+//!   whichever comes first;
 //! * with a lease bound (the record this master keeps), no lease outlives
 //!   it; [`ServerCore::horizon_due`] says when to move the record on, well
 //!   before any lease would be cut short by it. A root's leases reach at
@@ -38,6 +39,11 @@ pub const HORIZON_RENEW_BEFORE: Time = Time::secs(5);
 /// How far beyond the longest lease a new bound is put (so a record is
 /// written about every `HORIZON_AHEAD − HORIZON_RENEW_BEFORE`).
 pub const HORIZON_AHEAD: Time = Time::secs(10);
+
+/// A new master trusting a record ends learning this much after the
+/// recorded time: its clock may run ahead of its requesters' (which
+/// judge lease expiries) by up to this much.
+pub const HORIZON_CLOCK_MARGIN: Time = Time::secs(2);
 
 /// What a new master knows about the leases handed out before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,7 +72,7 @@ impl LearningClock {
         let full = self.since + duration;
         match self.predecessors {
             Predecessors::Unknown => full,
-            Predecessors::LeasesEndBy(h) => full.min(h.max(self.since)),
+            Predecessors::LeasesEndBy(h) => full.min((h + HORIZON_CLOCK_MARGIN).max(self.since)),
         }
     }
 }
@@ -154,12 +160,13 @@ mod tests {
             .end(Time::secs(90))
         };
         assert_eq!(end(Predecessors::Unknown), Time::from_secs(1090));
-        // Never any lease: no learning at all.
+        // Every lease ended long ago: no learning at all.
         assert_eq!(end(Predecessors::LeasesEndBy(Time::ZERO)), since);
-        // The last lease ends 20 s after the new master starts.
+        // The last lease ends 20 s after the new master starts; learning
+        // ends the clock margin later.
         assert_eq!(
             end(Predecessors::LeasesEndBy(Time::from_secs(1020))),
-            Time::from_secs(1020)
+            Time::from_secs(1022)
         );
         // A record further out than the duration does not lengthen learning.
         assert_eq!(

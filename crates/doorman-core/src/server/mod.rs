@@ -28,7 +28,7 @@ use indexmap::IndexMap;
 
 use doorman_algorithms::Time;
 
-pub use horizon::{Predecessors, HORIZON_AHEAD, HORIZON_RENEW_BEFORE};
+pub use horizon::{Predecessors, HORIZON_AHEAD, HORIZON_CLOCK_MARGIN, HORIZON_RENEW_BEFORE};
 pub use request::{
     CapacityRequest, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };

@@ -21,9 +21,37 @@ pub(crate) struct Record {
     /// What a downstream server reports having handed out (extension);
     /// NaN when not reported (keeps the record small).
     pub outstanding: f64,
+    /// A downstream server's grants whose leases have not expired, as a
+    /// queue of (capacity, expiry) with capacities falling and expiries
+    /// rising: it may still have sub-leases out of any of them, never of
+    /// more than the largest (empty for end clients).
+    pub grants: Vec<(f64, Time)>,
 }
 
+/// Most entries of `Record::grants`; past it the two oldest merge into one
+/// that is at least as large and lasts at least as long.
+const GRANTS_KEPT: usize = 8;
+
 impl Record {
+    /// A downstream server was granted `capacity` until `expiry`.
+    pub fn note_grant(&mut self, capacity: f64, expiry: Time) {
+        while self.grants.last().is_some_and(|g| g.0 <= capacity) {
+            self.grants.pop();
+        }
+        self.grants.push((capacity, expiry));
+        if self.grants.len() > GRANTS_KEPT {
+            let (_, later) = self.grants.remove(1);
+            self.grants[0].1 = later;
+        }
+    }
+
+    /// The most a downstream server can have handed out at `now`: the
+    /// largest of its grants whose lease has not expired.
+    pub fn largest_unexpired(&mut self, now: Time) -> f64 {
+        let expired = self.grants.iter().take_while(|g| g.1 <= now).count();
+        self.grants.drain(..expired);
+        self.grants.first().map_or(0.0, |g| g.0)
+    }
     /// What a downstream server reported having handed out.
     pub fn outstanding(&self) -> Option<f64> {
         (!self.outstanding.is_nan()).then_some(self.outstanding)

@@ -223,6 +223,11 @@ impl ShardedCore {
         });
     }
 
+    /// The lease bound (the same in every shard).
+    pub fn lease_bound(&self) -> Option<Time> {
+        self.shard(0).lease_bound()
+    }
+
     /// See [`ServerCore::set_lease_bound`]; every shard.
     pub fn set_lease_bound(&self, bound: Option<Time>) {
         self.for_each(|c| c.set_lease_bound(bound));

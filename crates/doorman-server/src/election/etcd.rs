@@ -18,6 +18,7 @@
 use std::time::Duration;
 
 use doorman_algorithms::Time;
+use doorman_core::server::HORIZON_RENEW_BEFORE;
 use doorman_core::Backoff;
 use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOptions};
 use tokio::sync::watch;
@@ -45,6 +46,9 @@ enum End {
     Retry(String),
 }
 
+/// Publishes each leader of the election as (leader key, address), and
+/// `None` whenever the stream broke (a leader may have come and gone
+/// unseen meanwhile).
 async fn observe(mut client: Client, key: String, tx: watch::Sender<Option<(Vec<u8>, String)>>) {
     loop {
         if let Ok(mut stream) = client.observe(key.clone()).await {
@@ -55,6 +59,7 @@ async fn observe(mut client: Client, key: String, tx: watch::Sender<Option<(Vec<
                 }
             }
         }
+        tx.send_replace(None);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -129,6 +134,7 @@ impl EtcdElection {
             last_ok: granted_at,
             stream: Some(stream),
             leader: None,
+            last_leader: None,
         })
     }
 
@@ -163,10 +169,10 @@ impl EtcdElection {
             let deadline = s.last_ok + self.ttl;
             let ended = tokio::select! {
                 r = &mut campaign, if s.leader.is_none() => match self.campaigned(&mut s, r, deadline) {
-                    None => self.take_office(&mut s, me, out, horizon).await,
+                    None => self.take_office(&mut s, deadline, me, out, horizon).await,
                     end => end,
                 },
-                _ = horizon_tick.tick(), if s.leader.is_some() => self.keep_horizon(&mut s, horizon).await,
+                _ = horizon_tick.tick(), if s.leader.is_some() => self.keep_horizon(&mut s, deadline, horizon).await,
                 _ = tokio::time::sleep_until(deadline) => {
                     Some(End::Retry(format!("no successful keep-alive for the TTL ({:?})", self.ttl)))
                 }
@@ -213,28 +219,40 @@ impl EtcdElection {
     }
 
     /// Won: read what the predecessors recorded, record this master's own
-    /// horizon (never earlier than theirs), then publish. A record that
-    /// cannot be read or written ends the session: without it this server
-    /// could not bound its leases.
+    /// horizon (never earlier than a plausible record), then publish. A
+    /// record that cannot be read or written ends the session (without it
+    /// this server could not bound its leases), and so does the lease
+    /// deadline passing meanwhile: no etcd call here outlives it.
     async fn take_office(
         &self,
         s: &mut Session,
+        deadline: Instant,
         me: &str,
         out: &watch::Sender<MasterView>,
         lease_horizon: &LeaseHorizon,
     ) -> Option<End> {
         let key = horizon::key(&self.key);
-        let (predecessors, old) = match horizon::read(&mut s.client, &key, s.step).await {
+        let limit = (Instant::now() + s.step).min(deadline);
+        let record = match horizon::read(&mut s.client, &key, limit).await {
             Ok(r) => r,
             Err(e) => return Some(End::Retry(e)),
         };
-        let bound = lease_horizon.fresh().max(old.unwrap_or(Time::ZERO));
-        match s.record(&key, bound).await {
+        let (predecessors, bound, why) = horizon::conclude(
+            record.as_ref(),
+            s.last_leader.as_deref(),
+            lease_horizon.fresh(),
+        );
+        match s.record(&key, bound, deadline).await {
             Ok(true) => {}
             Ok(false) => return Some(End::Retry(format!("could not write {key}"))),
             Err(end) => return Some(end),
         }
-        tracing::info!(key = %self.key, ?predecessors, "won the election");
+        if Instant::now() >= deadline {
+            return Some(End::Retry(
+                "took office after the lease may have expired".into(),
+            ));
+        }
+        tracing::info!(key = %self.key, ?predecessors, "won the election; learning from {why}");
         out.send_replace(MasterView {
             is_master: true,
             master: Some(me.to_string()),
@@ -244,13 +262,31 @@ impl EtcdElection {
         None
     }
 
-    /// Moves the horizon record on when the core says it is due.
-    async fn keep_horizon(&self, s: &mut Session, lease_horizon: &LeaseHorizon) -> Option<End> {
+    /// Moves the horizon record on when the core says it is due. If it
+    /// cannot, the last record keeps bounding the leases, which get shorter
+    /// as it nears; once it is within `HORIZON_RENEW_BEFORE` the master
+    /// steps down rather than hand out leases that end at once.
+    async fn keep_horizon(
+        &self,
+        s: &mut Session,
+        deadline: Instant,
+        lease_horizon: &LeaseHorizon,
+    ) -> Option<End> {
         let at = lease_horizon.due()?;
-        match s.record(&horizon::key(&self.key), at).await {
+        match s.record(&horizon::key(&self.key), at, deadline).await {
             Ok(true) => {
                 lease_horizon.recorded(at);
                 None
+            }
+            Ok(false)
+                if lease_horizon
+                    .left()
+                    .is_some_and(|l| l < HORIZON_RENEW_BEFORE) =>
+            {
+                Some(End::Retry(
+                    "the lease horizon record could not be moved on and leases would end now"
+                        .into(),
+                ))
             }
             Ok(false) => None,
             Err(end) => Some(end),
@@ -294,17 +330,21 @@ struct Session {
     /// reopened, so a stale answer is never credited to a newer send.
     stream: Option<(LeaseKeeper, LeaseKeepAliveStream)>,
     leader: Option<LeaderKey>,
+    /// The leader key last seen holding the election, if this session has
+    /// seen every leader since (`None` after a gap in the observation).
+    last_leader: Option<Vec<u8>>,
 }
 
 impl Session {
     /// Writes the horizon record as the leader: `Ok(true)` once written,
     /// `Ok(false)` if etcd did not answer (the last record still bounds the
     /// leases), an end if this server no longer holds the election.
-    async fn record(&mut self, key: &str, at: Time) -> Result<bool, End> {
+    async fn record(&mut self, key: &str, at: Time, deadline: Instant) -> Result<bool, End> {
         let Some(leader) = self.leader.clone() else {
             return Ok(false);
         };
-        match horizon::write(&mut self.client, key, &leader, at, self.step).await {
+        let limit = (Instant::now() + self.step).min(deadline);
+        match horizon::write(&mut self.client, key, &leader, at, limit).await {
             Ok(true) => Ok(true),
             Ok(false) => Err(End::Retry(format!(
                 "lost the election key while writing {key}"
@@ -346,10 +386,17 @@ impl Session {
 
     /// The observed holder of the election key changed.
     fn observed(
-        &self,
+        &mut self,
         seen: Option<(Vec<u8>, String)>,
         out: &watch::Sender<MasterView>,
     ) -> Option<End> {
+        // Our own candidate key (etcd names it `<election>/<lease in hex>`)
+        // shows up here when we win, possibly before the campaign's answer:
+        // it is not a predecessor.
+        let own = |key: &[u8]| key.ends_with(format!("/{:x}", self.lease).as_bytes());
+        if self.leader.is_none() && !seen.as_ref().is_some_and(|(key, _)| own(key)) {
+            self.last_leader = seen.as_ref().map(|(key, _)| key.clone());
+        }
         match (&self.leader, seen) {
             (Some(l), Some((key, _))) if key != l.key() => {
                 Some(End::Retry("another server holds the election".into()))

@@ -123,16 +123,18 @@ pub struct LeaseHorizon {
     fresh: Arc<dyn Fn() -> Time + Send + Sync>,
     due: Arc<dyn Fn() -> Option<Time> + Send + Sync>,
     recorded: Arc<dyn Fn(Time) + Send + Sync>,
+    left: Arc<dyn Fn() -> Option<Time> + Send + Sync>,
 }
 
 impl LeaseHorizon {
     /// `state`'s core, at `state`'s clock.
     pub fn of(state: Arc<ServerState>) -> Self {
-        let (a, b, c) = (state.clone(), state.clone(), state);
+        let (a, b, c, d) = (state.clone(), state.clone(), state.clone(), state);
         LeaseHorizon {
             fresh: Arc::new(move || a.core().fresh_horizon(a.now())),
             due: Arc::new(move || b.core().horizon_due(b.now())),
             recorded: Arc::new(move |t| c.core().set_lease_bound(Some(t))),
+            left: Arc::new(move || d.core().lease_bound().map(|b| b - d.now())),
         }
     }
 
@@ -149,6 +151,11 @@ impl LeaseHorizon {
     /// `t` is recorded: leases may now last until it.
     pub fn recorded(&self, t: Time) {
         (self.recorded)(t);
+    }
+
+    /// How long until the recorded bound (negative once passed), if any.
+    pub fn left(&self) -> Option<Time> {
+        (self.left)()
     }
 }
 

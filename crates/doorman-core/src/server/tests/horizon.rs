@@ -14,13 +14,14 @@ fn master_after(predecessors: Predecessors, bound: Option<Time>) -> ServerCore {
 
 #[test]
 fn learning_ends_when_the_predecessors_leases_have_ended() {
-    // "fair" learns 30 s; the predecessors' leases all end at t=12.
+    // "fair" learns 30 s; the predecessors' leases all end at t=12, and
+    // learning 2 s later (the clock margin).
     let mut c = master_after(Predecessors::LeasesEndBy(t(12)), None);
     let g = get(&mut c, t(1), "a", ask("fair", 80.0, Some(20.0)));
     assert_eq!((g.lease.capacity, g.decision), (20.0, Decision::Learning));
-    let g = get(&mut c, t(11), "b", ask("fair", 80.0, None));
+    let g = get(&mut c, t(13), "b", ask("fair", 80.0, None));
     assert_eq!((g.lease.capacity, g.decision), (0.0, Decision::Learning));
-    let g = get(&mut c, t(12), "b", ask("fair", 80.0, None));
+    let g = get(&mut c, t(14), "b", ask("fair", 80.0, None));
     assert_eq!((g.lease.capacity, g.decision), (50.0, Decision::Algorithm));
 }
 

@@ -139,3 +139,20 @@ fn a_new_master_inherits_a_grant_its_predecessor_never_claimed() {
     // Inheriting ends with the lease it came from (20 s, from t=1).
     assert_eq!(cap(&mut c, 21, &node("a", 10.0, None, 0.0)), 10.0);
 }
+
+#[test]
+fn outstanding_beyond_a_grant_ends_with_its_lease() {
+    // A downstream server shrunk from 100 to 50 may have sub-leases of the
+    // 100 out until that lease ends (20 s, from t=1): reported, they count.
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 100.0)), 50.0);
+    assert_eq!(cap(&mut c, 4, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    // It keeps reporting 100 handed out: after the 100's lease has ended
+    // (t=21) that cannot be true, and b gets its share.
+    assert_eq!(cap(&mut c, 10, &node("a", 100.0, Some(50.0), 100.0)), 50.0);
+    assert_eq!(cap(&mut c, 11, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    assert_eq!(cap(&mut c, 22, &node("a", 100.0, Some(50.0), 100.0)), 50.0);
+    assert_eq!(cap(&mut c, 23, &node("b", 100.0, Some(0.0), 0.0)), 50.0);
+}
