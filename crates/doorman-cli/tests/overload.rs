@@ -41,14 +41,15 @@ fn healthz(conn: &mut TcpStream) -> String {
     String::from_utf8_lossy(&buf[..n]).to_string()
 }
 
-#[test]
-fn out_of_file_descriptors_the_server_backs_off_and_keeps_serving() {
+/// Runs `doorman server` under `prlimit --nofile=<nofile>`: the server,
+/// its gRPC and its HTTP address.
+fn spawn(nofile: &str) -> (Server, tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("doorman.toml");
     std::fs::write(&path, CONFIG).unwrap();
     let mut child = Command::new("prlimit")
         .args([
-            "--nofile=64:64",
+            &format!("--nofile={nofile}"),
             "--",
             BIN,
             "server",
@@ -71,22 +72,40 @@ fn out_of_file_descriptors_the_server_backs_off_and_keeps_serving() {
     };
     // Keep draining the log so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    let grpc = line
-        .split("listening on ")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .to_string();
-    let http = line
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let field = |after: &str, until: char| {
+        line.split(after)
+            .nth(1)
+            .unwrap()
+            .split(until)
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let (grpc, http) = (field("listening on ", ' '), field("http://", '/'));
+    (server, dir, grpc, http)
+}
+
+#[test]
+fn the_soft_open_files_limit_is_raised_to_the_hard_one() {
+    let (server, _dir, _, http) = spawn("64:4096");
+    let mut conn = TcpStream::connect(&http).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(healthz(&mut conn).starts_with("HTTP/1.1 200"));
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.0.id())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let numbers: Vec<&str> = line
+        .split_whitespace()
+        .filter(|w| w.parse::<u64>().is_ok())
+        .collect();
+    assert_eq!(numbers, ["4096", "4096"], "{line}");
+}
+
+#[test]
+fn out_of_file_descriptors_the_server_backs_off_and_keeps_serving() {
+    let (server, _dir, grpc, http) = spawn("64:64");
     let mut kept = TcpStream::connect(&http).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     assert!(

@@ -148,3 +148,77 @@ async fn connections_without_traffic_are_closed() {
     assert_eq!(cap(&mut c, "a", "fair", 10.0, None).await, 10.0);
     s.shutdown().await;
 }
+
+/// One raw HTTP/1.1 exchange: the response's status line.
+async fn status_line(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let got = until_closed(&mut s, Duration::from_secs(5)).await;
+    String::from_utf8_lossy(&got)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_body_over_64_kib_is_refused_and_a_slow_page_times_out() {
+    let s = server(HttpLimits::default()).await;
+    let addr = s.http_addr.unwrap();
+    let big = format!(
+        "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        65 << 10
+    );
+    let line = status_line(addr, big.as_bytes()).await;
+    assert!(line.contains("413"), "{line}");
+    s.shutdown().await;
+    // Pages are built off the request's task: with no time at all to
+    // answer, the status page is 408.
+    let s = server(HttpLimits {
+        request_timeout: Duration::ZERO,
+        ..HttpLimits::default()
+    })
+    .await;
+    let addr = s.http_addr.unwrap();
+    let line = status_line(
+        addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(line.contains("408"), "{line}");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn grpc_advertises_its_stream_limit_and_refuses_oversized_messages() {
+    let clock = ManualClock::new();
+    let cfg = Arc::new(Config::parse(CONFIG, "t.toml").unwrap());
+    let s = start(opts(ConfigSource::Inline(cfg), &clock))
+        .await
+        .unwrap();
+    // The HTTP/2 SETTINGS the server sends: at most 1 024 streams at once.
+    let tcp = TcpStream::connect(s.grpc_addr).await.unwrap();
+    let (_send, mut conn) = h2::client::handshake(tcp).await.unwrap();
+    let _ = tokio::time::timeout(Duration::from_millis(500), &mut conn).await;
+    assert_eq!(
+        conn.max_concurrent_send_streams(),
+        doorman_server::grpc::transport::MAX_CONCURRENT_STREAMS as usize
+    );
+    // A request above 16 MiB is refused with OUT_OF_RANGE, not decoded.
+    let mut c = doorman_proto::CapacityClient::connect(format!("http://{}", s.grpc_addr))
+        .await
+        .unwrap()
+        .max_encoding_message_size(64 << 20);
+    let huge = doorman_proto::doorman::GetCapacityRequest {
+        client_id: "x".repeat(17 << 20),
+        resource: vec![],
+    };
+    let e = c.get_capacity(huge).await.expect_err("too large");
+    assert_eq!(e.code(), tonic::Code::OutOfRange, "{e:?}");
+    assert_eq!(
+        cap(&mut c, "a", "fair", 10.0, None).await,
+        10.0,
+        "still served"
+    );
+    s.shutdown().await;
+}

@@ -166,31 +166,36 @@ fn collect(
     })
 }
 
-/// The first few entries' messages (each at most 300 bytes), and how many
-/// more: an answer or a log line stays small whatever the request.
+/// Every entry's message (each cut at 300 bytes) as long as the text stays
+/// within [`SUMMARY_BYTES`], then how many more: an answer (a gRPC status
+/// travels in a header) or a log line stays small whatever the request,
+/// and a request with a few dozen bad entries has each of them named.
 pub fn summary(rejected: &[Rejected]) -> String {
-    const SHOWN: usize = 5;
-    let mut parts: Vec<String> = rejected
-        .iter()
-        .take(SHOWN)
-        .map(|r| {
-            let mut m = r.message.clone();
-            if m.len() > 300 {
-                let cut = (0..=300)
-                    .rev()
-                    .find(|i| m.is_char_boundary(*i))
-                    .unwrap_or(0);
-                m.truncate(cut);
-                m.push('…');
-            }
-            m
-        })
-        .collect();
-    if rejected.len() > SHOWN {
-        parts.push(format!("and {} more", rejected.len() - SHOWN));
+    let mut out = String::new();
+    for (i, r) in rejected.iter().enumerate() {
+        let mut m = r.message.clone();
+        if m.len() > 300 {
+            let cut = (0..=300)
+                .rev()
+                .find(|i| m.is_char_boundary(*i))
+                .unwrap_or(0);
+            m.truncate(cut);
+            m.push('…');
+        }
+        if i > 0 && out.len() + m.len() + 2 > SUMMARY_BYTES {
+            out.push_str(&format!("; and {} more", rejected.len() - i));
+            break;
+        }
+        if i > 0 {
+            out.push_str("; ");
+        }
+        out.push_str(&m);
     }
-    parts.join("; ")
+    out
 }
+
+/// Most bytes of entry messages in one summary (see [`summary`]).
+pub const SUMMARY_BYTES: usize = 4096;
 
 fn client_entry<'a>(
     i: usize,
@@ -483,6 +488,18 @@ mod tests {
         );
         let none = get_capacity(&req("c", vec![])).unwrap();
         assert!(none.request.resources.is_empty() && none.rejected.is_empty());
+        // Thirty bad entries: each is named.
+        let bad: Vec<_> = (0..30).map(|i| rr(&format!("r{i}"), -1.0)).collect();
+        let m = msg(get_capacity(&req("c", bad)));
+        for i in 0..30 {
+            assert!(m.contains(&format!("resource[{i}].wants")), "{m}");
+        }
+        // Ten thousand: the message stays within its budget and says how
+        // many it left out.
+        let bad: Vec<_> = (0..10_000).map(|i| rr(&format!("r{i}"), -1.0)).collect();
+        let m = msg(get_capacity(&req("c", bad)));
+        assert!(m.len() <= SUMMARY_BYTES + 40, "{}", m.len());
+        assert!(m.ends_with(" more") && m.contains("; and "), "{m}");
     }
 
     #[test]
