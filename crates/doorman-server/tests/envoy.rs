@@ -1,10 +1,13 @@
 //! Envoy's rate limit services against a real Envoy 1.40 (installed by
 //! `scripts/envoy-setup.sh`) with the configs in `deploy/envoy/`: the
 //! fleet-wide admitted rate follows the resource's capacity through RLS and
-//! RLQS, a config push changes it within a refresh, a killed Doorman
-//! server lets traffic through (Envoy's default failure mode) and limits
-//! again once restarted, and a leaf serves RLS with capacity from its root
-//! shared with ordinary clients.
+//! RLQS (one Envoy, two Envoys, two leaves), a config push changes it within
+//! a refresh for both, a killed Doorman server lets RLS traffic through
+//! (Envoy's default failure mode) or refuses it (`failure_mode_deny`),
+//! RLQS keeps limiting by its assignment meanwhile, both limit again once
+//! it is back, Envoy's `x-ratelimit-*` headers come from the answers, and
+//! a leaf serves RLS with capacity from its root shared with ordinary
+//! clients.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -13,7 +16,7 @@ use std::time::Duration;
 
 use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
-use doorman_testkit::envoy::{offer, EnvoyProcess};
+use doorman_testkit::envoy::{get_full, offer, EnvoyProcess};
 use doorman_testkit::{eventually_blocking, free_port, IsolatedServer};
 
 /// Capacity of `edge/*`, requests per second.
@@ -188,4 +191,128 @@ fn a_leaf_serves_rls_with_its_roots_capacity_shared_with_clients() {
     let theirs = res.capacity();
     assert!(within(theirs, C / 2.0, 0.15), "the client has {theirs}");
     rt.block_on(client.close());
+}
+
+#[test]
+fn rls_fails_closed_when_envoy_is_configured_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let doorman = server(free_addr(), &file, None);
+    let deny = [("failure_mode_deny: false", "failure_mode_deny: true")];
+    let envoy =
+        EnvoyProcess::start_with("rls.yaml", doorman.grpc_addr.port(), &deny).expect("envoy");
+    offer(envoy.listen, 3.0 * C, 3.0, &[]);
+    doorman.kill();
+    // failure_mode_deny: true: nothing passes while Doorman is away.
+    let got = offer(envoy.listen, 2.0 * C, 3.0, &[]);
+    assert_eq!((got.ok, got.limited), (0, 0), "{got:?}");
+    assert_eq!(got.other, (2.0 * C * 3.0) as u64, "{got:?}");
+}
+
+#[test]
+fn rls_answers_give_envoy_its_x_ratelimit_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let doorman = server(free_addr(), &file, None);
+    let envoy = EnvoyProcess::start("rls.yaml", doorman.grpc_addr.port()).expect("envoy");
+    offer(envoy.listen, 3.0 * C, 5.0, &[]);
+    let (code, headers, _) = get_full(envoy.listen, "/", &[]).expect("answered");
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no {name}: {headers:?}"))
+    };
+    // DRAFT_VERSION_03: "x-ratelimit-limit: 20, 20;w=1" (the limit and its
+    // window in seconds), remaining requests, seconds until reset.
+    let limit = header("x-ratelimit-limit");
+    assert!(limit.starts_with("20, 20;w=1"), "{limit}");
+    let remaining: u64 = header("x-ratelimit-remaining").parse().expect("a number");
+    assert!(remaining <= 20, "{remaining}");
+    let reset: u64 = header("x-ratelimit-reset").parse().expect("a number");
+    assert!(reset <= 1, "a second's bucket: {reset}");
+    assert!(code == 200 || code == 429, "{code}");
+}
+
+#[test]
+fn rlqs_follows_a_config_push_within_a_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let doorman = server(free_addr(), &file, None);
+    let port = doorman.grpc_addr.port();
+    let a = EnvoyProcess::start("rlqs.yaml", port).expect("envoy a");
+    let b = EnvoyProcess::start("rlqs.yaml", port).expect("envoy b");
+    let load = |e: &EnvoyProcess, secs: f64| {
+        let addr = e.listen;
+        std::thread::spawn(move || offer(addr, 1.5 * C, secs, &[]))
+    };
+    let (wa, wb) = (load(&a, 12.0), load(&b, 12.0));
+    let _ = (wa.join(), wb.join());
+    // Halve the capacity: one refresh (2 s) after the file poll, the next
+    // assignments carry the new rate.
+    write_config(dir.path(), C / 2.0);
+    std::thread::sleep(Duration::from_millis(2500));
+    let (ga, gb) = (load(&a, 10.0), load(&b, 10.0));
+    let (ga, gb) = (ga.join().unwrap(), gb.join().unwrap());
+    let sum = ga.ok_rate() + gb.ok_rate();
+    assert!(
+        within(sum, C / 2.0, 0.10),
+        "admitted {sum}/s of {}: {ga:?} {gb:?}",
+        C / 2.0
+    );
+}
+
+#[test]
+fn rlqs_keeps_its_assignment_while_doorman_is_down_and_limits_again_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let listen = free_addr();
+    let doorman = server(listen, &file, None);
+    let envoy = EnvoyProcess::start("rlqs.yaml", listen.port()).expect("envoy");
+    offer(envoy.listen, 3.0 * C, 12.0, &[]);
+    doorman.kill();
+    // The assignment lives as long as the lease it came from (20 s): Envoy
+    // goes on limiting by it.
+    let got = offer(envoy.listen, 3.0 * C, 5.0, &[]);
+    let rate = got.ok_rate();
+    assert!(
+        within(rate, C, 0.15),
+        "admitted {rate}/s of {C} while Doorman is down: {got:?}"
+    );
+    // Back: Envoy reopens its stream (about every 5 s) as a new client.
+    let _doorman = server(listen, &file, None);
+    offer(envoy.listen, 3.0 * C, 12.0, &[]);
+    let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
+    let rate = got.ok_rate();
+    assert!(
+        within(rate, C, 0.10),
+        "admitted {rate}/s of {C} after the restart: {got:?}"
+    );
+}
+
+#[test]
+fn two_leaves_serving_rls_share_their_roots_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_config(dir.path(), C);
+    let root = server(free_addr(), &file, None);
+    let leaves = [
+        server(free_addr(), &file, Some(&root)),
+        server(free_addr(), &file, Some(&root)),
+    ];
+    let envoys: Vec<EnvoyProcess> = leaves
+        .iter()
+        .map(|l| EnvoyProcess::start("rls.yaml", l.grpc_addr.port()).expect("envoy"))
+        .collect();
+    let load = |e: &EnvoyProcess, secs: f64| {
+        let addr = e.listen;
+        std::thread::spawn(move || offer(addr, 3.0 * C, secs, &[]))
+    };
+    let warm: Vec<_> = envoys.iter().map(|e| load(e, 10.0)).collect();
+    warm.into_iter().for_each(|h| drop(h.join()));
+    let runs: Vec<_> = envoys.iter().map(|e| load(e, 20.0)).collect();
+    let got: Vec<_> = runs.into_iter().map(|h| h.join().unwrap()).collect();
+    let (a, b) = (got[0].ok_rate(), got[1].ok_rate());
+    assert!(within(a + b, C, 0.10), "admitted {a} + {b} of {C}: {got:?}");
+    assert!(within(a, b, 0.15), "unequal: {a} vs {b}");
 }

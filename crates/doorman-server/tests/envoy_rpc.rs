@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{server_with, ManualClock};
 use doorman_core::config::Config;
-use doorman_server::server::{start, ConfigSource};
+use doorman_server::server::{start, ConfigSource, ServerOptions};
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::{
     rate_limit_descriptor::Entry, RateLimitDescriptor,
 };
@@ -77,7 +77,8 @@ async fn hits_are_admitted_from_the_lease_with_statuses_for_the_headers() {
     let mut c = rls(s.grpc_addr).await;
     let api = || vec![descriptor(&[("generic_key", "api")])];
     // The first request leases for a demand of 4/s (one hit in the first
-    // quarter second); the bucket starts empty and fills at that rate.
+    // quarter second); the bucket starts at its burst (at least two
+    // requests) and refills at that rate.
     let first = ask(&mut c, request("edge", api(), 1)).await;
     assert_eq!(first.overall_code, Code::Ok as i32, "the first hit passes");
     let status = &first.statuses[0];
@@ -87,7 +88,14 @@ async fn hits_are_admitted_from_the_lease_with_statuses_for_the_headers() {
         limit.requests_per_unit >= 1 && limit.requests_per_unit <= 5,
         "{limit:?}"
     );
-    assert!(status.duration_until_reset.is_some());
+    // What is left after the hit, and when the bucket is full again: a
+    // bucket of at most a second's worth is full within a second.
+    assert!(
+        status.limit_remaining <= limit.requests_per_unit,
+        "{status:?}"
+    );
+    let reset = status.duration_until_reset.expect("a reset time");
+    assert!((0..=1).contains(&reset.seconds), "{reset:?}");
     // A burst far above the lease is refused, and says so.
     let big = ask(&mut c, request("edge", api(), 1000)).await;
     assert_eq!(big.overall_code, Code::OverLimit as i32);
@@ -326,4 +334,43 @@ async fn concurrent_hits_on_many_resources_each_get_a_lease() {
         assert_eq!(r.leases.len(), 1, "{id}");
     }
     s.shutdown().await;
+}
+
+/// On a leaf, a descriptor's first hits wait for the parent: the leaf
+/// has no capacity for the resource until its parent answers (a network
+/// round trip), then admits from its share.
+#[tokio::test]
+async fn a_leafs_first_hits_wait_for_its_parents_answer() {
+    // Real time: the leaf and its requester act on their own schedules.
+    let real = |config: Arc<Config>| {
+        let mut o =
+            ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(config));
+        o.min_request_interval = std::time::Duration::ZERO;
+        o
+    };
+    let root = start(real(Arc::new(Config::parse(CONFIG, "t.toml").unwrap())))
+        .await
+        .expect("root starts");
+    let mut o = real(Arc::new(Config::empty()));
+    o.parent = vec![root.grpc_addr.to_string()];
+    let leaf = start(o).await.expect("leaf starts");
+    let mut c = rls(leaf.grpc_addr).await;
+    let first = ask(&mut c, request("edge", vec![descriptor(&[("k", "v")])], 1)).await;
+    assert_eq!(
+        first.overall_code,
+        Code::OverLimit as i32,
+        "no capacity yet"
+    );
+    let mut admitted = false;
+    for _ in 0..50 {
+        if admitted {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let r = ask(&mut c, request("edge", vec![descriptor(&[("k", "v")])], 1)).await;
+        admitted = r.overall_code == Code::Ok as i32;
+    }
+    assert!(admitted, "the leaf never admitted");
+    leaf.shutdown().await;
+    root.shutdown().await;
 }

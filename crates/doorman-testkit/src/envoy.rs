@@ -58,9 +58,27 @@ impl EnvoyProcess {
     /// Starts Envoy from `deploy/envoy/<config>` asking the Doorman server
     /// on `doorman_port`, and waits until it is ready.
     pub fn start(config: &str, doorman_port: u16) -> Result<EnvoyProcess, String> {
+        Self::start_with(config, doorman_port, &[])
+    }
+
+    /// As [`EnvoyProcess::start`], with each `(from, to)` of `edits`
+    /// replaced in the config first (each must occur: a setting the
+    /// config's comments say how to change, `failure_mode_deny: false`
+    /// say).
+    pub fn start_with(
+        config: &str,
+        doorman_port: u16,
+        edits: &[(&str, &str)],
+    ) -> Result<EnvoyProcess, String> {
         let bin = find_envoy()?;
         let path = repo().join("deploy/envoy").join(config);
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
+        let mut text = std::fs::read_to_string(&path).map_err(|e| format!("{path:?}: {e}"))?;
+        for (from, to) in edits {
+            if !text.contains(from) {
+                return Err(format!("{config} has no {from:?} to replace"));
+            }
+            text = text.replace(from, to);
+        }
         let (listen, backend, admin) = (free_port()?, free_port()?, free_port()?);
         let text = text
             .replace("${LISTEN_PORT}", &listen.to_string())
@@ -155,6 +173,14 @@ pub fn get_with(
     path: &str,
     headers: &[(&str, &str)],
 ) -> std::io::Result<(u16, String)> {
+    get_full(addr, path, headers).map(|(code, _, body)| (code, body))
+}
+
+/// A response: status code, header lines (lowercase names), body.
+pub type Answer = (u16, Vec<(String, String)>, String);
+
+/// As [`get_with`], with the response's header lines too.
+pub fn get_full(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> std::io::Result<Answer> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n");
@@ -179,7 +205,13 @@ pub fn get_with(
                 let code = head.split(' ').nth(1).and_then(|c| c.parse().ok());
                 let code =
                     code.ok_or_else(|| std::io::Error::other(format!("not HTTP: {head:?}")))?;
-                return Ok((code, body.to_string()));
+                let fields = head
+                    .lines()
+                    .skip(1)
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                    .collect();
+                return Ok((code, fields, body.to_string()));
             }
         }
         if n == 0 {

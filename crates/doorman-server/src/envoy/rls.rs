@@ -12,8 +12,8 @@
 //! the limit when any of its descriptors is; each descriptor's hits are
 //! counted and taken on its own.
 //!
-//! Must not: decide capacity (the requester asks the core) or hold the
-//! core lock beyond reading the running config.
+//! Must not: decide capacity (the requester asks the core) or hold a
+//! shard lock of the core (the running config is read without one).
 
 use std::sync::Arc;
 use std::time::Instant;
