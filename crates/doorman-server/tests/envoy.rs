@@ -7,7 +7,9 @@
 //! RLQS keeps limiting by its assignment meanwhile, both limit again once
 //! it is back, Envoy's `x-ratelimit-*` headers come from the answers, and
 //! a leaf serves RLS with capacity from its root shared with ordinary
-//! clients.
+//! clients, and an Envoy reaching Doorman over mutual TLS is admitted by
+//! its certificate's identity (an access rule) while one without a
+//! certificate is refused.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -315,4 +317,76 @@ fn two_leaves_serving_rls_share_their_roots_capacity() {
     let (a, b) = (got[0].ok_rate(), got[1].ok_rate());
     assert!(within(a + b, C, 0.10), "admitted {a} + {b} of {C}: {got:?}");
     assert!(within(a, b, 0.15), "unequal: {a} vs {b}");
+}
+
+/// The Envoy cluster `doorman` over mutual TLS: `ca` to trust, and the
+/// client certificate Envoy presents (none: plain TLS).
+fn tls_cluster(ca: &Path, me: Option<&doorman_testkit::CertFiles>) -> String {
+    let cert = me.map_or(String::new(), |m| {
+        format!(
+            "          tls_certificates:\n          - certificate_chain: {{ filename: {} }}\n            private_key: {{ filename: {} }}\n",
+            m.cert.display(),
+            m.key.display()
+        )
+    });
+    format!(
+        "    transport_socket:\n      name: envoy.transport_sockets.tls\n      typed_config:\n        \
+         \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext\n        \
+         sni: localhost\n        common_tls_context:\n          alpn_protocols: [\"h2\"]\n{cert}          \
+         validation_context:\n            trusted_ca: {{ filename: {} }}\n    load_assignment:\n      cluster_name: doorman",
+        ca.display()
+    )
+}
+
+#[test]
+fn rls_over_mutual_tls_follows_the_access_rules() {
+    use doorman_testkit::{Name, Pki};
+    let pki = Pki::new("envoy-test");
+    let server_cert = pki.server("doorman");
+    let envoy_cert = pki.client("envoy", Name::Uri("spiffe://doorman.test/envoy"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    let rules = "\n[[access]]\nidentities = [\"spiffe://doorman.test/envoy\"]\n\
+                 resources = [\"edge/*\"]\nactions = [\"acquire\"]\n";
+    std::fs::write(&file, config(C) + rules).unwrap();
+    let mut o = ServerOptions::new(free_addr(), ConfigSource::File(file));
+    o.tls = Some(doorman_server::tls::TlsFiles {
+        cert: server_cert.cert.clone(),
+        key: server_cert.key.clone(),
+        client_ca: Some(pki.ca()),
+    });
+    let doorman = IsolatedServer::start(o).expect("server starts");
+    let port = doorman.grpc_addr.port();
+    let doorman_cluster = "    load_assignment:\n      cluster_name: doorman";
+    let trusted = tls_cluster(&pki.ca(), Some(&envoy_cert));
+    let envoy = EnvoyProcess::start_with("rls.yaml", port, &[(doorman_cluster, &trusted)])
+        .expect("envoy with a client certificate");
+    offer(envoy.listen, 3.0 * C, 5.0, &[]);
+    let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
+    let rate = got.ok_rate();
+    assert!(within(rate, C, 0.10), "admitted {rate}/s of {C}: {got:?}");
+    assert_eq!(
+        envoy.stat("cluster.backend.ratelimit.error"),
+        0,
+        "{}",
+        envoy.log()
+    );
+    // An Envoy without a client certificate: the gRPC port requires one
+    // (`--tls-client-ca`), so its handshake is refused, and Envoy's failure
+    // mode (allow) applies.
+    let anonymous = tls_cluster(&pki.ca(), None);
+    let stranger = EnvoyProcess::start_with("rls.yaml", port, &[(doorman_cluster, &anonymous)])
+        .expect("envoy without a client certificate");
+    let got = offer(stranger.listen, C, 2.0, &[]);
+    assert_eq!(got.ok, (2.0 * C) as u64, "failure mode: allowed {got:?}");
+    assert!(
+        stranger.stat("cluster.backend.ratelimit.error") > 0,
+        "{}",
+        stranger.log()
+    );
+    let refused = doorman
+        .state
+        .metrics
+        .tls_handshake_failures("grpc", "no_client_certificate");
+    assert!(refused > 0, "the refused handshakes are counted");
 }
