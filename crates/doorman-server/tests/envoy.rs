@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
-use doorman_testkit::envoy::{get_full, offer, EnvoyProcess};
+use doorman_testkit::envoy::{get_full, offer, Counts, EnvoyProcess};
 use doorman_testkit::{eventually_blocking, free_port, IsolatedServer};
 
 /// Capacity of `edge/*`, requests per second.
@@ -60,6 +60,15 @@ fn within(measured: f64, target: f64, share: f64) -> bool {
     (measured - target).abs() <= share * target
 }
 
+/// The load admitted `target` per second within `share`.
+fn assert_admits(got: &Counts, target: f64, share: f64) {
+    let rate = got.ok_rate();
+    assert!(
+        within(rate, target, share),
+        "admitted {rate}/s of {target}: {got:?}"
+    );
+}
+
 #[test]
 fn rls_one_envoy_admits_the_capacity_and_follows_a_config_push() {
     let dir = tempfile::tempdir().unwrap();
@@ -68,8 +77,7 @@ fn rls_one_envoy_admits_the_capacity_and_follows_a_config_push() {
     let envoy = EnvoyProcess::start("rls.yaml", doorman.grpc_addr.port()).expect("envoy");
     offer(envoy.listen, 3.0 * C, 5.0, &[]); // warm-up: demand becomes known
     let got = offer(envoy.listen, 3.0 * C, 20.0, &[]);
-    let rate = got.ok_rate();
-    assert!(within(rate, C, 0.10), "admitted {rate}/s of {C}: {got:?}");
+    assert_admits(&got, C, 0.10);
     assert!(got.limited > 0 && got.other == 0, "{got:?}");
     assert!(envoy.stat("cluster.backend.ratelimit.over_limit") > 0);
     assert_eq!(
@@ -85,12 +93,7 @@ fn rls_one_envoy_admits_the_capacity_and_follows_a_config_push() {
     write_config(dir.path(), C / 2.0);
     std::thread::sleep(Duration::from_millis(2500));
     let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
-    let rate = got.ok_rate();
-    assert!(
-        within(rate, C / 2.0, 0.10),
-        "admitted {rate}/s of {}: {got:?}",
-        C / 2.0
-    );
+    assert_admits(&got, C / 2.0, 0.10);
 }
 
 #[test]
@@ -109,8 +112,7 @@ fn rls_fails_open_while_doorman_is_down_and_limits_again_after_a_restart() {
     let doorman = server(listen, &file, None);
     offer(envoy.listen, 3.0 * C, 5.0, &[]);
     let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
-    let rate = got.ok_rate();
-    assert!(within(rate, C, 0.10), "admitted {rate}/s of {C}: {got:?}");
+    assert_admits(&got, C, 0.10);
     drop(doorman);
 }
 
@@ -183,13 +185,8 @@ fn a_leaf_serves_rls_with_its_roots_capacity_shared_with_clients() {
     });
     offer(envoy.listen, 3.0 * C, 8.0, &[]);
     let got = offer(envoy.listen, 3.0 * C, 20.0, &[]);
-    let rate = got.ok_rate();
     // FAIR_SHARE between the leaf (Envoy's demand) and the client: C/2 each.
-    assert!(
-        within(rate, C / 2.0, 0.15),
-        "admitted {rate}/s of {}: {got:?}",
-        C / 2.0
-    );
+    assert_admits(&got, C / 2.0, 0.15);
     let theirs = res.capacity();
     assert!(within(theirs, C / 2.0, 0.15), "the client has {theirs}");
     rt.block_on(client.close());
@@ -277,20 +274,12 @@ fn rlqs_keeps_its_assignment_while_doorman_is_down_and_limits_again_after_a_rest
     // The assignment lives as long as the lease it came from (20 s): Envoy
     // goes on limiting by it.
     let got = offer(envoy.listen, 3.0 * C, 5.0, &[]);
-    let rate = got.ok_rate();
-    assert!(
-        within(rate, C, 0.15),
-        "admitted {rate}/s of {C} while Doorman is down: {got:?}"
-    );
+    assert_admits(&got, C, 0.15);
     // Back: Envoy reopens its stream (about every 5 s) as a new client.
     let _doorman = server(listen, &file, None);
     offer(envoy.listen, 3.0 * C, 12.0, &[]);
     let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
-    let rate = got.ok_rate();
-    assert!(
-        within(rate, C, 0.10),
-        "admitted {rate}/s of {C} after the restart: {got:?}"
-    );
+    assert_admits(&got, C, 0.10);
 }
 
 #[test]
@@ -363,8 +352,7 @@ fn rls_over_mutual_tls_follows_the_access_rules() {
         .expect("envoy with a client certificate");
     offer(envoy.listen, 3.0 * C, 5.0, &[]);
     let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
-    let rate = got.ok_rate();
-    assert!(within(rate, C, 0.10), "admitted {rate}/s of {C}: {got:?}");
+    assert_admits(&got, C, 0.10);
     assert_eq!(
         envoy.stat("cluster.backend.ratelimit.error"),
         0,

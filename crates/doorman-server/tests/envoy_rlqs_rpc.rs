@@ -192,12 +192,7 @@ async fn a_bad_bucket_id_or_a_refused_caller_ends_the_stream_naming_why() {
         e.message()
     );
     s.shutdown().await;
-    let text =
-        format!("{CONFIG}\n[[access]]\nidentities = [\"spiffe://x/*\"]\nactions = [\"acquire\"]\n");
-    let cfg = Arc::new(Config::parse(&text, "test.toml").expect("valid"));
-    let s = start(common::opts(ConfigSource::Inline(cfg), &clock))
-        .await
-        .expect("starts");
+    let s = common::server_refusing_anonymous(CONFIG, &clock).await;
     let (_tx, mut answers) = open(&s, vec![usage("a", 1, 0, None)]).await;
     let e = answers.message().await.expect_err("refused");
     assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e:?}");

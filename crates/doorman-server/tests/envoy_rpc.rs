@@ -203,12 +203,7 @@ async fn bad_requests_name_the_field() {
 #[tokio::test]
 async fn access_rules_apply_to_envoy_callers() {
     let clock = ManualClock::new();
-    let text =
-        format!("{CONFIG}\n[[access]]\nidentities = [\"spiffe://x/*\"]\nactions = [\"acquire\"]\n");
-    let cfg = Arc::new(Config::parse(&text, "test.toml").expect("valid"));
-    let s = start(common::opts(ConfigSource::Inline(cfg), &clock))
-        .await
-        .expect("starts");
+    let s = common::server_refusing_anonymous(CONFIG, &clock).await;
     let mut c = rls(s.grpc_addr).await;
     let e = c
         .should_rate_limit(request("edge", vec![descriptor(&[("a", "b")])], 1))

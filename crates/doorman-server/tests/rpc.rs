@@ -56,11 +56,13 @@ async fn get_server_capacity_weights_bands_and_sends_the_algorithm() {
     let clock = ManualClock::new();
     let s = server_with(CONFIG, &clock).await;
     let mut c = client(s.grpc_addr).await;
-    let req = |id: &str, n: i64, wants: f64| pb::GetServerCapacityRequest {
+    // Like our intermediates: they claim the lease they hold (`has`) and
+    // report what they handed out.
+    let req = |id: &str, n: i64, wants: f64, has: Option<pb::Lease>| pb::GetServerCapacityRequest {
         server_id: id.into(),
         resource: vec![pb::ServerCapacityResourceRequest {
             resource_id: "fair".into(),
-            has: None,
+            has,
             wants: vec![pb::PriorityBandAggregate {
                 priority: 0,
                 num_clients: n,
@@ -69,12 +71,13 @@ async fn get_server_capacity_weights_bands_and_sends_the_algorithm() {
             outstanding: Some(0.0),
         }],
     };
-    let mut last = vec![];
+    let mut last: Vec<pb::ServerCapacityResourceResponse> = vec![];
     for _ in 0..3 {
+        let held: Vec<Option<pb::Lease>> = (0..2).map(|i| last.get(i).map(|r| r.gets)).collect();
         last.clear();
-        for (id, n) in [("leaf1", 1), ("leaf2", 3)] {
+        for (i, (id, n)) in [("leaf1", 1), ("leaf2", 3)].into_iter().enumerate() {
             let r = c
-                .get_server_capacity(req(id, n, 1000.0))
+                .get_server_capacity(req(id, n, 1000.0, held[i]))
                 .await
                 .unwrap()
                 .into_inner();

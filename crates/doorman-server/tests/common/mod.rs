@@ -29,6 +29,14 @@ pub async fn server_with(text: &str, clock: &ManualClock) -> RunningServer {
         .expect("server starts")
 }
 
+/// A server on `text` plus one access rule that lets only identities
+/// `spiffe://x/*` acquire: an unauthenticated caller is refused.
+pub async fn server_refusing_anonymous(text: &str, clock: &ManualClock) -> RunningServer {
+    let text =
+        format!("{text}\n[[access]]\nidentities = [\"spiffe://x/*\"]\nactions = [\"acquire\"]\n");
+    server_with(&text, clock).await
+}
+
 pub async fn client(addr: SocketAddr) -> CapacityClient<Channel> {
     CapacityClient::connect(format!("http://{addr}"))
         .await
