@@ -422,16 +422,19 @@ learning_mode_duration = 60
     // it cannot rule out a master that kept no record: the full 60 s.
     c.kill();
     let prefix = etcd_client::GetOptions::new().with_prefix();
+    let mut gone = false;
     for _ in 0..250 {
         let r = etcd_client
             .get("/doorman/test/", Some(prefix.clone()))
             .await
             .unwrap();
-        if r.kvs().is_empty() {
+        gone = r.kvs().is_empty();
+        if gone {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert!(gone, "c's election key outlived its TTL by far");
     let d = IsolatedServer::start(with_config(etcd_election(&e, 2))).unwrap();
     eventually("d is master", Duration::from_secs(8), || is_master(&d)).await;
     assert!(learning_left(&d) > 50.0, "d learns for the full time");

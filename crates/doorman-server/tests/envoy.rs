@@ -8,8 +8,8 @@
 //! it is back, Envoy's `x-ratelimit-*` headers come from the answers, and
 //! a leaf serves RLS with capacity from its root shared with ordinary
 //! clients, and an Envoy reaching Doorman over mutual TLS is admitted by
-//! its certificate's identity (an access rule) while one without a
-//! certificate is refused.
+//! its certificate's identity (an access rule) while one of another
+//! identity, or without a certificate, is refused.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -359,6 +359,27 @@ fn rls_over_mutual_tls_follows_the_access_rules() {
         "{}",
         envoy.log()
     );
+    // An Envoy with a valid certificate of another identity: no rule lets
+    // it acquire, Doorman refuses each request (PERMISSION_DENIED, counted)
+    // and Envoy's failure mode applies.
+    let other_cert = pki.client("other", Name::Uri("spiffe://doorman.test/other"));
+    let other = tls_cluster(&pki.ca(), Some(&other_cert));
+    let other = EnvoyProcess::start_with("rls.yaml", port, &[(doorman_cluster, &other)])
+        .expect("envoy of another identity");
+    let got = offer(other.listen, C, 2.0, &[]);
+    assert_eq!(got.ok, (2.0 * C) as u64, "failure mode: allowed {got:?}");
+    assert!(
+        other.stat("cluster.backend.ratelimit.error") > 0,
+        "{}",
+        other.log()
+    );
+    // (The metrics page is rebuilt at most once a second.)
+    eventually_blocking("the refusals are counted", Duration::from_secs(5), || {
+        doorman
+            .state
+            .metrics_text()
+            .contains("doorman_server_access_denied_total{action=\"acquire\"}")
+    });
     // An Envoy without a client certificate: the gRPC port requires one
     // (`--tls-client-ca`), so its handshake is refused, and Envoy's failure
     // mode (allow) applies.

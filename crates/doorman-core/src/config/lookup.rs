@@ -133,29 +133,32 @@ fn pieces(glob: &str) -> Option<Vec<Piece>> {
     Some(out)
 }
 
-/// The longest literal text of a glob that lies between two wildcards
-/// (`*`, `?` or `**`; never next to a class, and never the prefix or the
-/// suffix), without a `/` next to a `**` (which may match no component):
-/// any id the glob matches contains it.
-fn middle_literal(glob: &str) -> Option<&str> {
-    let p = pieces(glob)?;
-    let mut best: Option<&str> = None;
+/// The literal texts of a glob that lie between two of its wildcards or
+/// classes (never its prefix or suffix), without a `/` next to a `**`
+/// (which may match no component): any id the glob matches contains each.
+fn middle_literals(glob: &str) -> Vec<&str> {
+    let Some(p) = pieces(glob) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
     for w in p.windows(3) {
-        let [Piece::Wild(before), Piece::Text(a, b), Piece::Wild(after)] = *w else {
-            continue;
+        let (before, (a, b), after) = match *w {
+            [Piece::Text(..), _, _] | [_, _, Piece::Text(..)] => continue,
+            [before, Piece::Text(a, b), after] => (before, (a, b), after),
+            _ => continue,
         };
         let mut t = &glob[a..b];
-        if before {
+        if before == Piece::Wild(true) {
             t = t.strip_prefix('/').unwrap_or(t);
         }
-        if after {
+        if after == Piece::Wild(true) {
             t = t.strip_suffix('/').unwrap_or(t);
         }
-        if !t.is_empty() && best.is_none_or(|x| t.len() > x.len()) {
-            best = Some(t);
+        if !t.is_empty() {
+            out.push(t);
         }
     }
-    best
+    out
 }
 
 /// The distinct lengths of a map's keys, shortest first.
@@ -168,16 +171,31 @@ fn key_lengths<V>(map: &HashMap<String, V>) -> Vec<usize> {
 
 impl Group {
     /// Builds the middle-literal filter when the group is larger than
-    /// `from` (and the literals can be compiled).
+    /// `from` (and the literals can be compiled). Each glob is filed under
+    /// the middle literal the fewest globs of the group have (the longest
+    /// among those), so that one common segment does not gather them all.
     fn finish(&mut self, texts: &[&str], from: usize) {
         if self.all.len() <= from {
             return;
         }
+        let each: Vec<Vec<&str>> = texts.iter().map(|t| middle_literals(t)).collect();
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for lits in &each {
+            let mut distinct = lits.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            for l in distinct {
+                *count.entry(l).or_default() += 1;
+            }
+        }
         let mut literals: Vec<&str> = Vec::new();
         let mut of: HashMap<&str, usize> = HashMap::new();
         let (mut by_literal, mut residual) = (Vec::<Vec<usize>>::new(), Vec::new());
-        for (pos, text) in texts.iter().enumerate() {
-            match middle_literal(text) {
+        for (pos, lits) in each.iter().enumerate() {
+            let rarest = lits
+                .iter()
+                .min_by_key(|l| (count[*l], std::cmp::Reverse(l.len())));
+            match rarest {
                 Some(l) => {
                     let id = *of.entry(l).or_insert_with(|| {
                         literals.push(l);
@@ -201,13 +219,16 @@ impl Group {
     /// The positions in `all` of the globs that may match `id`, in order.
     fn candidates(&self, id: &str) -> Option<Vec<usize>> {
         let m = self.middles.as_ref()?;
-        let mut seen = vec![false; m.by_literal.len()];
+        let mut hits: Vec<usize> = m
+            .automaton
+            .find_overlapping_iter(id)
+            .map(|hit| hit.pattern().as_usize())
+            .collect();
+        hits.sort_unstable();
+        hits.dedup();
         let mut out = m.residual.clone();
-        for hit in m.automaton.find_overlapping_iter(id) {
-            let l = hit.pattern().as_usize();
-            if !std::mem::replace(&mut seen[l], true) {
-                out.extend_from_slice(&m.by_literal[l]);
-            }
+        for l in hits {
+            out.extend_from_slice(&m.by_literal[l]);
         }
         out.sort_unstable();
         Some(out)
@@ -372,21 +393,22 @@ mod tests {
     }
 
     #[test]
-    fn middle_literals_lie_between_wildcards_and_never_in_a_class() {
-        assert_eq!(middle_literal("db/*/x1/*"), Some("/x1/"));
-        assert_eq!(middle_literal("*a*bcd?e*"), Some("bcd"));
+    fn middle_literals_lie_between_wildcards_or_classes_and_never_in_a_class() {
+        assert_eq!(middle_literals("db/*/x1/*"), ["/x1/"]);
+        assert_eq!(middle_literals("*a*bcd?e*"), ["a", "bcd", "e"]);
         // Prefix and suffix are not middles.
-        assert_eq!(middle_literal("db/*"), None);
-        assert_eq!(middle_literal("*x"), None);
-        // Text inside a class, or next to one, is not a literal.
-        assert_eq!(middle_literal("*[?ab?]*"), None);
-        assert_eq!(middle_literal("*[a]bc*"), None);
-        assert_eq!(middle_literal("*[]x]*y*"), Some("y"));
-        assert_eq!(middle_literal("*[!]x]*y*"), Some("y"));
+        assert!(middle_literals("db/*").is_empty());
+        assert!(middle_literals("*x").is_empty());
+        // Text inside a class is not a literal; text next to one is.
+        assert!(middle_literals("*[?ab?]*").is_empty());
+        assert_eq!(middle_literals("*[a]bc*"), ["bc"]);
+        assert_eq!(middle_literals("*[]x]*y*"), ["y"]);
+        assert_eq!(middle_literals("*[!]x]*y*"), ["y"]);
+        assert_eq!(middle_literals("t/*/s1[0-9]/*"), ["/s1", "/"]);
         // A `**` may match no component: the `/` next to it is optional.
-        assert_eq!(middle_literal("**/mid/**"), Some("mid"));
-        assert_eq!(middle_literal("a/**/mid/*"), Some("mid/"));
-        assert_eq!(middle_literal("*[ab"), None, "not a valid glob");
+        assert_eq!(middle_literals("**/mid/**"), ["mid"]);
+        assert_eq!(middle_literals("a/**/mid/*"), ["mid/"]);
+        assert!(middle_literals("*[ab").is_empty(), "not a valid glob");
     }
 
     /// The shapes the limits are documented for (docs/operations.md):
@@ -395,7 +417,7 @@ mod tests {
     #[test]
     fn a_lookup_at_the_documented_limits_tries_a_handful_of_globs() {
         type Shape = (&'static str, fn(usize) -> String, &'static str);
-        let shapes: [Shape; 4] = [
+        let shapes: [Shape; 6] = [
             ("distinct prefixes", |i| format!("svc{i}/db/*"), "svc7/db"),
             ("distinct suffixes", |i| format!("db/*/x{i}"), "db/a/x50000"),
             (
@@ -408,13 +430,24 @@ mod tests {
                 |i| format!("*/t{}/*/u{i}/*", i % 3),
                 "a/t1/b/u77/c/x",
             ),
+            (
+                "a long common middle",
+                |i| format!("db/*/common-long-segment/*/x{i}/*"),
+                "db/a/common-long-segment/b/x50000/c",
+            ),
+            (
+                "middles next to classes",
+                |i| format!("t/*/s{i}[0-9]/*"),
+                "t/a/s50000x/b",
+            ),
         ];
         for (name, glob, unknown) in shapes {
             let globs: Vec<String> = (0..50_000).map(glob).collect();
             let (idx, _) = index(&globs);
             let (found, tried) = idx.find_counting(unknown);
             assert!(tried <= 8, "{name}: {unknown} tried {tried} globs");
-            let (found_known, _) = idx.find_counting(&globs[4242].replace('*', "z"));
+            let (found_known, _) =
+                idx.find_counting(&globs[4242].replace("[0-9]", "5").replace('*', "z"));
             assert_eq!(found_known, Some(4242), "{name}");
             if name != "middles, one shared" {
                 assert_eq!(found, None, "{name}");

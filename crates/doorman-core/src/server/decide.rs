@@ -106,9 +106,6 @@ impl Resource {
         let mut grant = self.grant(ask, lease, decision);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
-            if let Some(rec) = self.shares.get_mut(id) {
-                rec.note_grant(lease.capacity, lease.expiry);
-            }
         }
         grant
     }
@@ -287,15 +284,19 @@ impl Resource {
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
-        let old = rec.expiry;
+        let old = rec.forget_at();
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
         rec.inherit_until = inherit_until;
         rec.outstanding = outstanding.map_or(f64::NAN, Amount::get);
-        if old != lease.expiry {
+        if let Who::Server(_) = rec.who {
+            rec.note_grant(lease.capacity, lease.expiry);
+        }
+        let new = rec.forget_at();
+        if old != new {
             self.expiries.remove(&(old, id));
-            self.expiries.insert((lease.expiry, id));
+            self.expiries.insert((new, id));
         }
     }
 

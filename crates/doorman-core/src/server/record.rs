@@ -33,15 +33,25 @@ pub(crate) struct Record {
 const GRANTS_KEPT: usize = 8;
 
 impl Record {
-    /// A downstream server was granted `capacity` until `expiry`.
+    /// A downstream server was granted `capacity` until `expiry`. An entry
+    /// no larger than it is replaced, keeping the later of the two
+    /// expiries (a reload may shorten leases: the sub-leases of the earlier
+    /// grant still last as long as it did); past `GRANTS_KEPT` the two
+    /// oldest merge into the larger capacity until the later expiry. Every
+    /// entry is thus at least one real grant, for at least as long.
     pub fn note_grant(&mut self, capacity: f64, expiry: Time) {
-        while self.grants.last().is_some_and(|g| g.0 <= capacity) {
+        let mut until = expiry;
+        while let Some(&(c, e)) = self.grants.last() {
+            if c > capacity {
+                break;
+            }
+            until = until.max(e);
             self.grants.pop();
         }
-        self.grants.push((capacity, expiry));
+        self.grants.push((capacity, until));
         if self.grants.len() > GRANTS_KEPT {
             let (_, later) = self.grants.remove(1);
-            self.grants[0].1 = later;
+            self.grants[0].1 = self.grants[0].1.max(later);
         }
     }
 
@@ -51,6 +61,14 @@ impl Record {
         let expired = self.grants.iter().take_while(|g| g.1 <= now).count();
         self.grants.drain(..expired);
         self.grants.first().map_or(0.0, |g| g.0)
+    }
+
+    /// When the requester may be forgotten: its lease's expiry, or for a
+    /// downstream server the end of the longest grant it may still have
+    /// sub-leases of (a reload may have shortened its latest lease). The
+    /// expiry index is keyed by this.
+    pub fn forget_at(&self) -> Time {
+        self.grants.iter().map(|g| g.1).fold(self.expiry, Time::max)
     }
     /// What a downstream server reported having handed out.
     pub fn outstanding(&self) -> Option<f64> {

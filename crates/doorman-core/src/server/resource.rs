@@ -237,7 +237,7 @@ impl Resource {
         };
         self.index.remove(who, id);
         if let Some(rec) = self.shares.remove(id) {
-            self.expiries.remove(&(rec.expiry, id));
+            self.expiries.remove(&(rec.forget_at(), id));
         }
         true
     }

@@ -156,3 +156,24 @@ fn outstanding_beyond_a_grant_ends_with_its_lease() {
     assert_eq!(cap(&mut c, 22, &node("a", 100.0, Some(50.0), 100.0)), 50.0);
     assert_eq!(cap(&mut c, 23, &node("b", 100.0, Some(0.0), 0.0)), 50.0);
 }
+
+#[test]
+fn a_servers_longer_earlier_grant_stays_counted_after_a_reload_shortens_leases() {
+    // a is granted 100 for 20 s (until t=21), then a reload shortens the
+    // leases to 10 s and a's next grant (100 again) ends at t=13. a's
+    // sub-leases of the first grant may last until t=21: until then a
+    // keeps counting, whether it asks again or not.
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    let shorter = CFG.replacen(
+        "lease_length = 20\nrefresh_interval = 8",
+        "lease_length = 10\nrefresh_interval = 8",
+        1,
+    );
+    assert_ne!(shorter, CFG);
+    c.replace_config(Arc::new(Config::parse(&shorter, "test.toml").unwrap()));
+    assert_eq!(cap(&mut c, 3, &node("a", 100.0, Some(100.0), 100.0)), 100.0);
+    // a stops asking; its latest lease ends at t=13, the earlier at t=21.
+    assert_eq!(cap(&mut c, 16, &node("b", 100.0, None, 0.0)), 0.0);
+    assert_eq!(cap(&mut c, 22, &node("b", 100.0, Some(0.0), 0.0)), 100.0);
+}
