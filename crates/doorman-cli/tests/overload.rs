@@ -85,24 +85,24 @@ fn spawn(nofile: &str) -> (Server, tempfile::TempDir, String, String) {
     (server, dir, grpc, http)
 }
 
-/// This process's hard limit of open files.
-fn hard_limit() -> u64 {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+/// The (soft, hard) limits of open files of process `pid` ("self": this one).
+fn open_files_limits(pid: &str) -> (u64, u64) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
     let line = limits
         .lines()
         .find(|l| l.starts_with("Max open files"))
         .unwrap();
-    let numbers: Vec<&str> = line
+    let numbers: Vec<u64> = line
         .split_whitespace()
-        .filter(|w| w.parse::<u64>().is_ok())
+        .filter_map(|w| w.parse().ok())
         .collect();
-    numbers[1].parse().unwrap()
+    (numbers[0], numbers[1])
 }
 
 #[test]
 fn the_soft_open_files_limit_is_raised_to_the_hard_one() {
     // Any hard limit will do, as long as the soft one starts below it.
-    let hard = hard_limit().min(4096);
+    let hard = open_files_limits("self").1.min(4096);
     assert!(
         hard > 32,
         "a hard limit of {hard} open files leaves nothing to raise"
@@ -111,17 +111,8 @@ fn the_soft_open_files_limit_is_raised_to_the_hard_one() {
     let mut conn = TcpStream::connect(&http).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     assert!(healthz(&mut conn).starts_with("HTTP/1.1 200"));
-    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.0.id())).unwrap();
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .unwrap();
-    let numbers: Vec<&str> = line
-        .split_whitespace()
-        .filter(|w| w.parse::<u64>().is_ok())
-        .collect();
-    let want = hard.to_string();
-    assert_eq!(numbers, [want.as_str(), want.as_str()], "{line}");
+    let limits = open_files_limits(&server.0.id().to_string());
+    assert_eq!(limits, (hard, hard));
 }
 
 #[test]

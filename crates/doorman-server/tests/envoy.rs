@@ -69,6 +69,16 @@ fn assert_admits(got: &Counts, target: f64, share: f64) {
     );
 }
 
+/// Offers `rate` requests a second to each of two Envoys at once for `secs`.
+fn offer_both(pair: &[EnvoyProcess; 2], rate: f64, secs: f64) -> (Counts, Counts) {
+    let load = |e: &EnvoyProcess| {
+        let addr = e.listen;
+        std::thread::spawn(move || offer(addr, rate, secs, &[]))
+    };
+    let (a, b) = (load(&pair[0]), load(&pair[1]));
+    (a.join().unwrap(), b.join().unwrap())
+}
+
 #[test]
 fn rls_one_envoy_admits_the_capacity_and_follows_a_config_push() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,18 +132,14 @@ fn rlqs_two_envoys_share_the_capacity() {
     let file = write_config(dir.path(), C);
     let doorman = server(free_addr(), &file, None);
     let port = doorman.grpc_addr.port();
-    let a = EnvoyProcess::start("rlqs.yaml", port).expect("envoy a");
-    let b = EnvoyProcess::start("rlqs.yaml", port).expect("envoy b");
+    let pair = [
+        EnvoyProcess::start("rlqs.yaml", port).expect("envoy a"),
+        EnvoyProcess::start("rlqs.yaml", port).expect("envoy b"),
+    ];
     // 1.5 C each: both want more than half. Two reports (~10 s) make the
     // demand known.
-    let load = |e: &EnvoyProcess, secs: f64| {
-        let addr = e.listen;
-        std::thread::spawn(move || offer(addr, 1.5 * C, secs, &[]))
-    };
-    let (wa, wb) = (load(&a, 12.0), load(&b, 12.0));
-    let _ = (wa.join(), wb.join());
-    let (ga, gb) = (load(&a, 20.0), load(&b, 20.0));
-    let (ga, gb) = (ga.join().unwrap(), gb.join().unwrap());
+    offer_both(&pair, 1.5 * C, 12.0);
+    let (ga, gb) = offer_both(&pair, 1.5 * C, 20.0);
     let (ra, rb) = (ga.ok_rate(), gb.ok_rate());
     assert!(
         within(ra + rb, C, 0.10),
@@ -148,7 +154,7 @@ fn rlqs_two_envoys_share_the_capacity() {
         .find(|r| r.id == "edge/name=default");
     assert_eq!(r.map(|r| r.leases.len()), Some(2), "two RLQS clients");
     // Closing the streams releases the leases.
-    drop((a, b));
+    drop(pair);
     eventually_blocking("leases released", Duration::from_secs(5), || {
         let status = doorman.state.status(10);
         status
@@ -240,20 +246,16 @@ fn rlqs_follows_a_config_push_within_a_refresh() {
     let file = write_config(dir.path(), C);
     let doorman = server(free_addr(), &file, None);
     let port = doorman.grpc_addr.port();
-    let a = EnvoyProcess::start("rlqs.yaml", port).expect("envoy a");
-    let b = EnvoyProcess::start("rlqs.yaml", port).expect("envoy b");
-    let load = |e: &EnvoyProcess, secs: f64| {
-        let addr = e.listen;
-        std::thread::spawn(move || offer(addr, 1.5 * C, secs, &[]))
-    };
-    let (wa, wb) = (load(&a, 12.0), load(&b, 12.0));
-    let _ = (wa.join(), wb.join());
+    let pair = [
+        EnvoyProcess::start("rlqs.yaml", port).expect("envoy a"),
+        EnvoyProcess::start("rlqs.yaml", port).expect("envoy b"),
+    ];
+    offer_both(&pair, 1.5 * C, 12.0);
     // Halve the capacity: one refresh (2 s) after the file poll, the next
     // assignments carry the new rate.
     write_config(dir.path(), C / 2.0);
     std::thread::sleep(Duration::from_millis(2500));
-    let (ga, gb) = (load(&a, 10.0), load(&b, 10.0));
-    let (ga, gb) = (ga.join().unwrap(), gb.join().unwrap());
+    let (ga, gb) = offer_both(&pair, 1.5 * C, 10.0);
     let sum = ga.ok_rate() + gb.ok_rate();
     assert!(
         within(sum, C / 2.0, 0.10),
@@ -291,19 +293,12 @@ fn two_leaves_serving_rls_share_their_roots_capacity() {
         server(free_addr(), &file, Some(&root)),
         server(free_addr(), &file, Some(&root)),
     ];
-    let envoys: Vec<EnvoyProcess> = leaves
-        .iter()
-        .map(|l| EnvoyProcess::start("rls.yaml", l.grpc_addr.port()).expect("envoy"))
-        .collect();
-    let load = |e: &EnvoyProcess, secs: f64| {
-        let addr = e.listen;
-        std::thread::spawn(move || offer(addr, 3.0 * C, secs, &[]))
-    };
-    let warm: Vec<_> = envoys.iter().map(|e| load(e, 10.0)).collect();
-    warm.into_iter().for_each(|h| drop(h.join()));
-    let runs: Vec<_> = envoys.iter().map(|e| load(e, 20.0)).collect();
-    let got: Vec<_> = runs.into_iter().map(|h| h.join().unwrap()).collect();
-    let (a, b) = (got[0].ok_rate(), got[1].ok_rate());
+    let pair = leaves
+        .each_ref()
+        .map(|l| EnvoyProcess::start("rls.yaml", l.grpc_addr.port()).expect("envoy"));
+    offer_both(&pair, 3.0 * C, 10.0);
+    let got = offer_both(&pair, 3.0 * C, 20.0);
+    let (a, b) = (got.0.ok_rate(), got.1.ok_rate());
     assert!(within(a + b, C, 0.10), "admitted {a} + {b} of {C}: {got:?}");
     assert!(within(a, b, 0.15), "unequal: {a} vs {b}");
 }
