@@ -4,7 +4,7 @@
 # server on 127.0.0.1, fills it with `doorman loadtest` runs of 10 000
 # resources each, then measures `doorman loadtest` (1 000 clients, one
 # resource) twice: alone, and while a loop scrapes /metrics back to back.
-# Prints both p99s and their ratio. Stops everything it started.
+# Prints both p99s, their ratio and the server's resident memory. Stops everything it started.
 #
 # Usage: scripts/scrape-p99.sh [RESOURCES (default 100000)] [SECONDS (default 20)]
 #                              [CONCURRENCY (default 4)] [SCRAPE_PAUSE (s, default 0)]
@@ -54,7 +54,9 @@ load() {
 }
 p99() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["latency_us"]["p99"], r["latency_us"]["max"], round(r["rpcs_per_s"]))'; }
 
+rss() { awk -v what="$1" '$1 == what":" {printf "%.0f MB", $2 / 1024}' "/proc/$SERVER/status"; }
 read -r BASE BASE_MAX BASE_RPS < <(load | p99)
+RSS_BASE=$(rss VmRSS)
 (while true; do curl -sf -o /dev/null "http://$HTTP/metrics"; sleep "$PAUSE"; done) &
 SCRAPER=$!
 read -r SCRAPE SCRAPE_MAX SCRAPE_RPS < <(load | p99)
@@ -62,4 +64,5 @@ kill "$SCRAPER"; SCRAPER=""
 echo "loadtest: 1000 clients, concurrency $CONCURRENCY, ${SECONDS_} s; scrape pause ${PAUSE} s"
 echo "without scrapes: p99 ${BASE} us, max ${BASE_MAX} us, ${BASE_RPS} RPC/s"
 echo "scraping /metrics back to back: p99 ${SCRAPE} us, max ${SCRAPE_MAX} us, ${SCRAPE_RPS} RPC/s"
+echo "server memory: ${RSS_BASE} resident before the scrapes, $(rss VmRSS) after, peak $(rss VmHWM)"
 python3 -c "print(f'p99 ratio (scraping / not): {${SCRAPE}/${BASE}:.2f}')"
