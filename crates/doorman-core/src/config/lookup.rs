@@ -174,11 +174,15 @@ impl Group {
     /// `from` (and the literals can be compiled). Each glob is filed under
     /// the middle literal the fewest globs of the group have (the longest
     /// among those), so that one common segment does not gather them all.
-    fn finish(&mut self, texts: &[&str], from: usize) {
+    fn finish(&mut self, from: usize) {
         if self.all.len() <= from {
             return;
         }
-        let each: Vec<Vec<&str>> = texts.iter().map(|t| middle_literals(t)).collect();
+        let each: Vec<Vec<&str>> = self
+            .all
+            .iter()
+            .map(|(_, p)| middle_literals(p.as_str()))
+            .collect();
         let mut count: HashMap<&str, usize> = HashMap::new();
         for lits in &each {
             let mut distinct = lits.clone();
@@ -237,31 +241,18 @@ impl Group {
     /// The first glob of the group (in file order) matching `id`, if it
     /// comes before `best`; otherwise `best`. Counts the globs tried.
     fn first_match(&self, id: &str, best: Option<usize>, tried: &mut usize) -> Option<usize> {
-        let try_one = |(i, pattern): &(usize, glob::Pattern), tried: &mut usize| {
-            *tried += 1;
-            pattern.matches(id).then_some(*i)
+        let positions = self.candidates(id);
+        let entries: Box<dyn Iterator<Item = &(usize, glob::Pattern)>> = match &positions {
+            Some(p) => Box::new(p.iter().map(|&pos| &self.all[pos])),
+            None => Box::new(self.all.iter()),
         };
-        match self.candidates(id) {
-            Some(positions) => {
-                for pos in positions {
-                    let entry = &self.all[pos];
-                    if best.is_some_and(|b| entry.0 >= b) {
-                        break;
-                    }
-                    if let Some(i) = try_one(entry, tried) {
-                        return Some(i);
-                    }
-                }
+        for (i, pattern) in entries {
+            if best.is_some_and(|b| *i >= b) {
+                break;
             }
-            None => {
-                for entry in &self.all {
-                    if best.is_some_and(|b| entry.0 >= b) {
-                        break;
-                    }
-                    if let Some(i) = try_one(entry, tried) {
-                        return Some(i);
-                    }
-                }
+            *tried += 1;
+            if pattern.matches(id) {
+                return Some(*i);
             }
         }
         best
@@ -269,33 +260,28 @@ impl Group {
 }
 
 impl PatternIndex {
-    /// Files `(glob text, pattern, template index)` in file order.
-    pub fn new<'a>(patterns: impl IntoIterator<Item = (&'a str, glob::Pattern, usize)>) -> Self {
+    /// Files `(pattern, template index)` in file order.
+    pub fn new(patterns: impl IntoIterator<Item = (glob::Pattern, usize)>) -> Self {
         Self::with_filter_from(patterns, MIDDLE_FILTER_FROM)
     }
 
     /// As [`PatternIndex::new`], filtering groups of more than `from` globs
     /// by middle literal.
-    fn with_filter_from<'a>(
-        patterns: impl IntoIterator<Item = (&'a str, glob::Pattern, usize)>,
+    fn with_filter_from(
+        patterns: impl IntoIterator<Item = (glob::Pattern, usize)>,
         from: usize,
     ) -> Self {
         let mut index = PatternIndex::default();
-        let mut texts: HashMap<(String, String), Vec<&'a str>> = HashMap::new();
-        for (text, pattern, i) in patterns {
+        for (pattern, i) in patterns {
+            let text = pattern.as_str();
             let (prefix, suffix) = (literal_prefix(text), literal_suffix(text));
             let affixed = index.by_prefix.entry(prefix.to_string()).or_default();
             let group = affixed.by_suffix.entry(suffix.to_string()).or_default();
             group.all.push((i, pattern));
-            texts
-                .entry((prefix.to_string(), suffix.to_string()))
-                .or_default()
-                .push(text);
         }
-        for (prefix, affixed) in &mut index.by_prefix {
-            for (suffix, group) in &mut affixed.by_suffix {
-                let key = (prefix.clone(), suffix.clone());
-                group.finish(texts.get(&key).map_or(&[][..], Vec::as_slice), from);
+        for affixed in index.by_prefix.values_mut() {
+            for group in affixed.by_suffix.values_mut() {
+                group.finish(from);
             }
             affixed.lengths = key_lengths(&affixed.by_suffix);
         }
@@ -338,13 +324,7 @@ mod tests {
             .iter()
             .map(|g| glob::Pattern::new(g).unwrap_or_else(|_| glob::Pattern::new("x").unwrap()))
             .collect();
-        let idx = PatternIndex::new(
-            globs
-                .iter()
-                .zip(&patterns)
-                .enumerate()
-                .map(|(i, (g, p))| (g.as_str(), p.clone(), i)),
-        );
+        let idx = PatternIndex::new(patterns.iter().cloned().zip(0..));
         (idx, patterns)
     }
 
@@ -479,12 +459,10 @@ mod tests {
         ) {
             let patterns: Vec<Option<glob::Pattern>> =
                 globs.iter().map(|g| glob::Pattern::new(g).ok()).collect();
-            let valid: Vec<(&str, glob::Pattern, usize)> = globs
+            let valid = patterns
                 .iter()
-                .zip(&patterns)
                 .enumerate()
-                .filter_map(|(i, (g, p))| p.clone().map(|p| (g.as_str(), p, i)))
-                .collect();
+                .filter_map(|(i, p)| p.clone().map(|p| (p, i)));
             let idx = PatternIndex::with_filter_from(valid, 0);
             for id in &ids {
                 let scan = patterns

@@ -189,7 +189,7 @@ impl Config {
             }
             exact.insert(t.identifier_glob.clone(), t.index);
             if let Ok(p) = glob::Pattern::new(&t.identifier_glob) {
-                globs.push((t.identifier_glob.as_str(), p, t.index));
+                globs.push((p, t.index));
             }
         }
         if !problems.is_empty() {

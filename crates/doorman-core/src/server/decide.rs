@@ -83,12 +83,11 @@ impl Resource {
         // The root hands out its template's refresh interval; an
         // intermediate server scales its own lease's refresh interval once.
         let level = u32::from(self.upstream.is_some());
-        let lease = self
-            .template
-            .algorithm
-            .terms()
-            .lease(now, level, self.lease_cap(cx), capacity);
-        let mut lease = lease;
+        let mut lease =
+            self.template
+                .algorithm
+                .terms()
+                .lease(now, level, self.lease_cap(cx), capacity);
         let hurry = self.waiting_refresh(id, decision, &lease);
         if let (Some(h), Who::Client(_)) = (hurry, who) {
             lease.refresh_interval = h;

@@ -119,43 +119,32 @@ impl fmt::Debug for SessionFlag {
 /// The core's side of the lease horizon record, for an election that
 /// keeps one: when the record is due to move on, and what was recorded.
 #[derive(Clone)]
-pub struct LeaseHorizon {
-    fresh: Arc<dyn Fn() -> Time + Send + Sync>,
-    due: Arc<dyn Fn() -> Option<Time> + Send + Sync>,
-    recorded: Arc<dyn Fn(Time) + Send + Sync>,
-    left: Arc<dyn Fn() -> Option<Time> + Send + Sync>,
-}
+pub struct LeaseHorizon(Arc<ServerState>);
 
 impl LeaseHorizon {
     /// `state`'s core, at `state`'s clock.
     pub fn of(state: Arc<ServerState>) -> Self {
-        let (a, b, c, d) = (state.clone(), state.clone(), state.clone(), state);
-        LeaseHorizon {
-            fresh: Arc::new(move || a.core().fresh_horizon(a.now())),
-            due: Arc::new(move || b.core().horizon_due(b.now())),
-            recorded: Arc::new(move |t| c.core().set_lease_bound(Some(t))),
-            left: Arc::new(move || d.core().lease_bound().map(|b| b - d.now())),
-        }
+        LeaseHorizon(state)
     }
 
     /// The horizon to record on taking office (before the first grant).
     pub fn fresh(&self) -> Time {
-        (self.fresh)()
+        self.0.core().fresh_horizon(self.0.now())
     }
 
     /// The horizon to record now, if the record must move on.
     pub fn due(&self) -> Option<Time> {
-        (self.due)()
+        self.0.core().horizon_due(self.0.now())
     }
 
     /// `t` is recorded: leases may now last until it.
     pub fn recorded(&self, t: Time) {
-        (self.recorded)(t);
+        self.0.core().set_lease_bound(Some(t));
     }
 
     /// How long until the recorded bound (negative once passed), if any.
     pub fn left(&self) -> Option<Time> {
-        (self.left)()
+        self.0.core().lease_bound().map(|b| b - self.0.now())
     }
 }
 
