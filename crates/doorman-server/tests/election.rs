@@ -4,7 +4,7 @@
 mod common;
 
 use common::assert_redirects;
-use doorman_testkit::eventually;
+use doorman_testkit::{eventually, eventually_async};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -421,20 +421,20 @@ learning_mode_duration = 60
     // d starts after c's key is gone: it saw no leader before it won, so
     // it cannot rule out a master that kept no record: the full 60 s.
     c.kill();
-    let prefix = etcd_client::GetOptions::new().with_prefix();
-    let mut gone = false;
-    for _ in 0..250 {
-        let r = etcd_client
-            .get("/doorman/test/", Some(prefix.clone()))
-            .await
-            .unwrap();
-        gone = r.kvs().is_empty();
-        if gone {
-            break;
+    let keys = || {
+        let mut client = etcd_client.clone();
+        async move {
+            let prefix = etcd_client::GetOptions::new().with_prefix();
+            let r = client.get("/doorman/test/", Some(prefix)).await.unwrap();
+            r.kvs().is_empty()
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(gone, "c's election key outlived its TTL by far");
+    };
+    eventually_async(
+        "c's election key expires (TTL 10 s)",
+        Duration::from_secs(25),
+        keys,
+    )
+    .await;
     let d = IsolatedServer::start(with_config(etcd_election(&e, 2))).unwrap();
     eventually("d is master", Duration::from_secs(8), || is_master(&d)).await;
     assert!(learning_left(&d) > 50.0, "d learns for the full time");

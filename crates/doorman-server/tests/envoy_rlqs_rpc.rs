@@ -37,13 +37,19 @@ learning_mode_duration = 0
 unmatched = "over_limit"
 "#;
 
+/// A bucket id of `(key, value)` entries.
+fn bucket(entries: &[(&str, &str)]) -> Option<BucketId> {
+    Some(BucketId {
+        bucket: entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    })
+}
+
 fn usage(name: &str, allowed: u64, denied: u64, elapsed: Option<i64>) -> BucketQuotaUsage {
     BucketQuotaUsage {
-        bucket_id: Some(BucketId {
-            bucket: [("name".to_string(), name.to_string())]
-                .into_iter()
-                .collect(),
-        }),
+        bucket_id: bucket(&[("name", name)]),
         time_elapsed: elapsed.map(|s| PbDuration {
             seconds: s,
             nanos: 0,
@@ -146,11 +152,7 @@ async fn an_unmatched_bucket_gets_the_configured_blanket_rule() {
     let clock = ManualClock::new();
     let s = server_with(CONFIG, &clock).await;
     let unmatched = BucketQuotaUsage {
-        bucket_id: Some(BucketId {
-            bucket: [("other".to_string(), "x".to_string())]
-                .into_iter()
-                .collect(),
-        }),
+        bucket_id: bucket(&[("other", "x")]),
         ..usage("a", 1, 0, None)
     };
     let (_tx, mut answers) = open(&s, vec![unmatched.clone()]).await;
@@ -178,7 +180,7 @@ async fn a_bad_bucket_id_or_a_refused_caller_ends_the_stream_naming_why() {
     let clock = ManualClock::new();
     let s = server_with(CONFIG, &clock).await;
     let empty = BucketQuotaUsage {
-        bucket_id: Some(BucketId::default()),
+        bucket_id: bucket(&[]),
         ..usage("a", 1, 0, None)
     };
     let (_tx, mut answers) = open(&s, vec![empty]).await;

@@ -356,16 +356,19 @@ async fn a_leafs_first_hits_wait_for_its_parents_answer() {
         Code::OverLimit as i32,
         "no capacity yet"
     );
-    let mut admitted = false;
-    for _ in 0..50 {
-        if admitted {
-            break;
+    let admitted = || {
+        let mut c = c.clone();
+        async move {
+            let r = ask(&mut c, request("edge", vec![descriptor(&[("k", "v")])], 1)).await;
+            r.overall_code == Code::Ok as i32
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let r = ask(&mut c, request("edge", vec![descriptor(&[("k", "v")])], 1)).await;
-        admitted = r.overall_code == Code::Ok as i32;
-    }
-    assert!(admitted, "the leaf never admitted");
+    };
+    doorman_testkit::eventually_async(
+        "the leaf admits from its parent's grant",
+        std::time::Duration::from_secs(5),
+        admitted,
+    )
+    .await;
     leaf.shutdown().await;
     root.shutdown().await;
 }

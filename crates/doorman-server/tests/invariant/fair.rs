@@ -106,26 +106,35 @@ impl World {
             let (Some(h), Some(share)) = (self.holding(&who, DB), shares.get(&who)) else {
                 continue;
             };
-            let st = self.core.status(self.now, usize::MAX);
-            let seen: Vec<_> = st
-                .resources
-                .iter()
-                .filter(|r| r.id == DB)
-                .flat_map(|r| {
-                    r.leases
-                        .iter()
-                        .map(|l| (l.id.clone(), l.has, l.target, l.wants))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            let learning = st.resources.iter().any(|r| r.id == DB && r.learning);
             prop_assert!(
                 (h.capacity - share).abs() <= 1e-6 * share.max(1.0),
-                "honest-{i} holds {} of its share {share} (learning {learning}): core {seen:?}; shares {shares:?}; last decisions:\n{}",
-                h.capacity, self.log[self.log.len().saturating_sub(30)..].join("\n")
+                "honest-{i} holds {} of its share {share}: {}; shares {shares:?}",
+                h.capacity,
+                self.diagnosis()
             );
         }
         Ok(())
+    }
+
+    /// For a failure's message: what the core holds for `db` and the last
+    /// decisions.
+    fn diagnosis(&mut self) -> String {
+        let st = self.core.status(self.now, usize::MAX);
+        let db = st.resources.iter().filter(|r| r.id == DB);
+        let seen: Vec<_> = db
+            .clone()
+            .flat_map(|r| {
+                r.leases
+                    .iter()
+                    .map(|l| (l.id.clone(), l.has, l.target, l.wants))
+            })
+            .collect();
+        let learning = db.clone().any(|r| r.learning);
+        let last = &self.log[self.log.len().saturating_sub(30)..];
+        format!(
+            "learning {learning}, core {seen:?}; last decisions:\n{}",
+            last.join("\n")
+        )
     }
 
     /// FAIR_SHARE over the requesters present on `db`: bands served from

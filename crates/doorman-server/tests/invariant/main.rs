@@ -20,12 +20,13 @@
 //! now; (2) unless a claim beyond what its requester held was honoured in
 //! learning mode (learning cannot tell a lie from a lease) and that grant
 //! has not expired yet, Σ of every requester's latest unexpired grant,
-//! whichever master gave it, stays within that bound too. At `Round` steps, and at the end, everyone present refreshes
-//! three times, a refresh interval apart (liars go on lying, fakes go on
-//! inflating their client counts): outside learning mode each honest
-//! client then holds exactly its share, computed here by water-filling
-//! independently of the algorithm crate: the capacity others held is back
-//! one refresh after they gave it up. A new attack is one more `Op`.
+//! whichever master gave it, stays within that bound too. At `Round`
+//! steps, and at the end, everyone present refreshes three times, a
+//! refresh interval apart (liars go on lying, fakes go on inflating their
+//! client counts): outside learning mode each honest client then holds
+//! exactly its share, computed here by water-filling independently of the
+//! algorithm crate: the capacity others held is back one refresh after
+//! they gave it up. A new attack is one more `Op`.
 
 mod fair;
 mod world;

@@ -90,6 +90,16 @@ impl World {
         (h.expiry > self.now).then_some(*h)
     }
 
+    /// A lease of `capacity` a requester claims without holding it, as if
+    /// granted now.
+    fn made_up_lease(&self, capacity: f64) -> pb::Lease {
+        pb::Lease {
+            expiry_time: (self.now + Time::secs(LEASE)).whole_secs(),
+            refresh_interval: REFRESH,
+            capacity,
+        }
+    }
+
     pub(crate) fn capacity_now(&self, resource: &str) -> Option<f64> {
         if resource == DB {
             self.db
@@ -167,14 +177,7 @@ impl World {
         let has = match has {
             Some(lie) => Some(pb::Lease {
                 capacity: lie,
-                ..held.map_or(
-                    pb::Lease {
-                        expiry_time: (self.now + Time::secs(LEASE)).whole_secs(),
-                        refresh_interval: REFRESH,
-                        capacity: 0.0,
-                    },
-                    lease,
-                )
+                ..held.map_or(self.made_up_lease(0.0), lease)
             }),
             None => held.map(lease),
         };
@@ -268,11 +271,7 @@ impl World {
         let has = match claim {
             Claim::Holds => held.map(lease),
             Claim::Omits => None,
-            Claim::Invents(x) => Some(pb::Lease {
-                capacity: *x,
-                expiry_time: (self.now + Time::secs(LEASE)).whole_secs(),
-                refresh_interval: REFRESH,
-            }),
+            Claim::Invents(x) => Some(self.made_up_lease(*x)),
         };
         let wants = bands
             .iter()
