@@ -1,7 +1,8 @@
 //! `doorman loadtest`: drives any server that speaks `doorman.Capacity`
 //! (ours or an original Doorman), or with `--protocol rls` Envoy's rate
 //! limit service (`rls.rs`), with N clients × R resources, as fast as K
-//! in-flight requests allow over C HTTP/2 connections, and reports RPC/s,
+//! in-flight requests allow over C HTTP/2 connections (or at a fixed rate:
+//! `pace.rs`), and reports RPC/s,
 //! latency percentiles (HDR histogram), errors by status and the capacity
 //! the clients were granted.
 //!
@@ -32,6 +33,7 @@ use tonic::transport::Channel;
 use crate::args::{count, count_in_range, in_range};
 use crate::tls_args::ClientTlsArgs;
 
+mod pace;
 mod report;
 mod rls;
 mod server_cpu;
@@ -77,6 +79,12 @@ pub struct Options {
     /// Requests in flight at once (1 to 100 000).
     #[arg(long, default_value_t = 64, value_parser = count(MAX_CONCURRENCY))]
     pub concurrency: usize,
+    /// Open loop: send this many requests per second in all, each timed
+    /// from when it was due, so that a server stall shows in the latency
+    /// (0.1 to 10 000 000; `--concurrency` bounds the requests in flight).
+    /// Without it: closed loop, as fast as `--concurrency` allows.
+    #[arg(long, value_parser = crate::args::number(0.1, MAX_RATE))]
+    pub rate: Option<f64>,
     /// Seconds to measure (0 to 86400).
     #[arg(long, default_value_t = 10.0, value_parser = crate::args::number(0.0, MAX_SECONDS))]
     pub duration: f64,
@@ -166,6 +174,7 @@ struct Shared {
     allowed_hosts: Vec<IpAddr>,
     measure_from: Instant,
     end: Instant,
+    pace: pace::Pace,
     tls: Option<ClientTls>,
     token: Option<BearerToken>,
     /// The server's latest `doorman-note` (learning mode, waiting for its
@@ -273,10 +282,9 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
     let n = shared.ids.len();
     let rls_request = rls::request(&shared.resources);
     loop {
-        let start = Instant::now();
-        if start >= shared.end {
+        let Some(start) = shared.pace.next(shared.end).await else {
             return Ok(res);
-        }
+        };
         let c = shared.next.fetch_add(1, Ordering::Relaxed) % n;
         let target = shared
             .target
@@ -330,6 +338,7 @@ const MAX_CLIENTS: usize = 10_000_000;
 const MAX_CONCURRENCY: usize = 100_000;
 const MAX_CONNECTIONS: usize = 1024;
 const MAX_SECONDS: f64 = 86_400.0;
+const MAX_RATE: f64 = 10_000_000.0;
 
 /// The checks the flags' parsers make, for options built in code.
 fn validate(opts: &Options) -> anyhow::Result<()> {
@@ -346,6 +355,7 @@ fn validate(opts: &Options) -> anyhow::Result<()> {
         ("--warmup", opts.warmup, 0.0, MAX_SECONDS),
         ("--timeout", opts.timeout, 0.1, 3600.0),
         ("--wants", opts.wants, 0.0, MAX_AMOUNT),
+        ("--rate", opts.rate.unwrap_or(1.0), 0.1, MAX_RATE),
     ] {
         in_range(v, min, max).map_err(|e| anyhow::anyhow!("{name} {e}"))?;
     }
@@ -361,7 +371,8 @@ async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
     let timeout = Duration::from_secs_f64(opts.timeout);
     let tls = opts.tls.client_tls()?;
     let target = connect(&opts.server, opts.connections, timeout, tls.as_ref()).await?;
-    let measure_from = Instant::now() + Duration::from_secs_f64(opts.warmup);
+    let origin = Instant::now();
+    let measure_from = origin + Duration::from_secs_f64(opts.warmup);
     let end = measure_from + Duration::from_secs_f64(opts.duration);
     let run_id = std::process::id();
     Ok(Arc::new(Shared {
@@ -383,6 +394,7 @@ async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
         allowed_hosts,
         measure_from,
         end,
+        pace: pace::Pace::new(origin, opts.rate),
         tls,
         token: opts.tls.token()?,
         opts: opts.clone(),
@@ -467,6 +479,7 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         clients: opts.clients,
         resources: opts.resources,
         concurrency: opts.concurrency,
+        rate: opts.rate,
         connections: opts.connections,
         duration_s: measured,
         rpcs,

@@ -29,6 +29,8 @@ pub struct Report {
     pub clients: usize,
     pub resources: usize,
     pub concurrency: usize,
+    /// `--rate`: requests per second, open loop (`None`: closed loop).
+    pub rate: Option<f64>,
     pub connections: usize,
     /// Seconds measured (after warmup).
     pub duration_s: f64,
@@ -74,8 +76,12 @@ pub(super) fn histogram() -> Histogram<u64> {
 
 /// Prints a report as a small table.
 pub fn print(r: &Report) {
+    let pace = match r.rate {
+        Some(rate) => format!("open loop at {rate} requests/s, latency from when each was due"),
+        None => "closed loop".to_string(),
+    };
     println!(
-        "doorman loadtest: {} · {} clients × {} resource(s) · concurrency {} over {} connection(s)",
+        "doorman loadtest: {} · {} clients × {} resource(s) · concurrency {} over {} connection(s) · {pace}",
         r.server, r.clients, r.resources, r.concurrency, r.connections
     );
     let method = match r.protocol {

@@ -15,6 +15,7 @@ fn opts(server: String, duration: f64) -> Options {
         resource_prefix: "loadtest-".into(),
         wants: 10.0,
         concurrency: 4,
+        rate: None,
         duration,
         warmup: 0.2,
         connections: 2,
@@ -160,8 +161,29 @@ async fn bad_flags_are_refused_before_anything_is_sent() {
     let e = run(o.clone()).await.unwrap_err().to_string();
     assert!(e.contains("--server-pid 4294967295"), "{e}");
     o.server_pid = None;
+    o.rate = Some(0.0);
+    let e = run(o.clone()).await.unwrap_err().to_string();
+    assert!(e.contains("--rate"), "{e}");
+    o.rate = None;
     o.concurrency = 0;
     assert!(run(o).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_sends_at_the_rate_given_and_no_faster() {
+    let s = server().await;
+    let o = Options {
+        rate: Some(200.0),
+        warmup: 0.0,
+        ..opts(s.grpc_addr.to_string(), 1.0)
+    };
+    let r = run(o).await.unwrap();
+    assert!(r.errors.is_empty(), "{r:?}");
+    // Requests due in the second measured: 200 (the schedule starts at
+    // the run's start; the last may still be in flight at the end).
+    assert!(r.rpcs <= 200 && r.rpcs >= 190, "{} requests", r.rpcs);
+    assert_eq!(r.rate, Some(200.0));
+    s.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
