@@ -26,8 +26,8 @@ impl Resource {
         let now = cx.now;
         let learning = self.in_learning(now);
         let existing = self.index.get(&self.shares, who);
-        if let Some(lease) = existing.and_then(|id| self.repeat(cx, id)) {
-            return self.grant(ask, lease, Decision::Repeat);
+        if let Some((id, lease)) = existing.and_then(|id| Some((id, self.repeat(cx, id)?))) {
+            return self.repeat_grant(id, who, ask, lease, learning, now);
         }
         if existing.is_none() && ask.claimed_has.is_some() && !learning {
             tracing::debug!(
@@ -38,31 +38,11 @@ impl Resource {
         let inherited = self.inherited(existing, who, ask, now);
         let id = self.record_demand(existing, who, ask, now);
         if let Who::Server(_) = who {
-            // What it still has handed out of a larger earlier grant stays
-            // counted as taken until it reports it gone (docs/algorithms.md).
-            // Until it has this answer it may hand out up to the lease it
-            // claims, whatever it had out when it sent the request.
             // A new master that inherits its predecessor's lease reports
             // only what it has handed out itself; the predecessor's
             // sub-leases are still out: keep what was counted for them.
             let kept = inherited.map(|_| self.shares.outstanding(id));
-            let out = [
-                ask.outstanding.map(Amount::get),
-                ask.claimed_has.map(Amount::get),
-                kept,
-            ]
-            .into_iter()
-            .flatten()
-            .reduce(f64::max);
-            // No more than it can hold from grants still unexpired: a
-            // server that keeps reporting what it once had out cannot hold
-            // that capacity after the lease it came from has ended.
-            let most = self
-                .shares
-                .get_mut(id)
-                .map_or(0.0, |r| r.largest_unexpired(now));
-            let out = out.and_then(|x| Amount::new("outstanding", x.min(most)).ok());
-            self.shares.set_outstanding(id, out);
+            self.note_outstanding(id, ask, kept, now);
         }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
             let (since, until) = (cx.learning.since, self.learning_until);
@@ -105,6 +85,63 @@ impl Resource {
         let mut grant = self.grant(ask, lease, decision);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
+        }
+        grant
+    }
+
+    /// What a downstream server still has handed out of a larger earlier
+    /// grant stays counted as taken until it reports it gone
+    /// (docs/algorithms.md). Until it has this answer it may hand out up to
+    /// the lease it claims, whatever it had out when it sent the request;
+    /// `kept` is what stays counted for a predecessor's sub-leases.
+    fn note_outstanding(
+        &mut self,
+        id: RequesterId,
+        ask: &ResourceAsk,
+        kept: Option<f64>,
+        now: Time,
+    ) {
+        let out = [
+            ask.outstanding.map(Amount::get),
+            ask.claimed_has.map(Amount::get),
+            kept,
+        ]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max);
+        // No more than it can hold from grants still unexpired: a server
+        // that keeps reporting what it once had out cannot hold that
+        // capacity after the lease it came from has ended.
+        let most = self
+            .shares
+            .get_mut(id)
+            .map_or(0.0, |r| r.largest_unexpired(now));
+        let out = out.and_then(|x| Amount::new("outstanding", x.min(most)).ok());
+        self.shares.set_outstanding(id, out);
+    }
+
+    /// A repeat inside the minimum interval gets the lease it holds. For a
+    /// downstream server it still carries news that must not be lost with
+    /// it (found with the simulator: a report sent one minimum interval
+    /// after the last arrives inside it whenever the network is quicker
+    /// the second time): that its sub-leases have come down, which frees
+    /// the capacity others wait for, and, if it is still owed more than it
+    /// holds, that it should come back sooner.
+    fn repeat_grant(
+        &mut self,
+        id: RequesterId,
+        who: &Who,
+        ask: &ResourceAsk,
+        lease: doorman_algorithms::Lease,
+        learning: bool,
+        now: Time,
+    ) -> Grant {
+        let mut grant = self.grant(ask, lease, Decision::Repeat);
+        if let Who::Server(_) = who {
+            self.note_outstanding(id, ask, None, now);
+            if !learning {
+                grant.next_refresh_interval = self.waiting_refresh(id, Decision::Algorithm, &lease);
+            }
         }
         grant
     }

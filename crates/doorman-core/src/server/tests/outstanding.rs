@@ -177,3 +177,57 @@ fn a_servers_longer_earlier_grant_stays_counted_after_a_reload_shortens_leases()
     assert_eq!(cap(&mut c, 16, &node("b", 100.0, None, 0.0)), 0.0);
     assert_eq!(cap(&mut c, 22, &node("b", 100.0, Some(0.0), 0.0)), 100.0);
 }
+
+/// Inside the minimum interval a request gets the lease it holds, but a
+/// server's report that its sub-leases have come down still counts, and a
+/// server still owed more is still told to come back sooner. Found with
+/// the simulator: an intermediate reports one minimum interval after its
+/// last request, and that report arrives inside the interval whenever the
+/// network is quicker the second time.
+#[test]
+fn a_report_inside_the_minimum_interval_still_frees_what_it_settles() {
+    let mut c = core_with(1);
+    let at = |s: i64, ms: i64| t(s) + Time::from_millis(ms);
+    let grant = |c: &mut ServerCore, now: Time, req: &CapacityRequest| {
+        c.get_capacity(now, req).unwrap().remove(0)
+    };
+    assert_eq!(
+        grant(&mut c, t(1), &node("a", 100.0, None, 0.0))
+            .lease
+            .capacity,
+        100.0
+    );
+    assert_eq!(
+        grant(&mut c, t(2), &node("b", 100.0, None, 0.0))
+            .lease
+            .capacity,
+        0.0
+    );
+    // a is shrunk to 50 with 100 still out below it.
+    let g = grant(&mut c, at(3, 20), &node("a", 100.0, Some(100.0), 100.0));
+    assert_eq!(g.lease.capacity, 50.0);
+    // Its report that it is down to 50 arrives 0.99 s later: a repeat.
+    let g = grant(&mut c, at(4, 10), &node("a", 100.0, Some(50.0), 50.0));
+    assert_eq!((g.decision, g.lease.capacity), (Decision::Repeat, 50.0));
+    // The 50 it settled is free for b at once.
+    let g = grant(&mut c, at(4, 500), &node("b", 100.0, Some(0.0), 0.0));
+    assert_eq!(g.lease.capacity, 50.0);
+}
+
+#[test]
+fn a_waiting_server_that_repeats_is_still_told_to_come_back_sooner() {
+    let mut c = core_with(1);
+    let grant = |c: &mut ServerCore, now: Time, req: &CapacityRequest| {
+        c.get_capacity(now, req).unwrap().remove(0)
+    };
+    grant(&mut c, t(1), &node("a", 100.0, None, 0.0));
+    let g = grant(&mut c, t(2), &node("b", 100.0, None, 0.0));
+    assert_eq!((g.lease.capacity, g.next_refresh_interval), (0.0, Some(2)));
+    let g = grant(
+        &mut c,
+        t(2) + Time::from_millis(500),
+        &node("b", 100.0, Some(0.0), 0.0),
+    );
+    assert_eq!(g.decision, Decision::Repeat);
+    assert_eq!(g.next_refresh_interval, Some(2), "still owed 50");
+}
