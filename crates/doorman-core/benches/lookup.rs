@@ -77,6 +77,7 @@ fn largest_request(c: &mut Criterion, name: &str, cfg: Arc<Config>, id: impl Fn(
                 demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
                 claimed_has: None,
                 claimed_refresh: None,
+                claimed_expiry: None,
                 outstanding: None,
             })
             .collect(),

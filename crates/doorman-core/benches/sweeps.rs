@@ -34,6 +34,7 @@ fn populated() -> ServerCore {
                 demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
                 claimed_has: None,
                 claimed_refresh: None,
+                claimed_expiry: None,
                 outstanding: None,
             })
             .collect();

@@ -56,6 +56,7 @@ fn requests(core: &ShardedCore, t: usize, hot: bool) -> Vec<CapacityRequest> {
                 demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
                 claimed_has: None,
                 claimed_refresh: None,
+                claimed_expiry: None,
                 outstanding: None,
             }],
         })

@@ -117,6 +117,24 @@ impl RefreshSchedule {
         false
     }
 
+    /// Before the first request: sends nothing before `until`, which may
+    /// move the hold either way (a new master's hold, see
+    /// `UpstreamState::hold_for_claim`). Once a request was sent, a hold
+    /// only grows ([`RefreshSchedule::hold`]).
+    pub fn hold_first_request(&mut self, until: Time) {
+        if self.last_request.is_some() {
+            return self.hold(until);
+        }
+        // The refresh the hold set moves with it; a later one (a retry
+        // after a failure) stays.
+        if self.next_refresh <= self.hold_until {
+            self.next_refresh = until;
+        } else {
+            self.next_refresh = self.next_refresh.max(until);
+        }
+        self.hold_until = until;
+    }
+
     /// Sends nothing before `until` (a hold only ever grows).
     pub fn hold(&mut self, until: Time) {
         self.hold_until = self.hold_until.max(until);

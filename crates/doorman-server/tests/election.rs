@@ -357,6 +357,7 @@ learning_mode_duration = 60
             demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
             claimed_has: None,
             claimed_refresh: None,
+            claimed_expiry: None,
             outstanding: None,
         };
         let req = CapacityRequest {

@@ -71,6 +71,7 @@ impl Sim {
                         demands: vec![Demand::client(i.priority, amount(i.wants))],
                         claimed_has: i.has.map(|l| amount(l.capacity)),
                         claimed_refresh: i.has.map(|l| l.refresh_interval),
+                        claimed_expiry: i.has.map(|l| l.expiry),
                         outstanding: None,
                     })
                     .collect(),
@@ -109,6 +110,7 @@ impl Sim {
                             .collect(),
                         claimed_has: a.has.map(|l| amount(l.capacity)),
                         claimed_refresh: a.has.map(|l| l.refresh_interval),
+                        claimed_expiry: a.has.map(|l| l.expiry),
                         outstanding: Some(amount(a.outstanding)),
                     })
                     .collect(),

@@ -47,7 +47,7 @@ impl Resource {
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
             let (since, until) = (cx.learning.since, self.learning_until);
             if let Some(u) = self.upstream.as_mut() {
-                u.hold_for_claim(since, refresh, until);
+                u.hold_for_claim(since, (refresh, ask.claimed_expiry), until);
             }
         }
         let (capacity, decision) = self.decide(id, ask, learning, now);

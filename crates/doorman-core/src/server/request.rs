@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand, Lease};
+use doorman_algorithms::{Amount, Demand, Lease, Time};
 
 use crate::config::AlgorithmConfig;
 
@@ -91,6 +91,9 @@ pub struct ResourceAsk {
     /// requester comes back (used by a new intermediate master to wait
     /// until all its requesters have re-reported before asking upstream).
     pub claimed_refresh: Option<i64>,
+    /// When that lease ends (used by a new intermediate master not to
+    /// wait so long that the lease runs out before it can renew it).
+    pub claimed_expiry: Option<Time>,
     /// For downstream servers: what it has handed out itself (extension).
     pub outstanding: Option<Amount>,
 }

@@ -54,6 +54,18 @@ pub(crate) struct UpstreamState {
     pub reported_wants: f64,
     /// Σ handed out (taken) sent in the last request.
     pub reported_outstanding: f64,
+    /// A new master's hold: until all its claimants can have re-reported,
+    /// and no later than the first claimed lease needs renewing.
+    hold: FirstHold,
+}
+
+/// The two ends a new master's first upstream request is held between.
+#[derive(Debug, Clone, Copy, Default)]
+struct FirstHold {
+    /// Every claimant can have re-reported by then.
+    cover: Time,
+    /// The earliest time a claimed lease needs renewing by.
+    renew_by: Option<Time>,
 }
 
 impl UpstreamState {
@@ -66,24 +78,43 @@ impl UpstreamState {
             schedule: RefreshSchedule::new(now),
             reported_wants: 0.0,
             reported_outstanding: 0.0,
+            hold: FirstHold::default(),
         }
     }
 
-    /// A requester claims a lease it got from a previous master and comes
-    /// back every `refresh` seconds: hold the first upstream request until
-    /// all such requesters can have re-reported, never past `limit` (the
-    /// end of learning mode). Requesters that failed during the failover are
-    /// in their retry backoff, so one refresh interval is not enough: wait
-    /// three, plus a second. The parent keeps this node's previous lease
-    /// (same node id) meanwhile; lease lengths are far longer than three
-    /// refresh intervals below the root.
-    pub fn hold_for_claim(&mut self, master_since: Time, refresh: i64, limit: Time) {
+    /// A requester claims a lease it got from a previous master, comes
+    /// back every `refresh` seconds, and its lease ends at `expiry`: hold
+    /// the first upstream request until all such requesters can have
+    /// re-reported, never past `limit` (the end of learning mode).
+    /// Requesters that failed during the failover are in their retry
+    /// backoff, so one refresh interval is not enough: wait three, plus a
+    /// second. The parent keeps this node's previous lease (same node id)
+    /// meanwhile. Until this node has a lease of its own it cannot renew a
+    /// claim, so the hold also ends a refresh interval and a second before
+    /// the first claimed lease does: the answer is then back before that
+    /// requester's last chance to renew (found with the simulator: a node
+    /// cut off and then failed over let claimed leases run out while it
+    /// held, and their holders got nothing for the rest of learning mode).
+    pub fn hold_for_claim(
+        &mut self,
+        master_since: Time,
+        (refresh, expiry): (i64, Option<Time>),
+        limit: Time,
+    ) {
         if self.lease.is_some() || self.schedule.last_request().is_some() {
             return; // already asked the parent
         }
-        let wait = HOLD_INTERVALS * refresh.clamp(1, 3600) + 1;
-        self.schedule
-            .hold((master_since + Time::secs(wait)).min(limit));
+        let refresh = refresh.clamp(1, 3600);
+        let h = &mut self.hold;
+        h.cover = h
+            .cover
+            .max(master_since + Time::secs(HOLD_INTERVALS * refresh + 1));
+        if let Some(e) = expiry {
+            let by = e - Time::secs(refresh + 1);
+            h.renew_by = Some(h.renew_by.map_or(by, |r| r.min(by)));
+        }
+        let until = h.renew_by.map_or(h.cover, |r| h.cover.min(r));
+        self.schedule.hold_first_request(until.min(limit));
     }
 
     /// The requesters' Σ wants is now `wants`: true if it moved by more

@@ -142,6 +142,7 @@ fn ask(item: &RequestItem) -> ResourceAsk {
         demands: vec![Demand::client(item.priority, amount(item.wants))],
         claimed_has: item.has.map(|l| amount(l.capacity)),
         claimed_refresh: item.has.map(|l| l.refresh_interval),
+        claimed_expiry: item.has.map(|l| l.expiry),
         outstanding: None,
     }
 }

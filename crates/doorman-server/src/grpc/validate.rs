@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand};
+use doorman_algorithms::{Amount, Demand, Time};
 use doorman_proto::doorman as pb;
 use tonic::Status;
 
@@ -209,6 +209,7 @@ fn client_entry<'a>(
         demands: vec![Demand::client(r.priority, wants)],
         claimed_has: has(i, r.has.as_ref())?,
         claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
+        claimed_expiry: r.has.as_ref().map(|l| Time::from_secs(l.expiry_time)),
         outstanding: None,
     })
 }
@@ -262,6 +263,7 @@ fn server_entry<'a>(
         demands,
         claimed_has: has(i, r.has.as_ref())?,
         claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
+        claimed_expiry: r.has.as_ref().map(|l| Time::from_secs(l.expiry_time)),
         outstanding,
     })
 }
@@ -325,6 +327,26 @@ mod tests {
         assert_eq!(r.request.resources.len(), 2);
         assert_eq!(r.request.who, Who::Client(Arc::from("c")));
         assert!(r.rejected.is_empty());
+        // A claimed lease: its amount, refresh interval and end (whole
+        // seconds on the wire; any value, saturating).
+        let mut claim = rr("a", 1.0);
+        for (secs, end) in [
+            (1_700_000_090, Time::from_secs(1_700_000_090)),
+            (i64::MAX, Time::from_millis(i64::MAX)),
+        ] {
+            claim.has = Some(pb::Lease {
+                expiry_time: secs,
+                refresh_interval: 4,
+                capacity: 3.0,
+            });
+            let r = get_capacity(&req("c", vec![claim.clone()])).unwrap();
+            let ask = &r.request.resources[0];
+            assert_eq!(ask.claimed_has.map(Amount::get), Some(3.0));
+            assert_eq!(
+                (ask.claimed_refresh, ask.claimed_expiry),
+                (Some(4), Some(end))
+            );
+        }
     }
 
     #[test]

@@ -69,6 +69,7 @@ fn ask(resource: &str, wants: f64, has: Option<f64>) -> ResourceAsk {
         demands: vec![Demand::client(0, Amount::new("w", wants).unwrap())],
         claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
         claimed_refresh: has.map(|_| 4),
+        claimed_expiry: None,
         outstanding: None,
     }
 }
@@ -356,6 +357,7 @@ fn downstream_servers_are_weighted_by_their_bands() {
                 .collect(),
             claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
             claimed_refresh: has.map(|_| 4),
+            claimed_expiry: None,
             outstanding: Some(Amount::new("o", 1.0).unwrap()),
         }],
     };
@@ -542,6 +544,7 @@ mod intermediate {
             demands: vec![Demand::client(prio, Amount::new("w", wants).unwrap())],
             claimed_has: None,
             claimed_refresh: None,
+            claimed_expiry: None,
             outstanding: None,
         }
     }
@@ -645,6 +648,35 @@ mod intermediate {
         let mut fresh = leaf(None);
         get(&mut fresh, t(1), "a", ask("r", 30.0, None));
         assert!(fresh.upstream_request(t(1)).is_some());
+    }
+
+    #[test]
+    fn a_new_master_asks_in_time_to_renew_a_claimed_lease_about_to_end() {
+        let mut c = leaf(None);
+        let ids = vec!["r".to_string()];
+        // Became master at t=0; a claims a lease it refreshes every 4 s,
+        // ending at t=9: the hold (until t=13) would let it run out.
+        let claim = |has: f64, ends: i64| ResourceAsk {
+            claimed_expiry: Some(t(ends)),
+            ..ask("r", 30.0, Some(has))
+        };
+        answers(&mut c, t(1), "a", claim(20.0, 30));
+        assert_eq!(c.next_upstream_wakeup(), Some(t(13)));
+        c.take_upstream_wake();
+        answers(&mut c, t(2), "b", claim(10.0, 9));
+        assert!(c.take_upstream_wake(), "the hold moved forward");
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(4)),
+            "a refresh interval and a second before b's lease ends"
+        );
+        assert!(c.upstream_request(t(3)).is_none());
+        assert!(c.upstream_request(t(4)).is_some());
+        c.upstream_response(t(4), &ids, &[parent_grant(50.0, 100, 8, 30)]);
+        // b's next refresh, before its lease ends, renews its claim.
+        let g = get(&mut c, t(6), "b", claim(10.0, 9));
+        assert_eq!(g.lease.capacity, 10.0);
+        assert!(g.lease.expiry > t(9), "renewed: {:?}", g.lease.expiry);
     }
 
     #[test]
@@ -864,6 +896,7 @@ fn a_downstream_server_weighs_at_most_its_templates_client_bound() {
             demands: vec![Demand::new(0, clients, wants).unwrap()],
             claimed_has: None,
             claimed_refresh: None,
+            claimed_expiry: None,
             outstanding: None,
         }],
     };
