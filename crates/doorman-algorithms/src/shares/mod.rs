@@ -374,7 +374,12 @@ impl<T> Shares<T> {
         }
         let target = self.target(id);
         let grant = if self.kind.is_share() {
-            target.min(self.free_for(id))
+            // What it holds now is its own to keep, up to its target, even
+            // when the others hold more than is free (the capacity shrank
+            // and they have not refreshed yet): a decision never raises Σ
+            // above what it was, and the requesters that refresh first are
+            // not squeezed below their targets while the rest catch up.
+            target.min(self.free_for(id).max(self.has(id)))
         } else {
             target
         };

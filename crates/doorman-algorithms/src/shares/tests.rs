@@ -237,10 +237,21 @@ fn capacity_drop_shrinks_grants_without_overcommitting() {
     let (mut s, ids) = setup(Kind::FairShare, 100.0, &[(0, 1, 100.0), (0, 1, 100.0)]);
     rounds(&mut s, &ids, 2);
     s.set_capacity(amt(40.0));
-    // The first to refresh sees 50 leased to the other: nothing is free.
-    assert_eq!(s.decide(ids[0]), 0.0);
+    // The first to refresh sees 50 leased to the other, so nothing is
+    // free, but shrinking to its new share (20) from the 50 it holds
+    // raises nothing: it is not squeezed to 0 while the other catches up.
+    assert_eq!(s.decide(ids[0]), 20.0);
+    assert_eq!(s.totals().has, 70.0, "less than the 100 before");
     assert_eq!(s.decide(ids[1]), 20.0);
+    assert_eq!(s.totals().has, 40.0);
     assert_close(&rounds(&mut s, &ids, 2), &[20.0, 20.0]);
+    // What it holds is kept only up to its target: a grower waits for
+    // what is free.
+    s.set_demands(ids[0], &[Demand::new(0, 1, 5.0).unwrap()]);
+    assert_eq!(s.target(ids[1]), 35.0);
+    assert_eq!(s.decide(ids[1]), 20.0, "40 less the 20 the other holds");
+    assert_eq!(s.decide(ids[0]), 5.0);
+    assert_eq!(s.decide(ids[1]), 35.0);
 }
 
 #[test]

@@ -66,13 +66,16 @@ fn an_intermediate_reports_at_once_when_it_is_down_to_a_shrunk_grant() {
     c.upstream_response(t(17), &ids, &[parent_grant(15.0, 70, 16, 0)]);
     c.take_upstream_wake();
     assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
+    // Each shrinks to its share of 15 (5) when it refreshes.
     get(&mut c, t(18), "a", ask("r", 20.0, Some(20.0)));
-    assert!(!c.take_upstream_wake(), "30 still out, 15 held");
-    assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
+    assert!(!c.take_upstream_wake(), "35 still out, 15 held");
     get(&mut c, t(19), "b", ask("r", 20.0, Some(20.0)));
+    assert!(!c.take_upstream_wake(), "20 still out, 15 held");
+    assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
+    get(&mut c, t(20), "c", ask("r", 10.0, Some(10.0)));
     assert!(c.take_upstream_wake(), "down to 15: tell the parent now");
-    assert_eq!(c.next_upstream_wakeup(), Some(t(19)));
-    let asks = c.upstream_request(t(19)).unwrap();
+    assert_eq!(c.next_upstream_wakeup(), Some(t(20)));
+    let asks = c.upstream_request(t(20)).unwrap();
     assert_eq!(asks[0].outstanding, 15.0);
 }
 
