@@ -414,5 +414,6 @@ fn upstream_grant(g: &Grant) -> UpstreamGrant {
         algorithm: g.algorithm_known.then(|| (*g.algorithm).clone()),
         safe_capacity: Some(g.safe_capacity),
         next_refresh_interval: g.next_refresh_interval,
+        predecessor_out: g.predecessor_out,
     }
 }

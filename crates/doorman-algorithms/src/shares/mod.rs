@@ -420,6 +420,26 @@ impl<T> Shares<T> {
         self.echo_within(id, claimed_has, self.capacity)
     }
 
+    /// Learning mode where the most this server may hand out in all is
+    /// `bound` (see doorman-core `UpstreamState::learning_bound`): echoes
+    /// the claim, or grants up to the requester's target within its wants
+    /// if that is more, within `bound` less what the others hold.
+    pub fn decide_learning_grow(
+        &mut self,
+        id: RequesterId,
+        claimed_has: Amount,
+        bound: f64,
+    ) -> f64 {
+        if self.slot(id).is_none() {
+            return 0.0;
+        }
+        let free = self.free_within(id, bound);
+        let owed = self.target(id).min(self.wants(id));
+        let grant = claimed_has.get().max(owed).min(free);
+        self.put_has(id, grant);
+        grant
+    }
+
     /// Echoes the claim within `bound` less what the others hold, for a
     /// server that knows only an upper bound of its capacity (an
     /// intermediate server whose parent has not answered yet, bounded by

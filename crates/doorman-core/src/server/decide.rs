@@ -36,7 +36,11 @@ impl Resource {
             );
         }
         let inherited = self.inherited(existing, who, ask, now);
+        let predecessor_out = self.predecessor_out(existing, who, ask, learning);
         let id = self.record_demand(existing, who, ask, now);
+        if learning {
+            self.count_first_claim(id, ask, now);
+        }
         if let Who::Server(_) = who {
             // A new master that inherits its predecessor's lease reports
             // only what it has handed out itself; the predecessor's
@@ -85,6 +89,7 @@ impl Resource {
         let mut grant = self.grant(ask, lease, decision);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
+            grant.predecessor_out = predecessor_out;
         }
         grant
     }
@@ -188,6 +193,47 @@ impl Resource {
         }
     }
 
+    /// For a downstream server asking without a claim (a newly elected
+    /// master, or a new node) while this server is past learning mode and
+    /// so knows every lease it has out: what it counts as taken by that
+    /// node, the most its predecessors' sub-leases can still hold (they
+    /// never outlive the grants they came from, and a shrunk node's are
+    /// counted through `outstanding`).
+    fn predecessor_out(
+        &self,
+        existing: Option<RequesterId>,
+        who: &Who,
+        ask: &ResourceAsk,
+        learning: bool,
+    ) -> Option<f64> {
+        if learning || ask.claimed_has.is_some() || !matches!(who, Who::Server(_)) {
+            return None;
+        }
+        Some(existing.map_or(0.0, |id| {
+            self.shares.has(id).max(self.shares.outstanding(id))
+        }))
+    }
+
+    /// While learning with the parent's lease in hand, the lease a
+    /// requester claims when this master first answers it counts towards
+    /// `UpstreamState::learning_bound`: from this answer on it holds this
+    /// master's grant instead. Not before the parent's lease: a claim left
+    /// unanswered (`Decision::Pending`) is still held.
+    fn count_first_claim(&mut self, id: RequesterId, ask: &ResourceAsk, now: Time) {
+        let Some(u) = self
+            .upstream
+            .as_mut()
+            .filter(|u| u.valid_lease(now).is_some())
+        else {
+            return;
+        };
+        if let Some(rec) = self.shares.get_mut(id) {
+            if !std::mem::replace(&mut rec.claim_counted, true) {
+                u.note_first_claim(ask.claimed_has);
+            }
+        }
+    }
+
     /// Records the requester's demands (a new requester gets a record). A
     /// downstream server's claimed subclients are bounded by the template's
     /// `max_clients_per_server`.
@@ -211,6 +257,7 @@ impl Resource {
             expiry: now,
             last_request: now,
             refresh_interval: 0,
+            claim_counted: false,
             inherit_until: Time::ZERO,
             outstanding: f64::NAN,
             grants: Vec::new(),
@@ -240,10 +287,15 @@ impl Resource {
             .is_some_and(|u| u.valid_lease(now).is_none());
         let capacity = if pending {
             return self.decide_pending(id, claimed);
-        } else if self.upstream.is_some() {
-            // The parent's new grant may be smaller than what the previous
-            // master handed out: echo claims only within it.
-            self.shares.decide_learning_within(id, claimed)
+        } else if let Some(u) = self.upstream.as_ref() {
+            match u.learning_bound(now) {
+                // What the predecessors can still have out is known: what
+                // the parent granted beyond it may be handed out too.
+                Some(bound) => self.shares.decide_learning_grow(id, claimed, bound),
+                // The parent's new grant may be smaller than what the
+                // previous master handed out: echo claims only within it.
+                None => self.shares.decide_learning_within(id, claimed),
+            }
         } else {
             self.shares.decide_learning(id, claimed)
         };
@@ -355,6 +407,7 @@ impl Resource {
             decision,
             note: None,
             next_refresh_interval: None,
+            predecessor_out: None,
         }
     }
 }

@@ -399,6 +399,7 @@ impl ServerCore {
             decision: Decision::Unmatched,
             note: None,
             next_refresh_interval: None,
+            predecessor_out: None,
         }
     }
 

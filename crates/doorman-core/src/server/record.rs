@@ -14,6 +14,9 @@ pub(crate) struct Record {
     pub expiry: Time,
     pub last_request: Time,
     pub refresh_interval: u32,
+    /// The lease it claimed when first answered by this master in
+    /// learning mode has been counted (`UpstreamState::learning_bound`).
+    pub claim_counted: bool,
     /// Until when a downstream server that stops claiming `has` may
     /// inherit its lease: the expiry of the lease granted to its last
     /// request that claimed one (`Time::ZERO`: never).

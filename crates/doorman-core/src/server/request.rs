@@ -151,6 +151,11 @@ pub struct Grant {
     /// intervals). `None` for clients (their refresh interval itself is
     /// shortened) and for everyone not waiting.
     pub next_refresh_interval: Option<i64>,
+    /// For a downstream server that asked without claiming a lease (a
+    /// newly elected master), when this server is past learning mode: the
+    /// most capacity its predecessors' sub-leases can still hold (what this
+    /// server counted as taken by it, 0 if nothing).
+    pub predecessor_out: Option<f64>,
 }
 
 /// Why a grant may be small, told to the requester beside the lease.

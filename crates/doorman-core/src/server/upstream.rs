@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
+use doorman_algorithms::{Amount, Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
 
 use super::{Role, ServerCore};
 use crate::config::{AlgorithmConfig, Template};
@@ -57,6 +57,12 @@ pub(crate) struct UpstreamState {
     /// A new master's hold: until all its claimants can have re-reported,
     /// and no later than the first claimed lease needs renewing.
     hold: FirstHold,
+    /// The parent's word on what this node's predecessors can still have
+    /// handed out (`UpstreamGrant::predecessor_out`), and Σ of the leases
+    /// requesters claimed when they first came to this master while it
+    /// learned: see [`UpstreamState::learning_bound`].
+    predecessor_out: Option<f64>,
+    learning_claims: f64,
 }
 
 /// The two ends a new master's first upstream request is held between.
@@ -79,7 +85,31 @@ impl UpstreamState {
             reported_wants: 0.0,
             reported_outstanding: 0.0,
             hold: FirstHold::default(),
+            predecessor_out: None,
+            learning_claims: 0.0,
         }
+    }
+
+    /// A requester came to this master for the first time while it
+    /// learned, claiming `claimed` from a predecessor.
+    pub fn note_first_claim(&mut self, claimed: Option<Amount>) {
+        self.learning_claims += claimed.map_or(0.0, Amount::get);
+    }
+
+    /// While learning, with the parent's word on what the predecessors can
+    /// still have out (`P`): Σ of this master's grants may reach the
+    /// capacity less what of `P` has not been claimed yet. The requesters
+    /// that claimed hold this master's leases instead of their old ones;
+    /// the others hold at most `P` less those claims. Capacity the parent
+    /// granted beyond `P` (a share that grew while this node failed over)
+    /// is then handed out at once instead of after learning mode. `None`
+    /// without that word (an original Doorman parent, a parent that is
+    /// learning itself): claims are only echoed. A lie in a claim raises
+    /// the bound by exactly what the lie is echoed, as before.
+    pub fn learning_bound(&self, now: Time) -> Option<f64> {
+        let c = self.capacity(now);
+        self.predecessor_out
+            .map(|p| c.min(c - p + self.learning_claims).max(0.0))
     }
 
     /// A requester claims a lease it got from a previous master, comes
@@ -252,6 +282,8 @@ pub struct UpstreamGrant {
     /// Ask again after this many seconds (the parent's
     /// `Grant::next_refresh_interval`), sooner than the lease says.
     pub next_refresh_interval: Option<i64>,
+    /// The parent's `Grant::predecessor_out`.
+    pub predecessor_out: Option<f64>,
 }
 
 /// One (priority, Σ subclients, Σ wants) per band, highest first, always
@@ -390,6 +422,9 @@ impl ServerCore {
                 u.parent_safe = Some(s);
             }
             u.schedule.granted(now, &g.lease, g.next_refresh_interval);
+            if let Some(p) = g.predecessor_out {
+                u.predecessor_out = Some(p);
+            }
             // While still learning, the learning end follows the algorithm
             // now known; once learning has ended it never starts again.
             let learning_end = learning.end(u.learning_duration());

@@ -114,6 +114,7 @@ pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacit
             algorithm: g.algorithm_known.then(|| algorithm_to_proto(&g.algorithm)),
             safe_capacity: Some(g.safe_capacity),
             next_refresh_interval: g.next_refresh_interval,
+            predecessor_outstanding: g.predecessor_out,
         })
         .collect();
     pb::GetServerCapacityResponse {
@@ -211,6 +212,9 @@ pub fn upstream_grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGran
             algorithm: r.algorithm.as_ref().map(algorithm_from_proto),
             safe_capacity: r.safe_capacity,
             next_refresh_interval: r.next_refresh_interval.filter(|s| *s >= 1),
+            predecessor_out: r
+                .predecessor_outstanding
+                .filter(|p| p.is_finite() && *p >= 0.0),
         })
         .collect()
 }
@@ -236,6 +240,7 @@ mod tests {
             decision: Decision::Learning,
             note: Some(GrantNote::Learning { seconds_left: 42.0 }),
             next_refresh_interval: None,
+            predecessor_out: None,
         };
         let grants: Vec<Grant> = (0..1000).map(grant).collect();
         let h = note_header(&Ok(grants)).unwrap();
@@ -248,6 +253,37 @@ mod tests {
             one.to_str().unwrap(),
             "resource/with/a/long/enough/id/7: learning mode, 42 s left"
         );
+    }
+
+    #[test]
+    fn the_extensions_for_downstream_servers_cross_the_wire() {
+        use doorman_core::server::Decision;
+        let grant = Grant {
+            resource_id: "r".into(),
+            lease: doorman_algorithms::Lease {
+                capacity: 5.0,
+                expiry: doorman_core::Time::secs(10),
+                refresh_interval: 8,
+            },
+            safe_capacity: 1.0,
+            algorithm: AlgorithmConfig::unmatched(),
+            algorithm_known: true,
+            decision: Decision::Algorithm,
+            note: None,
+            next_refresh_interval: Some(2),
+            predecessor_out: Some(60.0),
+        };
+        let mut wire = server_response(Ok(vec![grant]));
+        let g = &upstream_grants(&wire)[0];
+        assert_eq!(
+            (g.next_refresh_interval, g.predecessor_out),
+            (Some(2), Some(60.0))
+        );
+        // Nonsense from a parent is dropped, not acted on.
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            wire.response[0].predecessor_outstanding = Some(bad);
+            assert_eq!(upstream_grants(&wire)[0].predecessor_out, None, "{bad}");
+        }
     }
 
     #[test]

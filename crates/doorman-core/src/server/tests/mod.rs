@@ -3,6 +3,7 @@
 mod horizon;
 mod outstanding;
 mod pending;
+mod predecessor;
 mod shards;
 mod sweep;
 mod waiting;
@@ -535,6 +536,7 @@ mod intermediate {
             }),
             safe_capacity: Some(4.0),
             next_refresh_interval: None,
+            predecessor_out: None,
         }
     }
 

@@ -1,0 +1,116 @@
+//! A newly elected intermediate master learns what its predecessors can
+//! still have handed out (`predecessor_out`, from its parent) and hands
+//! out what the parent granted beyond that while it learns, never what an
+//! unanswered claimant still holds.
+
+use super::intermediate::{leaf, parent_grant};
+use super::*;
+
+/// GetServerCapacity from the node `id` for "nolearn" (no learning mode).
+fn node(id: &str, wants: f64, has: Option<f64>) -> CapacityRequest {
+    CapacityRequest {
+        who: Who::Server(Arc::from(id)),
+        resources: vec![ResourceAsk {
+            demands: vec![Demand::new(0, 5, wants).unwrap()],
+            outstanding: Some(Amount::new("o", has.unwrap_or(0.0)).unwrap()),
+            ..ask("nolearn", wants, has)
+        }],
+    }
+}
+
+#[test]
+fn a_parent_tells_a_node_asking_without_a_claim_what_it_counts_as_taken() {
+    let mut c = core_with(0);
+    let first = |c: &mut ServerCore, now, req| c.get_capacity(t(now), &req).unwrap().remove(0);
+    let g = first(&mut c, 1, node("a", 60.0, None));
+    assert_eq!(
+        (g.lease.capacity, g.predecessor_out),
+        (60.0, Some(0.0)),
+        "a new node"
+    );
+    let g = first(&mut c, 2, node("a", 60.0, Some(60.0)));
+    assert_eq!(g.predecessor_out, None, "it claims its lease");
+    // A new master of a (same node id) asks without a claim.
+    let g = first(&mut c, 3, node("a", 10.0, None));
+    assert_eq!(g.predecessor_out, Some(60.0));
+    assert_eq!(g.lease.capacity, 60.0, "it inherits the lease");
+    // A parent that is learning itself does not know: it says nothing.
+    let mut learning = core_with(0);
+    let fair = CapacityRequest {
+        who: Who::Server(Arc::from("a")),
+        resources: vec![ResourceAsk {
+            outstanding: Some(Amount::ZERO),
+            ..ask("fair", 10.0, None)
+        }],
+    };
+    let g = learning.get_capacity(t(1), &fair).unwrap().remove(0);
+    assert_eq!((g.decision, g.predecessor_out), (Decision::Learning, None));
+}
+
+/// A client claiming `has` (a lease from the previous master), ending at
+/// t=90, refreshed every 4 s.
+fn claim(wants: f64, has: f64) -> ResourceAsk {
+    ResourceAsk {
+        claimed_expiry: Some(t(90)),
+        ..ask("r", wants, Some(has))
+    }
+}
+
+/// A leaf elected at t=0 whose parent grants 100 for 100 s, learning 60 s,
+/// and says its predecessors can still have `p` out.
+fn leaf_told(p: Option<f64>) -> ServerCore {
+    let mut c = leaf(None);
+    get(&mut c, t(1), "z", ask("r", 0.0, None));
+    let grant = UpstreamGrant {
+        predecessor_out: p,
+        ..parent_grant(100.0, 100, 8, 60)
+    };
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &["r".to_string()], &[grant]);
+    c
+}
+
+#[test]
+fn a_learning_master_hands_out_what_its_parent_granted_beyond_its_predecessors() {
+    // The predecessors had 60 out; the parent grants 100: 40 are new.
+    let mut c = leaf_told(Some(60.0));
+    let g = get(&mut c, t(2), "a", claim(50.0, 20.0));
+    assert_eq!(g.decision, Decision::Learning);
+    assert_eq!(
+        g.lease.capacity, 50.0,
+        "its claim of 20 and 30 of the 40 new"
+    );
+    // b claims 30: the 40 new less what a took, plus its own claim.
+    let g = get(&mut c, t(3), "b", claim(60.0, 30.0));
+    assert_eq!(g.lease.capacity, 40.0);
+    // Σ 90; what has not come back of the 60 (10) may still be out.
+    let g = get(&mut c, t(4), "c", ask("r", 30.0, None));
+    assert_eq!(g.lease.capacity, 0.0);
+    // Without the parent's word, claims are only echoed.
+    let mut c = leaf_told(None);
+    assert_eq!(
+        get(&mut c, t(2), "a", claim(50.0, 20.0)).lease.capacity,
+        20.0
+    );
+}
+
+#[test]
+fn a_claim_left_unanswered_is_still_held_and_does_not_count() {
+    let mut c = leaf(None);
+    // Before the parent's first answer a and b claim leases of the
+    // previous master: the claims are left unanswered (they keep them).
+    assert!(answers(&mut c, t(1), "a", claim(50.0, 20.0)).is_empty());
+    assert!(answers(&mut c, t(2), "b", claim(60.0, 30.0)).is_empty());
+    // The predecessors had all 100 out: a third holder (50) never asks.
+    let grant = UpstreamGrant {
+        predecessor_out: Some(100.0),
+        ..parent_grant(100.0, 100, 8, 60)
+    };
+    c.upstream_request(t(13)).unwrap();
+    c.upstream_response(t(13), &["r".to_string()], &[grant]);
+    // a is answered first: b still holds its 30, the third its 50.
+    let g = get(&mut c, t(14), "a", claim(50.0, 20.0));
+    assert_eq!(g.lease.capacity, 20.0, "only its own claim");
+    let g = get(&mut c, t(15), "b", claim(60.0, 30.0));
+    assert_eq!(g.lease.capacity, 30.0);
+}
