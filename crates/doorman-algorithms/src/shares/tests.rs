@@ -255,6 +255,20 @@ fn capacity_drop_shrinks_grants_without_overcommitting() {
 }
 
 #[test]
+fn learning_within_a_bound_echoes_claims_and_grows_towards_targets() {
+    let mut s = Shares::new(Kind::FairShare, amt(100.0));
+    let a = s.insert(&[client(80.0)], ());
+    let b = s.insert(&[client(10.0)], ());
+    // a claims 20 and is owed 80 (its target within its wants); only 60
+    // may be handed out in all.
+    assert_eq!(s.decide_learning_grow(a, amt(20.0), 60.0), 60.0);
+    // b claims 30 but wants 10: its claim is echoed, within what is left.
+    assert_eq!(s.decide_learning_grow(b, amt(30.0), 60.0), 0.0);
+    assert_eq!(s.decide_learning_grow(b, amt(30.0), 90.0), 30.0);
+    assert_eq!(s.totals().has, 90.0);
+}
+
+#[test]
 fn learning_mode_echoes_claims_within_what_is_free() {
     let mut s = Shares::new(Kind::FairShare, amt(100.0));
     let a = s.insert(&[client(80.0)], ());
