@@ -358,27 +358,10 @@ impl ServerCore {
             self.upstream_wake = true;
         }
         resource.sync_capacity(now);
-        let due = |r: &Resource| {
-            r.upstream
-                .as_ref()
-                .map(|u| u.schedule.next_wakeup(upstream::MIN_UPSTREAM_INTERVAL))
-        };
-        let due_before = due(resource);
+        let due_before = resource.upstream_due();
         let mut grant = resource.request(&cx, who, ask);
-        // A claim can bring a new master's held first request forward.
-        if let (Some(before), Some(after)) = (due_before, due(resource)) {
-            self.upstream_wake |= after < before;
-        }
         grant.note = resource.note(now, grant.decision);
-        let learning = resource.in_learning(now);
-        if let Some(u) = resource.upstream.as_mut() {
-            let totals = resource.shares.totals();
-            let report = u.demand_moved(now, totals.wants, learning)
-                || u.outstanding_settled(now, totals.taken);
-            if report && u.schedule.expedite(now) {
-                self.upstream_wake = true;
-            }
-        }
+        self.upstream_wake |= resource.ask_parent_now(now, due_before);
         grant
     }
 

@@ -193,6 +193,27 @@ impl Resource {
         }
     }
 
+    /// When this intermediate resource's next request to the parent is due.
+    pub fn upstream_due(&self) -> Option<Time> {
+        self.upstream.as_ref().map(UpstreamState::due)
+    }
+
+    /// After a request: true if the parent should be asked now: a claim
+    /// brought a new master's held first request forward (it was due at
+    /// `due_before`), the demand moved, or the outstanding settled.
+    pub fn ask_parent_now(&mut self, now: Time, due_before: Option<Time>) -> bool {
+        let due = self.upstream_due();
+        let forward = matches!((due_before, due), (Some(b), Some(a)) if a < b);
+        let learning = self.in_learning(now);
+        let totals = self.shares.totals();
+        let Some(u) = self.upstream.as_mut() else {
+            return false;
+        };
+        let report =
+            u.demand_moved(now, totals.wants, learning) || u.outstanding_settled(now, totals.taken);
+        forward | (report && u.schedule.expedite(now))
+    }
+
     /// True while claims are echoed (learning mode).
     pub fn in_learning(&self, now: Time) -> bool {
         now < self.learning_until

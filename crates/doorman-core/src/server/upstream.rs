@@ -112,6 +112,11 @@ impl UpstreamState {
             .map(|p| c.min(c - p + self.learning_claims).max(0.0))
     }
 
+    /// When the next request to the parent is due and allowed.
+    pub fn due(&self) -> Time {
+        self.schedule.next_wakeup(MIN_UPSTREAM_INTERVAL)
+    }
+
     /// A requester claims a lease it got from a previous master, comes
     /// back every `refresh` seconds, and its lease ends at `expiry`: hold
     /// the first upstream request until all such requesters can have
@@ -422,8 +427,11 @@ impl ServerCore {
                 u.parent_safe = Some(s);
             }
             u.schedule.granted(now, &g.lease, g.next_refresh_interval);
+            // The largest word stands: a later, smaller one (after a
+            // lapse, when the parent had forgotten more) does not make the
+            // predecessors' leases still out any smaller.
             if let Some(p) = g.predecessor_out {
-                u.predecessor_out = Some(p);
+                u.predecessor_out = Some(u.predecessor_out.map_or(p, |q| q.max(p)));
             }
             // While still learning, the learning end follows the algorithm
             // now known; once learning has ended it never starts again.

@@ -234,3 +234,103 @@ fn a_waiting_server_that_repeats_is_still_told_to_come_back_sooner() {
     assert_eq!(g.decision, Decision::Repeat);
     assert_eq!(g.next_refresh_interval, Some(2), "still owed 50");
 }
+
+/// A repeat from a server that claims nothing may come from a new master,
+/// whose report covers only its own sub-leases: it changes nothing.
+#[test]
+fn a_repeat_without_a_claim_keeps_the_predecessors_outstanding_counted() {
+    let mut c = core_with(1);
+    let at = |s: i64, ms: i64| t(s) + Time::from_millis(ms);
+    let cap = |c: &mut ServerCore, now: Time, req: &CapacityRequest| {
+        c.get_capacity(now, req).unwrap().remove(0).lease.capacity
+    };
+    assert_eq!(cap(&mut c, t(1), &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, t(2), &node("b", 100.0, None, 0.0)), 0.0);
+    // a is shrunk to 50 with 100 out below it.
+    assert_eq!(
+        cap(&mut c, at(3, 20), &node("a", 100.0, Some(100.0), 100.0)),
+        50.0
+    );
+    // 0.99 s later a new master of a asks without a claim, nothing out.
+    cap(&mut c, at(4, 10), &node("a", 100.0, None, 0.0));
+    // The predecessor's 100 are still counted: nothing is free for b.
+    assert_eq!(
+        cap(&mut c, at(4, 500), &node("b", 100.0, Some(0.0), 0.0)),
+        0.0
+    );
+}
+
+/// A node's master may hand out its whole grant after its last report. A
+/// successor that inherits the grant but is granted less (the capacity
+/// shrank) leaves the rest of the grant counted as taken, here and in what
+/// this server reports to its own parent.
+#[test]
+fn a_successor_granted_less_leaves_its_predecessors_whole_grant_counted() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    let server = |wants: f64| CapacityRequest {
+        who: Who::Server(Arc::from("a")),
+        resources: vec![ResourceAsk {
+            demands: vec![Demand::new(0, 1, wants).unwrap()],
+            outstanding: Some(Amount::ZERO),
+            ..ask("r", wants, None)
+        }],
+    };
+    let grant = |c: &mut ServerCore, now, req: &CapacityRequest| {
+        c.get_capacity(t(now), req)
+            .unwrap()
+            .remove(0)
+            .lease
+            .capacity
+    };
+    get(&mut c, t(1), "b", ask("r", 40.0, None));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(100.0, 100, 8, 0)]);
+    // a reports nothing out and is granted 60; it then hands all 60 out.
+    assert_eq!(grant(&mut c, 2, &server(60.0)), 60.0);
+    assert_eq!(
+        get(&mut c, t(3), "b", ask("r", 40.0, None)).lease.capacity,
+        40.0
+    );
+    // The parent shrinks this server to 80; a's master is lost and its
+    // successor, asking without a claim, is granted what b leaves free.
+    c.upstream_request(t(9)).unwrap();
+    c.upstream_response(t(9), &ids, &[parent_grant(80.0, 100, 8, 0)]);
+    assert_eq!(grant(&mut c, 10, &server(60.0)), 40.0);
+    // The predecessor's 60 are still out: this server reports 100 out.
+    let asks = c.upstream_request(t(17)).unwrap();
+    assert_eq!(asks[0].outstanding, 100.0);
+}
+
+/// After the capacity shrank, a requester keeps what it holds up to its
+/// new share, but that lease lasts no longer than the one it held: an
+/// intermediate's kept sub-leases must not outlive the larger grant its
+/// parent counts them under.
+#[test]
+fn capacity_kept_beyond_what_is_free_is_not_renewed() {
+    let mut c = core_with(0);
+    let g = get(&mut c, t(1), "a", ask("nolearn", 50.0, None));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (50.0, t(21)));
+    assert_eq!(
+        get(&mut c, t(2), "b", ask("nolearn", 50.0, None))
+            .lease
+            .capacity,
+        50.0
+    );
+    let smaller = CFG.replacen(
+        "capacity = 100\nsafe_capacity = 3",
+        "capacity = 40\nsafe_capacity = 3",
+        1,
+    );
+    assert_ne!(smaller, CFG);
+    c.replace_config(Arc::new(Config::parse(&smaller, "test.toml").unwrap()));
+    // a keeps its share (20) of the 50 it holds; b still holds 50, so
+    // nothing is free: it is kept only until a's lease ends.
+    let g = get(&mut c, t(5), "a", ask("nolearn", 50.0, Some(50.0)));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(21)));
+    // b's share fits in what is free: renewed as usual; then a's too.
+    let g = get(&mut c, t(6), "b", ask("nolearn", 50.0, Some(50.0)));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(26)));
+    let g = get(&mut c, t(7), "a", ask("nolearn", 50.0, Some(20.0)));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(27)));
+}

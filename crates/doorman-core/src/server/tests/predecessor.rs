@@ -114,3 +114,54 @@ fn a_claim_left_unanswered_is_still_held_and_does_not_count() {
     let g = get(&mut c, t(15), "b", claim(60.0, 30.0));
     assert_eq!(g.lease.capacity, 30.0);
 }
+
+#[test]
+fn a_claim_echoed_under_a_local_template_counts_like_any_answered_claim() {
+    let local = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n\
+                 [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\n\
+                 refresh_interval = 8\nlearning_mode_duration = 60\n";
+    let mut c = leaf(Some(local));
+    // Before the parent answers, y's claim is echoed within the local
+    // template: y now holds this master's lease.
+    assert_eq!(
+        get(&mut c, t(1), "y", claim(50.0, 50.0)).lease.capacity,
+        50.0
+    );
+    // The parent grants 100; the predecessors had 50 out (y's).
+    let grant = UpstreamGrant {
+        predecessor_out: Some(50.0),
+        ..parent_grant(100.0, 100, 8, 60)
+    };
+    c.upstream_request(t(13)).unwrap();
+    c.upstream_response(t(13), &["r".to_string()], &[grant]);
+    // Nothing of the predecessors' is unaccounted for: a newcomer gets
+    // the other 50 at once.
+    assert_eq!(
+        get(&mut c, t(14), "z", ask("r", 50.0, None)).lease.capacity,
+        50.0
+    );
+}
+
+#[test]
+fn with_less_than_the_predecessors_had_claims_are_echoed_as_in_plain_learning() {
+    // The parent grants 80; the predecessors had 100 out.
+    let mut c = leaf_told(Some(100.0));
+    c.upstream_response(
+        t(1),
+        &["r".to_string()],
+        &[UpstreamGrant {
+            predecessor_out: Some(100.0),
+            ..parent_grant(80.0, 100, 8, 60)
+        }],
+    );
+    // x's whole claim is echoed (the bound alone would allow 30): it is
+    // never shrunk in learning mode; y's within what is left of the 80.
+    assert_eq!(
+        get(&mut c, t(2), "x", claim(50.0, 50.0)).lease.capacity,
+        50.0
+    );
+    assert_eq!(
+        get(&mut c, t(3), "y", claim(50.0, 50.0)).lease.capacity,
+        30.0
+    );
+}
