@@ -43,11 +43,14 @@ impl<T> Shares<T> {
         self.echo_within(id, claimed_has, self.capacity)
     }
 
-    /// Learning mode where what may be handed out beyond echoed claims is
-    /// bounded by `bound` (see doorman-core `UpstreamState::learning_bound`):
-    /// the claim is echoed as by [`Shares::decide_learning_within`]
-    /// (never less), and the requester may get up to its target within
-    /// its wants if that fits within `bound` less what the others hold.
+    /// Learning mode where the most this server may hand out in all is
+    /// `bound` (see doorman-core `UpstreamState::learning_bound`): echoes
+    /// the claim, or grants up to the requester's target within its wants
+    /// if that is more, within `bound` less what the others hold. Below
+    /// the plain echo when the capacity is smaller than what the
+    /// predecessors may still have out: the bound then holds claims back
+    /// (plain learning mode would echo them within the capacity and, with
+    /// the predecessors' other leases still out, hand out more than it).
     pub fn decide_learning_grow(
         &mut self,
         id: RequesterId,
@@ -57,11 +60,8 @@ impl<T> Shares<T> {
         if self.slot(id).is_none() {
             return 0.0;
         }
-        let claimed = claimed_has.get();
-        let echo = claimed.min(self.free_within(id, self.capacity));
         let owed = self.target(id).min(self.wants(id));
-        let grow = claimed.max(owed).min(self.free_within(id, bound));
-        let grant = echo.max(grow);
+        let grant = claimed_has.get().max(owed).min(self.free_within(id, bound));
         self.put_has(id, grant);
         grant
     }

@@ -262,12 +262,10 @@ fn learning_within_a_bound_echoes_claims_and_grows_towards_targets() {
     // a claims 20 and is owed 80 (its target within its wants); only 60
     // may be handed out in all.
     assert_eq!(s.decide_learning_grow(a, amt(20.0), 60.0), 60.0);
-    // b claims 30 but wants 10: its claim is echoed within the capacity,
-    // as in plain learning mode, whatever the bound.
-    assert_eq!(s.decide_learning_grow(b, amt(30.0), 60.0), 30.0);
+    // b claims 30 but wants 10: its claim is echoed, within the bound.
+    assert_eq!(s.decide_learning_grow(b, amt(30.0), 60.0), 0.0);
+    assert_eq!(s.decide_learning_grow(b, amt(30.0), 90.0), 30.0);
     assert_eq!(s.totals().has, 90.0);
-    // a grows no further: the bound is taken.
-    assert_eq!(s.decide_learning_grow(a, amt(60.0), 90.0), 60.0);
 }
 
 #[test]

@@ -42,14 +42,9 @@ impl Resource {
             self.count_first_claim(id, ask, now);
         }
         if let Who::Server(_) = who {
-            // A new master that inherits its predecessor's lease reports
-            // only what it has handed out itself; the predecessor's
-            // sub-leases are still out: keep what was counted for them,
-            // and at least the grant it inherits, which the predecessor
-            // may have handed out after its last report (found with the
-            // simulator: a grant of 61 made 3 s before the master was
-            // lost, the last report 55.5, 100.36 % once the successor
-            // was granted 55.6).
+            // A new master that inherits reports only its own sub-leases;
+            // its predecessor's stay counted: what was counted, and the
+            // grant itself, which may have been handed out since.
             let kept = inherited.map(|h| h.max(self.shares.outstanding(id)));
             self.note_outstanding(id, ask, kept, now);
         }
@@ -70,21 +65,7 @@ impl Resource {
             return self.grant(ask, lease, decision);
         }
         let capacity = self.inherit(id, capacity, inherited);
-        // The root hands out its template's refresh interval; an
-        // intermediate server scales its own lease's refresh interval once.
-        let level = u32::from(self.upstream.is_some());
-        let mut lease =
-            self.template
-                .algorithm
-                .terms()
-                .lease(now, level, self.lease_cap(cx), capacity);
-        if decision == Decision::Algorithm {
-            self.keep_no_longer(id, capacity, free_before, &mut lease);
-        }
-        let hurry = self.waiting_refresh(id, decision, &lease);
-        if let (Some(h), Who::Client(_)) = (hurry, who) {
-            lease.refresh_interval = h;
-        }
+        let (lease, hurry) = self.lease_for(cx, id, who, (capacity, free_before), decision);
         let inherit_until = match (ask.claimed_has, inherited) {
             (Some(_), _) => lease.expiry,
             (None, Some(_)) => self.shares.get(id).map_or(Time::ZERO, |r| r.inherit_until),
@@ -162,6 +143,32 @@ impl Resource {
             }
         }
         grant
+    }
+
+    /// The lease for a grant of `capacity` (`free_before` was free for it),
+    /// and the sooner refresh a waiting downstream server gets beside it.
+    /// The root hands out its template's refresh interval; an intermediate
+    /// server scales its own lease's refresh interval once. A waiting end
+    /// client's own interval is shortened.
+    fn lease_for(
+        &mut self,
+        cx: &Context,
+        id: RequesterId,
+        who: &Who,
+        (capacity, free_before): (f64, f64),
+        decision: Decision,
+    ) -> (doorman_algorithms::Lease, Option<i64>) {
+        let level = u32::from(self.upstream.is_some());
+        let terms = self.template.algorithm.terms();
+        let mut lease = terms.lease(cx.now, level, self.lease_cap(cx), capacity);
+        if decision == Decision::Algorithm {
+            self.keep_no_longer(id, capacity, free_before, &mut lease);
+        }
+        let hurry = self.waiting_refresh(id, decision, &lease);
+        if let (Some(h), Who::Client(_)) = (hurry, who) {
+            lease.refresh_interval = h;
+        }
+        (lease, hurry)
     }
 
     /// A share algorithm's grant beyond what was free is capacity the

@@ -143,7 +143,7 @@ fn a_claim_echoed_under_a_local_template_counts_like_any_answered_claim() {
 }
 
 #[test]
-fn with_less_than_the_predecessors_had_claims_are_echoed_as_in_plain_learning() {
+fn with_less_than_the_predecessors_had_the_bound_holds_claims_back() {
     // The parent grants 80; the predecessors had 100 out.
     let mut c = leaf_told(Some(100.0));
     c.upstream_response(
@@ -154,14 +154,16 @@ fn with_less_than_the_predecessors_had_claims_are_echoed_as_in_plain_learning() 
             ..parent_grant(80.0, 100, 8, 60)
         }],
     );
-    // x's whole claim is echoed (the bound alone would allow 30): it is
-    // never shrunk in learning mode; y's within what is left of the 80.
+    // x claims 50: up to 50 more of the predecessors' may still be out,
+    // so only 30 of the 80 can be x's (plain learning mode would echo 50:
+    // 100 in all).
     assert_eq!(
         get(&mut c, t(2), "x", claim(50.0, 50.0)).lease.capacity,
-        50.0
+        30.0
     );
+    // y brings back the other 50: all is accounted for.
     assert_eq!(
         get(&mut c, t(3), "y", claim(50.0, 50.0)).lease.capacity,
-        30.0
+        50.0
     );
 }
