@@ -284,6 +284,13 @@ impl<T> Shares<T> {
         self.has.get(id.index())
     }
 
+    /// What is counted as taken by the requester: its grant, or what it
+    /// reported still having handed out if that is more
+    /// ([`Shares::set_outstanding`]).
+    pub fn taken(&self, id: RequesterId) -> f64 {
+        self.has(id) + self.beyond.get(id.index())
+    }
+
     /// Records the requester's grant without running an algorithm.
     pub fn set_has(&mut self, id: RequesterId, has: Amount) {
         if self.slot(id).is_some() {
@@ -397,7 +404,7 @@ impl<T> Shares<T> {
     /// out below them beyond it (see [`Shares::set_outstanding`]), at
     /// least 0.
     fn free_within(&self, id: RequesterId, bound: f64) -> f64 {
-        let own = self.has(id) + self.beyond.get(id.index());
+        let own = self.taken(id);
         let others = (self.has.total() + self.beyond.total() - own).max(0.0);
         (bound - others).max(0.0)
     }

@@ -45,7 +45,7 @@ impl Resource {
             // A new master that inherits reports only its own sub-leases;
             // its predecessor's stay counted: what was counted, and the
             // grant itself, which may have been handed out since.
-            let kept = inherited.map(|h| h.max(self.shares.outstanding(id)));
+            let kept = inherited.map(|_| self.shares.taken(id));
             self.note_outstanding(id, ask, kept, now);
         }
         if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
@@ -252,9 +252,7 @@ impl Resource {
         if learning || ask.claimed_has.is_some() || !matches!(who, Who::Server(_)) {
             return None;
         }
-        Some(existing.map_or(0.0, |id| {
-            self.shares.has(id).max(self.shares.outstanding(id))
-        }))
+        Some(existing.map_or(0.0, |id| self.shares.taken(id)))
     }
 
     /// While learning, the lease a requester claims when this master first
