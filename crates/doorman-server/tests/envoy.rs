@@ -12,7 +12,7 @@
 //! identity, or without a certificate, is refused.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,10 +50,45 @@ fn server(listen: SocketAddr, file: &Path, parent: Option<&IsolatedServer>) -> I
     IsolatedServer::start(o).expect("server starts")
 }
 
-fn write_config(dir: &Path, capacity: f64) -> std::path::PathBuf {
+fn write_config(dir: &Path, capacity: f64) -> PathBuf {
     let path = dir.join("config.toml");
     std::fs::write(&path, config(capacity)).expect("config written");
     path
+}
+
+/// A Doorman server on an address that stays the same across a restart,
+/// and an Envoy (`yaml`) sending to it.
+struct Restartable {
+    _dir: tempfile::TempDir,
+    file: PathBuf,
+    listen: SocketAddr,
+    envoy: EnvoyProcess,
+}
+
+impl Restartable {
+    fn start(yaml: &str) -> (Self, IsolatedServer) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_config(dir.path(), C);
+        let listen = free_addr();
+        let doorman = server(listen, &file, None);
+        let envoy = EnvoyProcess::start(yaml, listen.port()).expect("envoy");
+        let rig = Restartable {
+            _dir: dir,
+            file,
+            listen,
+            envoy,
+        };
+        (rig, doorman)
+    }
+
+    /// Starts Doorman again on the same address and config, lets Envoy
+    /// find it for `warmup` seconds, and checks it admits the capacity.
+    fn restart_and_limit_again(&self, warmup: f64) {
+        let _doorman = server(self.listen, &self.file, None);
+        offer(self.envoy.listen, 3.0 * C, warmup, &[]);
+        let got = offer(self.envoy.listen, 3.0 * C, 10.0, &[]);
+        assert_admits(&got, C, 0.10);
+    }
 }
 
 fn within(measured: f64, target: f64, share: f64) -> bool {
@@ -108,22 +143,18 @@ fn rls_one_envoy_admits_the_capacity_and_follows_a_config_push() {
 
 #[test]
 fn rls_fails_open_while_doorman_is_down_and_limits_again_after_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = write_config(dir.path(), C);
-    let listen = free_addr();
-    let doorman = server(listen, &file, None);
-    let envoy = EnvoyProcess::start("rls.yaml", listen.port()).expect("envoy");
-    offer(envoy.listen, 3.0 * C, 5.0, &[]);
+    let (rig, doorman) = Restartable::start("rls.yaml");
+    offer(rig.envoy.listen, 3.0 * C, 5.0, &[]);
     doorman.kill();
     // Envoy's default (failure_mode_deny: false): everything passes.
-    let got = offer(envoy.listen, 3.0 * C, 4.0, &[]);
+    let got = offer(rig.envoy.listen, 3.0 * C, 4.0, &[]);
     assert_eq!(got.ok, (3.0 * C * 4.0) as u64, "{got:?}");
-    assert!(envoy.stat("cluster.backend.ratelimit.failure_mode_allowed") > 0);
-    let doorman = server(listen, &file, None);
-    offer(envoy.listen, 3.0 * C, 5.0, &[]);
-    let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
-    assert_admits(&got, C, 0.10);
-    drop(doorman);
+    assert!(
+        rig.envoy
+            .stat("cluster.backend.ratelimit.failure_mode_allowed")
+            > 0
+    );
+    rig.restart_and_limit_again(5.0);
 }
 
 #[test]
@@ -266,22 +297,15 @@ fn rlqs_follows_a_config_push_within_a_refresh() {
 
 #[test]
 fn rlqs_keeps_its_assignment_while_doorman_is_down_and_limits_again_after_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = write_config(dir.path(), C);
-    let listen = free_addr();
-    let doorman = server(listen, &file, None);
-    let envoy = EnvoyProcess::start("rlqs.yaml", listen.port()).expect("envoy");
-    offer(envoy.listen, 3.0 * C, 12.0, &[]);
+    let (rig, doorman) = Restartable::start("rlqs.yaml");
+    offer(rig.envoy.listen, 3.0 * C, 12.0, &[]);
     doorman.kill();
     // The assignment lives as long as the lease it came from (20 s): Envoy
     // goes on limiting by it.
-    let got = offer(envoy.listen, 3.0 * C, 5.0, &[]);
+    let got = offer(rig.envoy.listen, 3.0 * C, 5.0, &[]);
     assert_admits(&got, C, 0.15);
     // Back: Envoy reopens its stream (about every 5 s) as a new client.
-    let _doorman = server(listen, &file, None);
-    offer(envoy.listen, 3.0 * C, 12.0, &[]);
-    let got = offer(envoy.listen, 3.0 * C, 10.0, &[]);
-    assert_admits(&got, C, 0.10);
+    rig.restart_and_limit_again(12.0);
 }
 
 #[test]

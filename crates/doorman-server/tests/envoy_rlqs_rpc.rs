@@ -150,29 +150,21 @@ async fn a_bucket_is_assigned_its_grant_for_the_leases_time_and_again_when_deman
 #[tokio::test]
 async fn an_unmatched_bucket_gets_the_configured_blanket_rule() {
     let clock = ManualClock::new();
-    let s = server_with(CONFIG, &clock).await;
     let unmatched = BucketQuotaUsage {
         bucket_id: bucket(&[("other", "x")]),
         ..usage("a", 1, 0, None)
     };
-    let (_tx, mut answers) = open(&s, vec![unmatched.clone()]).await;
-    let (strategy, _) = next(&mut answers).await;
-    assert_eq!(
-        strategy,
-        Err(BlanketRule::DenyAll as i32),
-        "unmatched = over_limit"
-    );
-    s.shutdown().await;
     let ok = CONFIG.replace("unmatched = \"over_limit\"", "unmatched = \"ok\"");
-    let s = server_with(&ok, &clock).await;
-    let (_tx, mut answers) = open(&s, vec![unmatched]).await;
-    let (strategy, _) = next(&mut answers).await;
-    assert_eq!(
-        strategy,
-        Err(BlanketRule::AllowAll as i32),
-        "unmatched = ok"
-    );
-    s.shutdown().await;
+    for (config, rule, why) in [
+        (CONFIG, BlanketRule::DenyAll, "unmatched = over_limit"),
+        (&ok, BlanketRule::AllowAll, "unmatched = ok"),
+    ] {
+        let s = server_with(config, &clock).await;
+        let (_tx, mut answers) = open(&s, vec![unmatched.clone()]).await;
+        let (strategy, _) = next(&mut answers).await;
+        assert_eq!(strategy, Err(rule as i32), "{why}");
+        s.shutdown().await;
+    }
 }
 
 #[tokio::test]
