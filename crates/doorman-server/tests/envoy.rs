@@ -91,6 +91,20 @@ impl Restartable {
     }
 }
 
+/// A Doorman server with the config `file` and two Envoys using RLQS
+/// against it, after 12 s of 1.5 C each: both want more than half, and two
+/// usage reports (about 10 s) have made the demand known.
+fn two_rlqs_envoys(file: &Path) -> (IsolatedServer, [EnvoyProcess; 2]) {
+    let doorman = server(free_addr(), file, None);
+    let port = doorman.grpc_addr.port();
+    let pair = [
+        EnvoyProcess::start("rlqs.yaml", port).expect("envoy a"),
+        EnvoyProcess::start("rlqs.yaml", port).expect("envoy b"),
+    ];
+    offer_both(&pair, 1.5 * C, 12.0);
+    (doorman, pair)
+}
+
 fn within(measured: f64, target: f64, share: f64) -> bool {
     (measured - target).abs() <= share * target
 }
@@ -160,16 +174,7 @@ fn rls_fails_open_while_doorman_is_down_and_limits_again_after_a_restart() {
 #[test]
 fn rlqs_two_envoys_share_the_capacity() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write_config(dir.path(), C);
-    let doorman = server(free_addr(), &file, None);
-    let port = doorman.grpc_addr.port();
-    let pair = [
-        EnvoyProcess::start("rlqs.yaml", port).expect("envoy a"),
-        EnvoyProcess::start("rlqs.yaml", port).expect("envoy b"),
-    ];
-    // 1.5 C each: both want more than half. Two reports (~10 s) make the
-    // demand known.
-    offer_both(&pair, 1.5 * C, 12.0);
+    let (doorman, pair) = two_rlqs_envoys(&write_config(dir.path(), C));
     let (ga, gb) = offer_both(&pair, 1.5 * C, 20.0);
     let (ra, rb) = (ga.ok_rate(), gb.ok_rate());
     assert!(
@@ -274,14 +279,7 @@ fn rls_answers_give_envoy_its_x_ratelimit_headers() {
 #[test]
 fn rlqs_follows_a_config_push_within_a_refresh() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write_config(dir.path(), C);
-    let doorman = server(free_addr(), &file, None);
-    let port = doorman.grpc_addr.port();
-    let pair = [
-        EnvoyProcess::start("rlqs.yaml", port).expect("envoy a"),
-        EnvoyProcess::start("rlqs.yaml", port).expect("envoy b"),
-    ];
-    offer_both(&pair, 1.5 * C, 12.0);
+    let (_doorman, pair) = two_rlqs_envoys(&write_config(dir.path(), C));
     // Halve the capacity: one refresh (2 s) after the file poll, the next
     // assignments carry the new rate.
     write_config(dir.path(), C / 2.0);
