@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use doorman_algorithms::{Amount, Demand, RequesterId, Time};
 
+use super::grants::Grants;
 use super::record::Record;
 
 /// A waiting requester's refresh interval is its lease's divided by this.
@@ -110,7 +111,7 @@ impl Resource {
         let most = self
             .shares
             .get_mut(id)
-            .map_or(0.0, |r| r.largest_unexpired(now));
+            .map_or(0.0, |r| r.grants.largest_unexpired(now));
         let out = out.and_then(|x| Amount::new("outstanding", x.min(most)).ok());
         self.shares.set_outstanding(id, out);
     }
@@ -162,7 +163,7 @@ impl Resource {
         let terms = self.template.algorithm.terms();
         let mut lease = terms.lease(cx.now, level, self.lease_cap(cx), capacity);
         if decision == Decision::Algorithm {
-            self.keep_no_longer(id, capacity, free_before, &mut lease);
+            self.keep_no_longer(id, capacity, free_before, &mut lease, cx.now);
         }
         let hurry = self.waiting_refresh(id, decision, &lease);
         if let (Some(h), Who::Client(_)) = (hurry, who) {
@@ -173,25 +174,39 @@ impl Resource {
 
     /// A share algorithm's grant beyond what was free is capacity the
     /// requester kept from the lease it holds (`Shares::decide`: the
-    /// capacity shrank and the
-    /// others have not refreshed yet). It lasts no longer than that lease:
-    /// on a downstream server, leases renewed from a larger grant would
-    /// otherwise outlive it, and its parent, which counts them only while
-    /// that grant lasts (`Record::largest_unexpired`), would hand the
-    /// excess out again (found with the simulator: 100.36 %).
+    /// capacity shrank and the others have not refreshed yet). On a
+    /// downstream server, leases renewed from a larger grant would outlive
+    /// it, and its parent, which counts them only while that grant lasts
+    /// (`Grants::largest_unexpired`), would hand the excess out again
+    /// (found with the simulator: 100.36 %). Such a lease lasts no longer
+    /// than the latest of this server's own grants that covers all it has
+    /// out (`Grants::covering`), or than the lease it was kept from if
+    /// that is later or nothing covers (a root whose capacity shrank). Not
+    /// just the lease it was kept from: under a parent that shrinks a
+    /// little at every refresh that never got renewed, and ran out while
+    /// the parent was cut off (issue 17, seed 4: 76 % for 45 s).
     fn keep_no_longer(
-        &self,
+        &mut self,
         id: RequesterId,
         capacity: f64,
         free_before: f64,
         lease: &mut doorman_algorithms::Lease,
+        now: Time,
     ) {
         let share = self.template.algorithm.kind.is_share();
-        if share && capacity > free_before + WAITING_SLACK * capacity.max(1.0) {
-            if let Some(rec) = self.shares.get(id) {
-                lease.expiry = lease.expiry.min(rec.expiry);
-            }
+        if !share || capacity <= free_before + WAITING_SLACK * capacity.max(1.0) {
+            return;
         }
+        let Some(kept_from) = self.shares.get(id).map(|r| r.expiry) else {
+            return;
+        };
+        let out = self.shares.totals().taken;
+        let covered = self
+            .upstream
+            .as_mut()
+            .and_then(|u| u.grants.covering(out, now));
+        let until = covered.map_or(kept_from, |c| c.max(kept_from));
+        lease.expiry = lease.expiry.min(until);
     }
 
     /// The lease held, for a repeat request inside the minimum interval.
@@ -300,7 +315,7 @@ impl Resource {
             claim_counted: false,
             inherit_until: Time::ZERO,
             outstanding: f64::NAN,
-            grants: Vec::new(),
+            grants: Grants::default(),
         };
         let id = self.shares.insert(&demands, rec);
         self.index.insert(&self.shares, who, id);
@@ -412,20 +427,21 @@ impl Resource {
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
-        let old = rec.forget_at();
+        let (old, was_absent) = (rec.forget_at(), rec.absent_at());
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
         rec.inherit_until = inherit_until;
         rec.outstanding = outstanding.map_or(f64::NAN, Amount::get);
         if let Who::Server(_) = rec.who {
-            rec.note_grant(lease.capacity, lease.expiry);
+            rec.grants.note(lease.capacity, lease.expiry);
         }
         let new = rec.forget_at();
         if old != new {
             self.expiries.remove(&(old, id));
             self.expiries.insert((new, id));
         }
+        self.reindex_absent(id, was_absent);
     }
 
     fn grant(

@@ -10,7 +10,9 @@
 //! Must not: do I/O, read the clock, or panic on anything a request or a
 //! config can contain.
 
+mod absent;
 mod decide;
+mod grants;
 mod horizon;
 mod index;
 mod record;

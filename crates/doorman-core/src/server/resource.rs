@@ -26,6 +26,8 @@ pub(crate) struct Resource {
     pub shares: Shares<Record>,
     pub index: Index,
     pub expiries: BTreeSet<(Time, RequesterId)>,
+    /// When each requester counts as absent (`absent.rs`).
+    pub absent: BTreeSet<(Time, RequesterId)>,
     pub learning_until: Time,
     /// Present on intermediate servers: the capacity comes from the parent.
     pub upstream: Option<UpstreamState>,
@@ -61,6 +63,7 @@ impl Resource {
             template,
             index: Index::default(),
             expiries: BTreeSet::new(),
+            absent: BTreeSet::new(),
             learning_until,
             upstream: None,
             retired_until: None,
@@ -230,8 +233,9 @@ impl Resource {
         self.shares.set_capacity(amount(capacity));
     }
 
-    /// Forgets every lease that expired at or before `now`, unless the
-    /// resource is in learning mode. Cost: O(expired · log n).
+    /// Forgets every lease that expired at or before `now`, and caps the
+    /// demand of requesters that have become absent (`absent.rs`), unless
+    /// the resource is in learning mode. Cost: O((expired + absent) · log n).
     pub fn expire(&mut self, now: Time) -> usize {
         if self.in_learning(now) {
             return 0;
@@ -248,6 +252,7 @@ impl Resource {
                 n += 1;
             }
         }
+        self.mark_absent(now);
         n
     }
 

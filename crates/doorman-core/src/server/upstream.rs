@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Amount, Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
 
+use super::grants::Grants;
 use super::{Role, ServerCore};
 use crate::config::{AlgorithmConfig, Template};
 use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_BANDS};
@@ -63,6 +64,9 @@ pub(crate) struct UpstreamState {
     /// learned: see [`UpstreamState::learning_bound`].
     predecessor_out: Option<f64>,
     learning_claims: f64,
+    /// This node's own grants from the parent still unexpired: what its
+    /// sub-leases may be backed by (`Resource::keep_no_longer`).
+    pub grants: Grants,
 }
 
 /// The two ends a new master's first upstream request is held between.
@@ -87,6 +91,7 @@ impl UpstreamState {
             hold: FirstHold::default(),
             predecessor_out: None,
             learning_claims: 0.0,
+            grants: Grants::default(),
         }
     }
 
@@ -427,6 +432,7 @@ impl ServerCore {
                 u.parent_safe = Some(s);
             }
             u.schedule.granted(now, &g.lease, g.next_refresh_interval);
+            u.grants.note_own(capacity, g.lease.expiry);
             // The largest word stands: a later, smaller one (after a
             // lapse, when the parent had forgotten more) does not make the
             // predecessors' leases still out any smaller.

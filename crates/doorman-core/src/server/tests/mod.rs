@@ -1,5 +1,6 @@
 //! Core unit tests: explicit times, no sleeping.
 
+mod absent;
 mod horizon;
 mod outstanding;
 mod pending;

@@ -334,3 +334,43 @@ fn capacity_kept_beyond_what_is_free_is_not_renewed() {
     let g = get(&mut c, t(7), "a", ask("nolearn", 50.0, Some(20.0)));
     assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(27)));
 }
+
+/// On an intermediate, a kept grant lasts as long as one of its own grants
+/// from the parent covers all it has out, not only as long as the lease it
+/// was kept from: under a parent that shrinks it a little at every
+/// refresh, that lease was never renewed and ran out while the parent was
+/// cut off (issue 17).
+#[test]
+fn a_kept_grant_lasts_while_an_own_grant_covers_it() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    get(&mut c, t(1), "a", ask("r", 60.0, None));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(100.0, 100, 8, 0)]);
+    assert_eq!(
+        get(&mut c, t(2), "a", ask("r", 60.0, Some(0.0)))
+            .lease
+            .capacity,
+        60.0
+    );
+    assert_eq!(
+        get(&mut c, t(3), "b", ask("r", 60.0, None)).lease.capacity,
+        40.0
+    );
+    let g = get(&mut c, t(4), "a", ask("r", 60.0, Some(60.0)));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (50.0, t(64)));
+    assert_eq!(
+        get(&mut c, t(5), "b", ask("r", 60.0, Some(40.0)))
+            .lease
+            .capacity,
+        50.0
+    );
+    // The parent shrinks this server to 90, until 110.
+    c.upstream_request(t(10)).unwrap();
+    c.upstream_response(t(10), &ids, &[parent_grant(90.0, 110, 8, 0)]);
+    // a keeps its 45-share of the 50 it holds although only 40 is free:
+    // 95 is out, which the grant of 100 covers until 100 (before: only
+    // until its lease from 4 ended, at 64).
+    let g = get(&mut c, t(11), "a", ask("r", 60.0, Some(50.0)));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (45.0, t(71)));
+}

@@ -1,0 +1,53 @@
+//! A requester that misses its refresh by a whole interval counts as
+//! wanting no more than it holds (`absent.rs`), here and in what this
+//! server asks its parent for, until it asks again.
+
+use super::intermediate::{leaf, parent_grant};
+use super::*;
+
+/// Σ wants of the one resource in this intermediate's next upstream ask.
+fn wants_upstream(c: &mut ServerCore, now: i64) -> f64 {
+    let asks = c.upstream_asks(t(now));
+    asks[0].bands.iter().map(|b| b.2).sum()
+}
+
+#[test]
+fn an_absent_requester_stops_asking_the_parent_for_more_than_it_holds() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    get(&mut c, t(1), "a", ask("r", 150.0, None));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(100.0, 200, 8, 0)]);
+    let g = get(&mut c, t(2), "a", ask("r", 150.0, Some(0.0)));
+    assert_eq!((g.lease.capacity, g.lease.refresh_interval), (100.0, 4));
+    // Its refresh is due at 6; by 10 it has missed it by a whole interval.
+    c.cleanup(t(9));
+    assert_eq!(wants_upstream(&mut c, 9), 150.0);
+    c.cleanup(t(10));
+    assert_eq!(wants_upstream(&mut c, 10), 100.0, "capped at its 100");
+    // Its lease still counts: a newcomer gets nothing of it.
+    assert_eq!(
+        get(&mut c, t(11), "b", ask("r", 50.0, None)).lease.capacity,
+        0.0
+    );
+    // Back, it wants 150 again.
+    get(&mut c, t(12), "a", ask("r", 150.0, Some(100.0)));
+    assert_eq!(wants_upstream(&mut c, 12), 200.0, "150 for a, 50 for b");
+}
+
+#[test]
+fn a_requester_that_refreshes_on_time_is_never_absent() {
+    let mut c = leaf(None);
+    let ids = vec!["r".to_string()];
+    get(&mut c, t(1), "a", ask("r", 150.0, None));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &ids, &[parent_grant(100.0, 200, 8, 0)]);
+    for now in (2..60).step_by(4) {
+        get(&mut c, t(now), "a", ask("r", 150.0, Some(100.0)));
+        // Just before the next refresh, and again after it.
+        for at in [now + 3, now + 5] {
+            c.cleanup(t(at));
+            assert_eq!(wants_upstream(&mut c, at), 150.0, "at {at}");
+        }
+    }
+}
