@@ -1,5 +1,5 @@
 //! Absent requesters: one that has not come back a whole refresh interval
-//! after its refresh was due (cut off, crashed, or its master lost) counts
+//! (its regular one at least) after its refresh was due (cut off, crashed, or its master lost) counts
 //! as wanting no more than it holds, until it asks again. Its lease stays
 //! counted as taken, so no capacity is handed out twice; only its demand
 //! stops raising the others' targets above what they can get, and this
@@ -9,35 +9,30 @@
 //!
 //! Must not: touch a requester's grant or expiry.
 
-use doorman_algorithms::{Demand, RequesterId, Time};
+use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Time};
 
-use super::record::Record;
-use super::resource::Resource;
-
-impl Record {
-    /// When the requester counts as absent if it has not asked again: its
-    /// refresh is due `refresh_interval` after its last request, and it
-    /// gets as long again (a new record, never answered, has none).
-    pub fn absent_at(&self) -> Time {
-        let interval = Time::secs(i64::from(self.refresh_interval));
-        self.last_request + interval + interval
-    }
-}
+use super::resource::{Context, Resource};
 
 impl Resource {
-    /// Moves a requester's entry in the absence index after its record
-    /// changed (`was` is its `absent_at` before the change).
-    pub(super) fn reindex_absent(&mut self, id: RequesterId, was: Time) {
-        let Some(rec) = self.shares.get(id) else {
+    /// After a request was decided: when the requester counts as absent if
+    /// it has not asked again. Its refresh is due one interval after this
+    /// request, and it gets as long again. The interval is the longer of
+    /// the one it was given and this resource's regular one (a waiting
+    /// requester told to come back sooner is not absent for coming back
+    /// at its regular time), plus the minimum request interval (a repeat
+    /// inside it does not count as a request).
+    pub(super) fn reindex_absent(&mut self, id: RequesterId, cx: &Context) {
+        let terms = self.template.algorithm.terms();
+        let level = u32::from(self.upstream.is_some());
+        let regular = scaled_refresh_interval(terms.refresh_interval, terms.decay_factor, level);
+        let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
-        let now_at = rec.absent_at();
-        if now_at != was {
-            self.absent.remove(&(was, id));
-        }
-        if rec.refresh_interval > 0 {
-            self.absent.insert((now_at, id));
-        }
+        let interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
+        let at = rec.last_request + interval + interval + cx.min_request_interval;
+        let was = std::mem::replace(&mut rec.absent_at, at);
+        self.absent.remove(&(was, id));
+        self.absent.insert((at, id));
     }
 
     /// Caps the demand of every requester absent at `now` at what it holds.
@@ -49,7 +44,7 @@ impl Resource {
                 break;
             }
             self.absent.pop_first();
-            if self.shares.get(id).is_some_and(|r| r.absent_at() == at) {
+            if self.shares.get(id).is_some_and(|r| r.absent_at == at) {
                 let capped = capped_demands(&self.shares.demands(id), self.shares.has(id));
                 self.shares.set_demands(id, &capped);
             }

@@ -77,6 +77,7 @@ impl Resource {
             (None, None) => Time::ZERO,
         };
         self.store(id, &lease, now, inherit_until, ask.outstanding);
+        self.reindex_absent(id, cx);
         let mut grant = self.grant(ask, lease, decision);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
@@ -316,6 +317,7 @@ impl Resource {
             inherit_until: Time::ZERO,
             outstanding: f64::NAN,
             grants: Grants::default(),
+            absent_at: Time::ZERO,
         };
         let id = self.shares.insert(&demands, rec);
         self.index.insert(&self.shares, who, id);
@@ -427,7 +429,7 @@ impl Resource {
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
-        let (old, was_absent) = (rec.forget_at(), rec.absent_at());
+        let old = rec.forget_at();
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
@@ -441,7 +443,6 @@ impl Resource {
             self.expiries.remove(&(old, id));
             self.expiries.insert((new, id));
         }
-        self.reindex_absent(id, was_absent);
     }
 
     fn grant(

@@ -8,12 +8,16 @@
 use doorman_algorithms::Time;
 
 /// Most entries kept; past it the two oldest merge into one that is at
-/// least as large and lasts at least as long.
+/// least as large and lasts at least as long ([`Grants::note`]), or the
+/// largest, soonest to end, goes ([`Grants::note_own`]).
 const GRANTS_KEPT: usize = 8;
 
 /// Grants whose leases have not expired, as (capacity, expiry) with
-/// capacities falling and expiries rising. Every entry is at least one
-/// real grant, for at least as long.
+/// capacities falling. Expiries rise too, except after [`Grants::note`]
+/// of a smaller grant that ends sooner (a reload shortened leases), so
+/// the latest expiry is looked for over all of them. Every entry is at
+/// least one real grant, for at least as long ([`Grants::note`]) or a
+/// real grant exactly ([`Grants::note_own`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Grants(Vec<(f64, Time)>);
 
@@ -42,7 +46,8 @@ impl Grants {
     /// This server itself was granted `capacity` until `expiry` by its
     /// parent. Kept exact or smaller, never larger: entries it makes
     /// redundant (no larger and no longer) go, it is not kept if one makes
-    /// it redundant, and past `GRANTS_KEPT` the oldest goes. So every
+    /// it redundant, and past `GRANTS_KEPT` the largest (the soonest to
+    /// end) goes. So every
     /// entry is a real grant for as long as it says.
     pub fn note_own(&mut self, capacity: f64, expiry: Time) {
         let v = &mut self.0;
@@ -77,12 +82,13 @@ impl Grants {
             .iter()
             .take_while(|g| g.0 >= amount)
             .map(|g| g.1)
-            .last()
+            .filter(|&e| e > now)
+            .max()
     }
 
     /// The latest expiry of any grant kept.
     pub fn last_expiry(&self) -> Option<Time> {
-        self.0.last().map(|g| g.1)
+        self.0.iter().map(|g| g.1).max()
     }
 }
 
@@ -104,6 +110,19 @@ mod tests {
         // Once the 176 has expired, nothing covers 175.
         assert_eq!(g.covering(175.0, Time::secs(995)), None);
         assert_eq!(g.largest_unexpired(Time::secs(995)), 173.0);
+    }
+
+    /// Found in review: a smaller grant that ends sooner (a reload
+    /// shortened leases) is queued after the larger one; the larger one's
+    /// end is still when its sub-leases may last to, so a parent must not
+    /// forget the requester before it.
+    #[test]
+    fn the_latest_expiry_is_found_after_a_shorter_smaller_grant() {
+        let mut g = Grants::default();
+        g.note(100.0, Time::secs(100));
+        g.note(50.0, Time::secs(50));
+        assert_eq!(g.last_expiry(), Some(Time::secs(100)));
+        assert_eq!(g.covering(50.0, Time::ZERO), Some(Time::secs(100)));
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub(crate) struct Record {
     /// may still have sub-leases out of any of them, never of more than the
     /// largest (empty for end clients).
     pub grants: Grants,
+    /// When it counts as absent if it has not asked again (`absent.rs`).
+    pub absent_at: Time,
 }
 
 impl Record {

@@ -51,3 +51,21 @@ fn a_requester_that_refreshes_on_time_is_never_absent() {
         }
     }
 }
+
+/// A waiting requester is told to come back sooner; one that comes back
+/// at its regular interval instead (a client with a longer minimum of its
+/// own) is not absent, and gets its share once it is free.
+#[test]
+fn a_waiting_requester_that_keeps_its_regular_interval_is_not_absent() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 100.0, None));
+    let g = get(&mut c, t(2), "b", ask("nolearn", 100.0, None));
+    assert_eq!((g.lease.capacity, g.lease.refresh_interval), (0.0, 2));
+    // a's refresh 7 s later still counts b's whole demand: a shrinks to 50.
+    c.cleanup(t(9));
+    let g = get(&mut c, t(9), "a", ask("nolearn", 100.0, Some(100.0)));
+    assert_eq!(g.lease.capacity, 50.0);
+    // b comes back 8 s later, not 2: its regular interval.
+    let g = get(&mut c, t(10), "b", ask("nolearn", 100.0, Some(0.0)));
+    assert_eq!(g.lease.capacity, 50.0);
+}
