@@ -2,7 +2,7 @@
 //! wanting no more than it holds (`absent.rs`), here and in what this
 //! server asks its parent for, until it asks again.
 
-use super::intermediate::{leaf, parent_grant};
+use super::intermediate::{leaf_granted, parent_grant};
 use super::*;
 
 /// Σ wants of the one resource in this intermediate's next upstream ask.
@@ -13,11 +13,7 @@ fn wants_upstream(c: &mut ServerCore, now: i64) -> f64 {
 
 #[test]
 fn an_absent_requester_stops_asking_the_parent_for_more_than_it_holds() {
-    let mut c = leaf(None);
-    let ids = vec!["r".to_string()];
-    get(&mut c, t(1), "a", ask("r", 150.0, None));
-    c.upstream_request(t(1)).unwrap();
-    c.upstream_response(t(1), &ids, &[parent_grant(100.0, 200, 8, 0)]);
+    let mut c = leaf_granted(150.0, parent_grant(100.0, 200, 8, 0));
     let g = get(&mut c, t(2), "a", ask("r", 150.0, Some(0.0)));
     assert_eq!((g.lease.capacity, g.lease.refresh_interval), (100.0, 4));
     // Its refresh is due at 6; by 10 it has missed it by a whole interval.
@@ -37,11 +33,7 @@ fn an_absent_requester_stops_asking_the_parent_for_more_than_it_holds() {
 
 #[test]
 fn a_requester_that_refreshes_on_time_is_never_absent() {
-    let mut c = leaf(None);
-    let ids = vec!["r".to_string()];
-    get(&mut c, t(1), "a", ask("r", 150.0, None));
-    c.upstream_request(t(1)).unwrap();
-    c.upstream_response(t(1), &ids, &[parent_grant(100.0, 200, 8, 0)]);
+    let mut c = leaf_granted(150.0, parent_grant(100.0, 200, 8, 0));
     for now in (2..60).step_by(4) {
         get(&mut c, t(now), "a", ask("r", 150.0, Some(100.0)));
         // Just before the next refresh, and again after it.

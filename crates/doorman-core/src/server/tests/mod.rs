@@ -514,6 +514,16 @@ mod intermediate {
         c
     }
 
+    /// A leaf whose client "a" asked for `wants` of "r" at 1 s, and whose
+    /// parent answered its first request with `grant`.
+    pub(super) fn leaf_granted(wants: f64, grant: UpstreamGrant) -> ServerCore {
+        let mut c = leaf(None);
+        get(&mut c, t(1), "a", ask("r", wants, None));
+        c.upstream_request(t(1)).unwrap();
+        c.upstream_response(t(1), &["r".to_string()], &[grant]);
+        c
+    }
+
     pub(super) fn parent_grant(
         cap: f64,
         expiry: i64,

@@ -3,7 +3,7 @@
 //! larger grant as taken until it reports it gone, and an intermediate
 //! server reports as soon as it has come down to a shrunk grant.
 
-use super::intermediate::{leaf, parent_grant};
+use super::intermediate::{leaf, leaf_granted, parent_grant};
 use super::*;
 
 /// GetServerCapacity from the node `id` (5 clients) for "nolearn".
@@ -342,11 +342,8 @@ fn capacity_kept_beyond_what_is_free_is_not_renewed() {
 /// cut off (issue 17).
 #[test]
 fn a_kept_grant_lasts_while_an_own_grant_covers_it() {
-    let mut c = leaf(None);
+    let mut c = leaf_granted(60.0, parent_grant(100.0, 100, 8, 0));
     let ids = vec!["r".to_string()];
-    get(&mut c, t(1), "a", ask("r", 60.0, None));
-    c.upstream_request(t(1)).unwrap();
-    c.upstream_response(t(1), &ids, &[parent_grant(100.0, 100, 8, 0)]);
     assert_eq!(
         get(&mut c, t(2), "a", ask("r", 60.0, Some(0.0)))
             .lease
