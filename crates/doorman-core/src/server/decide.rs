@@ -441,8 +441,10 @@ impl Resource {
         let new = rec.forget_at();
         if old != new {
             self.expiries.remove(&(old, id));
-            self.expiries.insert((new, id));
         }
+        // Also when `old` was not the key held (it can fall: see
+        // `Resource::expire`), so the record always has its key.
+        self.expiries.insert((new, id));
     }
 
     fn grant(

@@ -246,7 +246,15 @@ impl Resource {
                 break;
             }
             self.expiries.pop_first();
-            if let Some(who) = self.shares.get(id).map(|r| r.who.clone()) {
+            // A key can be stale: a record's `forget_at` falls when grants
+            // that ended are dropped (`Grants::largest_unexpired`), and in
+            // learning mode nothing pops the key it had (found in review);
+            // a record renewed since is not forgotten by its old key.
+            let live = self
+                .shares
+                .get(id)
+                .map(|r| (r.forget_at() > now, r.who.clone()));
+            if let Some((false, who)) = live {
                 self.index.remove(&who, id);
                 self.shares.remove(id);
                 n += 1;

@@ -371,3 +371,46 @@ fn a_kept_grant_lasts_while_an_own_grant_covers_it() {
     let g = get(&mut c, t(11), "a", ask("r", 60.0, Some(50.0)));
     assert_eq!((g.lease.capacity, g.lease.expiry), (45.0, t(71)));
 }
+
+/// Found in review: a downstream server's `forget_at` falls when its
+/// ended grants are dropped, and in learning mode nothing popped the key
+/// it had; after learning that stale key forgot the server while a later
+/// lease of it was live, and its capacity was handed out again.
+#[test]
+fn a_stale_expiry_key_does_not_forget_a_live_server() {
+    let text = |lease: i64| {
+        format!(
+            "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n[resources.algorithm]\n\
+             kind = \"FAIR_SHARE\"\nlease_length = {lease}\nrefresh_interval = 5\n\
+             learning_mode_duration = 100\n"
+        )
+    };
+    let cfg = |lease| Arc::new(Config::parse(&text(lease), "test.toml").unwrap());
+    let mut c = ServerCore::new(
+        CoreOptions {
+            role: Role::Root,
+            server_id: "me:1".into(),
+            min_request_interval: Time::ZERO,
+        },
+        cfg(60),
+    );
+    c.become_master(t(0));
+    let server = |has: f64| CapacityRequest {
+        who: Who::Server(Arc::from("s")),
+        resources: vec![ResourceAsk {
+            demands: vec![Demand::new(0, 1, 100.0).unwrap()],
+            outstanding: Some(Amount::new("o", has).unwrap()),
+            ..ask("r", 100.0, Some(has))
+        }],
+    };
+    // Learning: claims echoed. 100 until 61, then (leases shortened) 50
+    // until 12: the larger grant ends later.
+    assert_eq!(cap(&mut c, 1, &server(100.0)), 100.0);
+    c.replace_config(cfg(10));
+    assert_eq!(cap(&mut c, 2, &server(50.0)), 50.0);
+    // Both have ended by 95; its new lease lasts until 105.
+    assert_eq!(cap(&mut c, 95, &server(50.0)), 50.0);
+    // After learning, s is still counted: a newcomer gets only the rest.
+    let g = get(&mut c, t(101), "b", ask("r", 100.0, None));
+    assert_eq!(g.lease.capacity, 50.0);
+}
