@@ -137,9 +137,14 @@ def test_refused_arguments(dead_addr, tmp_path):
                 call()
 
 
+# Python raises KeyboardInterrupt only if SIGINT was not ignored when it
+# started; a job started in the background by a non-interactive shell
+# (`cmd &`) inherits it ignored, and the test would hang. The script sets
+# Python's own handler, as an interactive program has it.
 CTRL_C = """
 import os, signal, sys, threading, time
 from doorman_client import Client
+signal.signal(signal.SIGINT, signal.default_int_handler)
 with Client([sys.argv[1]], rpc_timeout=0.5) as client:
     r = client.rate_resource("ctrl-c/r", wants=1.0)
     threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
