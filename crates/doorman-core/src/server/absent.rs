@@ -23,8 +23,8 @@ impl Resource {
     /// inside it does not count as a request).
     pub(super) fn reindex_absent(&mut self, id: RequesterId, cx: &Context) {
         let terms = self.template.algorithm.terms();
-        let level = u32::from(self.upstream.is_some());
-        let regular = scaled_refresh_interval(terms.refresh_interval, terms.decay_factor, level);
+        let regular =
+            scaled_refresh_interval(terms.refresh_interval, terms.decay_factor, self.level());
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };

@@ -160,9 +160,8 @@ impl Resource {
         (capacity, free_before): (f64, f64),
         decision: Decision,
     ) -> (doorman_algorithms::Lease, Option<i64>) {
-        let level = u32::from(self.upstream.is_some());
         let terms = self.template.algorithm.terms();
-        let mut lease = terms.lease(cx.now, level, self.lease_cap(cx), capacity);
+        let mut lease = terms.lease(cx.now, self.level(), self.lease_cap(cx), capacity);
         if decision == Decision::Algorithm {
             self.keep_no_longer(id, capacity, free_before, &mut lease, cx.now);
         }

@@ -217,6 +217,12 @@ impl Resource {
         forward | (report && u.schedule.expedite(now))
     }
 
+    /// The level whose refresh interval this resource hands out: the root
+    /// (0) its template's, an intermediate (1) its own lease's scaled once.
+    pub fn level(&self) -> u32 {
+        u32::from(self.upstream.is_some())
+    }
+
     /// True while claims are echoed (learning mode).
     pub fn in_learning(&self, now: Time) -> bool {
         now < self.learning_until
@@ -250,11 +256,8 @@ impl Resource {
             // that ended are dropped (`Grants::largest_unexpired`), and in
             // learning mode nothing pops the key it had (found in review);
             // a record renewed since is not forgotten by its old key.
-            let live = self
-                .shares
-                .get(id)
-                .map(|r| (r.forget_at() > now, r.who.clone()));
-            if let Some((false, who)) = live {
+            let ended = self.shares.get(id).filter(|r| r.forget_at() <= now);
+            if let Some(who) = ended.map(|r| r.who.clone()) {
                 self.index.remove(&who, id);
                 self.shares.remove(id);
                 n += 1;
