@@ -25,7 +25,7 @@ import sys
 
 BAND = 0.02
 HOLD = 60
-SETTLE = 120  # seven.toml's settle: dips before it are the start-up
+SETTLE = 120  # dips before it are the start-up (`ours`' settle; `original`'s is 60)
 ORDER = ["spike", "datacenter cut off", "datacenter master lost", "region cut off",
          "region master lost", "root cut off", "root master lost"]
 
@@ -159,7 +159,7 @@ def what_if(seeds, dips):
     print("\n| dips after | dips | seconds | longest re-convergence without these and the rows above |")
     print("|---|---:|---:|---:|")
     gone = []
-    for k in sorted({c for _, c in dips}, key=lambda c: -sum(len(d) for d, x in dips if x == c)):
+    for k in sorted({c for _, c in dips}, key=lambda c: (-sum(len(d) for d, x in dips if x == c), c)):
         gone.append(k)
         longest = max(t for s in seeds for _, t in seed_figures(s, SETTLE, set(gone))[0])
         mine = [len(d) for d, c in dips if c == k]

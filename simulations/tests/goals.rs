@@ -2,7 +2,7 @@
 //! docs/simulation.md "Goals"), over seeds 1–30 and over seeds 31–90:
 //! held-out seeds that no change was ever traced on, so that a fix fitted
 //! to seeds 1–30 cannot pass the gate by luck (docs/simulation.md,
-//! "Held-out seeds").
+//! "Fifth round").
 //!
 //! * `original` profile (the original simulation's parameters): beat the
 //!   original simulation on every seed at once: peak ≤ 105 %, mean

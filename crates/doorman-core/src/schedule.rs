@@ -4,9 +4,7 @@
 //!
 //! Rules, for both:
 //! * a new resource is due at once;
-//! * after a grant, at the lease's refresh interval (at least 1 s), but
-//!   half of it (at least [`RENEW_BEFORE_EXPIRY`]) before the lease ends
-//!   if that is sooner;
+//! * after a grant, at the lease's refresh interval (at least 1 s);
 //! * a resource the answer left out is asked for again after a retry delay;
 //! * after a failure, after the backoff, but never later than the last
 //!   lease's refresh interval ([`Lease::retry_delay`]);
@@ -25,14 +23,6 @@ use doorman_algorithms::{Lease, Time};
 /// A demand that moved by more than this fraction since it was last sent
 /// makes the resource due before its refresh interval is up.
 pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
-
-/// A lease that ends before its refresh interval is up is asked for again
-/// half an interval before it ends, and at least this long before (its
-/// end on the wire is in whole seconds, rounded down, so this is at least
-/// a second before the server's). Half an interval: a node renews its own
-/// lease before its requesters, whose intervals are shorter by the decay
-/// factor and whose leases end with it, renew theirs.
-pub const RENEW_BEFORE_EXPIRY: Time = Time::secs(1);
 
 /// The refresh schedule of one resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,23 +89,13 @@ impl RefreshSchedule {
 
     /// The answer granted `lease`: ask again at its refresh interval, or
     /// after `sooner` seconds when the grantor asked for that (a waiting
-    /// downstream server, see `doorman_core::server::Grant`), and before
-    /// the lease ends. A server may hand out a lease that ends before the
-    /// refresh interval is up (an intermediate's leases can end with its
-    /// own, and that may not have been renewed yet); waiting for the
-    /// interval let it lapse although the server could have renewed it by
-    /// then (issue 17, in the simulator: a datacenter renewed its lease
-    /// 1.2 s before its old one ended, and its clients, whose leases ended
-    /// with the old one, lost them all at once and got them back only as
-    /// they asked, 2–7 s later).
+    /// downstream server, see `doorman_core::server::Grant`).
     pub fn granted(&mut self, now: Time, lease: &Lease, sooner: Option<i64>) {
         let period = lease.refresh_period();
-        let at = match sooner {
+        self.next_refresh = match sooner {
             Some(s) => now + period.min(Time::secs(s.max(1))),
             None => now + period,
         };
-        let margin = RENEW_BEFORE_EXPIRY.max(Time::from_millis(period.as_millis() / 2));
-        self.next_refresh = at.min((lease.expiry - margin).max(now));
     }
 
     /// The request failed at `now`: retry after `backoff`, never later than
@@ -190,44 +170,6 @@ mod tests {
         s.granted(t(0), &lease(8), None);
         assert_eq!(s.next_wakeup(MIN), t(8));
         assert!(!s.due(t(7), MIN) && s.due(t(8), MIN));
-    }
-
-    #[test]
-    fn a_lease_that_ends_before_its_refresh_interval_is_renewed_before_it_ends() {
-        let mut s = RefreshSchedule::new(t(0));
-        s.sent(t(0));
-        let short = Lease {
-            expiry: t(10),
-            ..lease(8)
-        };
-        s.granted(t(0), &short, None);
-        assert_eq!(
-            s.next_wakeup(MIN),
-            t(6),
-            "half an interval before it ends, not at 8 s"
-        );
-        let shorter = Lease {
-            expiry: t(5),
-            ..lease(2)
-        };
-        s.granted(t(0), &shorter, None);
-        assert_eq!(s.next_wakeup(MIN), t(2), "at 2 s, its interval, not 4 s");
-        let brief = Lease {
-            expiry: t(1) + Time::from_millis(500),
-            ..lease(1)
-        };
-        s.granted(t(0), &brief, None);
-        assert_eq!(s.next_wakeup(MIN), t(0) + MIN, "at least a second before");
-        // One that has (nearly) ended already: as soon as the minimum
-        // interval allows.
-        let ended = Lease {
-            expiry: t(0),
-            ..lease(8)
-        };
-        s.granted(t(0), &ended, None);
-        assert_eq!(s.next_wakeup(MIN), t(0) + MIN);
-        s.granted(t(0), &ended, Some(2));
-        assert_eq!(s.next_wakeup(MIN), t(0) + MIN);
     }
 
     #[test]
