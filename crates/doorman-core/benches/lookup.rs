@@ -75,9 +75,7 @@ fn largest_request(c: &mut Criterion, name: &str, cfg: Arc<Config>, id: impl Fn(
             .map(|i| ResourceAsk {
                 resource_id: id(i),
                 demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
-                claimed_has: None,
-                claimed_refresh: None,
-                claimed_expiry: None,
+                claim: None,
                 outstanding: None,
             })
             .collect(),

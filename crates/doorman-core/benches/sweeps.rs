@@ -32,9 +32,7 @@ fn populated() -> ServerCore {
             .map(|i| ResourceAsk {
                 resource_id: format!("r{i}"),
                 demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
-                claimed_has: None,
-                claimed_refresh: None,
-                claimed_expiry: None,
+                claim: None,
                 outstanding: None,
             })
             .collect();

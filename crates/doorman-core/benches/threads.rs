@@ -54,9 +54,7 @@ fn requests(core: &ShardedCore, t: usize, hot: bool) -> Vec<CapacityRequest> {
             resources: vec![ResourceAsk {
                 resource_id: resource.clone(),
                 demands: vec![Demand::new(0, 1, 10.0).expect("valid demand")],
-                claimed_has: None,
-                claimed_refresh: None,
-                claimed_expiry: None,
+                claim: None,
                 outstanding: None,
             }],
         })

@@ -355,9 +355,7 @@ learning_mode_duration = 60
         let ask = ResourceAsk {
             resource_id: "r".into(),
             demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
-            claimed_has: None,
-            claimed_refresh: None,
-            claimed_expiry: None,
+            claim: None,
             outstanding: None,
         };
         let req = CapacityRequest {

@@ -8,7 +8,7 @@
 
 use doorman_algorithms::{Demand, Time};
 use doorman_core::client::GrantItem;
-use doorman_core::server::{CapacityRequest, Grant, ResourceAsk, UpstreamGrant, Who};
+use doorman_core::server::{CapacityRequest, Claim, Grant, ResourceAsk, UpstreamGrant, Who};
 
 use super::link::Step;
 use super::{amount, client_grant, upstream_grant, Caller, Ev, Link, Reply, Sim};
@@ -69,9 +69,7 @@ impl Sim {
                     .map(|i| ResourceAsk {
                         resource_id: i.resource_id.clone(),
                         demands: vec![Demand::client(i.priority, amount(i.wants))],
-                        claimed_has: i.has.map(|l| amount(l.capacity)),
-                        claimed_refresh: i.has.map(|l| l.refresh_interval),
-                        claimed_expiry: i.has.map(|l| l.expiry),
+                        claim: i.has.map(|l| Claim::of(&l, amount(l.capacity))),
                         outstanding: None,
                     })
                     .collect(),
@@ -108,9 +106,7 @@ impl Sim {
                             .iter()
                             .filter_map(|&(p, n, w)| Demand::new(p, n, w).ok())
                             .collect(),
-                        claimed_has: a.has.map(|l| amount(l.capacity)),
-                        claimed_refresh: a.has.map(|l| l.refresh_interval),
-                        claimed_expiry: a.has.map(|l| l.expiry),
+                        claim: a.has.map(|l| Claim::of(&l, amount(l.capacity))),
                         outstanding: Some(amount(a.outstanding)),
                     })
                     .collect(),

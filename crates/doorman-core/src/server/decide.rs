@@ -30,7 +30,7 @@ impl Resource {
         if let Some((id, lease)) = existing.and_then(|id| Some((id, self.repeat(cx, id)?))) {
             return self.repeat_grant(id, who, ask, lease, learning, now);
         }
-        if existing.is_none() && ask.claimed_has.is_some() && !learning {
+        if existing.is_none() && ask.claim.is_some() && !learning {
             tracing::debug!(
                 resource = %ask.resource_id, %who,
                 "request claims a lease this server has no record of; treating it as new"
@@ -49,10 +49,10 @@ impl Resource {
             let kept = inherited.map(|_| self.shares.taken(id));
             self.note_outstanding(id, ask, kept, now);
         }
-        if let (Some(refresh), true) = (ask.claimed_refresh, learning) {
+        if let (Some(claim), true) = (ask.claim, learning) {
             let (since, until) = (cx.learning.since, self.learning_until);
             if let Some(u) = self.upstream.as_mut() {
-                u.hold_for_claim(since, (refresh, ask.claimed_expiry), until);
+                u.hold_for_claim(since, (claim.refresh, claim.expiry), until);
             }
         }
         let free_before = self.shares.free_for(id);
@@ -67,7 +67,7 @@ impl Resource {
         }
         let capacity = self.inherit(id, capacity, inherited);
         let (lease, hurry) = self.lease_for(cx, id, who, (capacity, free_before), decision);
-        let inherit_until = match (ask.claimed_has, inherited) {
+        let inherit_until = match (ask.claimed_has(), inherited) {
             (Some(_), _) => lease.expiry,
             (None, Some(_)) => self.shares.get(id).map_or(Time::ZERO, |r| r.inherit_until),
             // One of our servers (it reports `outstanding`) always claims a
@@ -100,7 +100,7 @@ impl Resource {
     ) {
         let out = [
             ask.outstanding.map(Amount::get),
-            ask.claimed_has.map(Amount::get),
+            ask.claimed_has().map(Amount::get),
             kept,
         ]
         .into_iter()
@@ -138,7 +138,7 @@ impl Resource {
         // claim may be a new master, whose report covers only its own
         // sub-leases (see `Resource::inherited`); its next request is
         // decided in full.
-        if let (Who::Server(_), Some(_)) = (who, ask.claimed_has) {
+        if let (Who::Server(_), Some(_)) = (who, ask.claimed_has()) {
             self.note_outstanding(id, ask, None, now);
             if !learning {
                 grant.next_refresh_interval = self.waiting_refresh(id, Decision::Algorithm, &lease);
@@ -240,7 +240,7 @@ impl Resource {
         ask: &ResourceAsk,
         now: Time,
     ) -> Option<f64> {
-        match (existing, who, ask.claimed_has) {
+        match (existing, who, ask.claimed_has()) {
             (Some(id), Who::Server(_), None) => self
                 .shares
                 .get(id)
@@ -264,7 +264,7 @@ impl Resource {
         ask: &ResourceAsk,
         learning: bool,
     ) -> Option<f64> {
-        if learning || ask.claimed_has.is_some() || !matches!(who, Who::Server(_)) {
+        if learning || ask.claim.is_some() || !matches!(who, Who::Server(_)) {
             return None;
         }
         Some(existing.map_or(0.0, |id| self.shares.taken(id)))
@@ -284,7 +284,7 @@ impl Resource {
         };
         if let Some(rec) = self.shares.get_mut(id) {
             if !std::mem::replace(&mut rec.claim_counted, true) {
-                u.note_first_claim(ask.claimed_has);
+                u.note_first_claim(ask.claimed_has());
             }
         }
     }
@@ -336,7 +336,7 @@ impl Resource {
         if !learning {
             return (self.shares.decide(id), Decision::Algorithm);
         }
-        let claimed = ask.claimed_has.unwrap_or(Amount::ZERO);
+        let claimed = ask.claimed_has().unwrap_or(Amount::ZERO);
         let pending = self
             .upstream
             .as_ref()

@@ -32,7 +32,7 @@ use doorman_algorithms::Time;
 
 pub use horizon::{Predecessors, HORIZON_AHEAD, HORIZON_CLOCK_MARGIN, HORIZON_RENEW_BEFORE};
 pub use request::{
-    CapacityRequest, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
+    CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };
 use resource::{Context, Resource};
 pub use shards::{default_shards, Decided, ShardedCore};

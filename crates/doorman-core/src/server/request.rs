@@ -85,17 +85,43 @@ pub struct ResourceAsk {
     pub resource_id: String,
     /// One demand per band (one for an end client).
     pub demands: Vec<Demand>,
-    /// The capacity the requester says it holds (its `has` lease).
-    pub claimed_has: Option<Amount>,
-    /// The refresh interval of that lease, seconds: how often the
-    /// requester comes back (used by a new intermediate master to wait
-    /// until all its requesters have re-reported before asking upstream).
-    pub claimed_refresh: Option<i64>,
-    /// When that lease ends (used by a new intermediate master not to
-    /// wait so long that the lease runs out before it can renew it).
-    pub claimed_expiry: Option<Time>,
+    /// The lease the requester says it holds (its `has`), if any.
+    pub claim: Option<Claim>,
     /// For downstream servers: what it has handed out itself (extension).
     pub outstanding: Option<Amount>,
+}
+
+impl ResourceAsk {
+    /// The capacity of the lease the requester says it holds.
+    pub fn claimed_has(&self) -> Option<Amount> {
+        self.claim.map(|c| c.has)
+    }
+}
+
+/// A lease a requester says it holds, as it sent it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Claim {
+    /// Its capacity.
+    pub has: Amount,
+    /// Its refresh interval, seconds: how often the requester comes back
+    /// (a new intermediate master waits until all its requesters have
+    /// re-reported before asking upstream).
+    pub refresh: i64,
+    /// When it ends (a new intermediate master does not wait so long that
+    /// it runs out before it can be renewed). Always there on the wire;
+    /// `None` only where a caller builds a claim without one.
+    pub expiry: Option<Time>,
+}
+
+impl Claim {
+    /// The claim of `lease`, whose capacity the caller checked: `has`.
+    pub fn of(lease: &Lease, has: Amount) -> Self {
+        Claim {
+            has,
+            refresh: lease.refresh_interval,
+            expiry: Some(lease.expiry),
+        }
+    }
 }
 
 /// A whole GetCapacity or GetServerCapacity request, validated.

@@ -24,7 +24,7 @@ use doorman_algorithms::{Amount, Demand};
 use doorman_client::{ClientCore, GrantItem, RequestItem};
 use doorman_core::config::{Action, Config};
 use doorman_core::limits::{id_length_problem, MAX_AMOUNT, MAX_RESOURCE_ID_BYTES};
-use doorman_core::server::{CapacityRequest, Grant, Refusal, ResourceAsk, Who};
+use doorman_core::server::{CapacityRequest, Claim, Grant, Refusal, ResourceAsk, Who};
 use doorman_core::Time;
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::{Request, Status};
@@ -140,9 +140,7 @@ fn ask(item: &RequestItem) -> ResourceAsk {
     ResourceAsk {
         resource_id: item.resource_id.clone(),
         demands: vec![Demand::client(item.priority, amount(item.wants))],
-        claimed_has: item.has.map(|l| amount(l.capacity)),
-        claimed_refresh: item.has.map(|l| l.refresh_interval),
-        claimed_expiry: item.has.map(|l| l.expiry),
+        claim: item.has.map(|l| Claim::of(&l, amount(l.capacity))),
         outstanding: None,
     }
 }

@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand, Time};
+use doorman_algorithms::{Amount, Demand};
 use doorman_proto::doorman as pb;
 use tonic::Status;
 
@@ -23,7 +23,7 @@ use doorman_core::limits::{
     id_length_problem, MAX_AMOUNT, MAX_BANDS, MAX_ID_BYTES, MAX_RESOURCES_PER_REQUEST,
     MAX_RESOURCE_ID_BYTES,
 };
-use doorman_core::server::{CapacityRequest, ResourceAsk, Who};
+use doorman_core::server::{CapacityRequest, Claim, ResourceAsk, Who};
 
 /// A resource entry left out of a request, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,9 +137,14 @@ fn amount(reason: &'static str, field: Field, value: f64) -> Result<Amount, Reje
     }
 }
 
-fn has(entry: usize, lease: Option<&pb::Lease>) -> Result<Option<Amount>, Rejected> {
+/// The lease an entry claims: its capacity checked, its refresh interval
+/// and end (whole seconds on the wire; any value, saturating) as sent.
+fn claim(entry: usize, lease: Option<&pb::Lease>) -> Result<Option<Claim>, Rejected> {
     lease
-        .map(|l| amount("has", Field::at(entry, ".has.capacity"), l.capacity))
+        .map(|l| {
+            let has = amount("has", Field::at(entry, ".has.capacity"), l.capacity)?;
+            Ok(Claim::of(&doorman_proto::lease_from_wire(l), has))
+        })
         .transpose()
 }
 
@@ -207,9 +212,7 @@ fn client_entry<'a>(
     Ok(ResourceAsk {
         resource_id: r.resource_id.clone(),
         demands: vec![Demand::client(r.priority, wants)],
-        claimed_has: has(i, r.has.as_ref())?,
-        claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
-        claimed_expiry: r.has.as_ref().map(|l| Time::from_secs(l.expiry_time)),
+        claim: claim(i, r.has.as_ref())?,
         outstanding: None,
     })
 }
@@ -261,9 +264,7 @@ fn server_entry<'a>(
     Ok(ResourceAsk {
         resource_id: r.resource_id.clone(),
         demands,
-        claimed_has: has(i, r.has.as_ref())?,
-        claimed_refresh: r.has.as_ref().map(|l| l.refresh_interval),
-        claimed_expiry: r.has.as_ref().map(|l| Time::from_secs(l.expiry_time)),
+        claim: claim(i, r.has.as_ref())?,
         outstanding,
     })
 }
@@ -298,6 +299,7 @@ pub fn release_capacity(req: &pb::ReleaseCapacityRequest) -> Result<(Who, Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use doorman_algorithms::Time;
 
     fn req(client: &str, resources: Vec<pb::ResourceRequest>) -> pb::GetCapacityRequest {
         pb::GetCapacityRequest {
@@ -341,11 +343,8 @@ mod tests {
             });
             let r = get_capacity(&req("c", vec![claim.clone()])).unwrap();
             let ask = &r.request.resources[0];
-            assert_eq!(ask.claimed_has.map(Amount::get), Some(3.0));
-            assert_eq!(
-                (ask.claimed_refresh, ask.claimed_expiry),
-                (Some(4), Some(end))
-            );
+            let c = ask.claim.unwrap();
+            assert_eq!((c.has.get(), c.refresh, c.expiry), (3.0, 4, Some(end)));
         }
     }
 

@@ -218,7 +218,7 @@ impl World {
                 let held = self
                     .holding(&who, &a.resource_id)
                     .map_or(0.0, |h| h.capacity);
-                a.claimed_has.is_some_and(|h| h.get() > held + 1e-9)
+                a.claimed_has().is_some_and(|h| h.get() > held + 1e-9)
             })
             .map(|a| a.resource_id.as_str())
             .collect();
@@ -229,7 +229,7 @@ impl World {
                 .iter()
                 .map(|a| {
                     (
-                        a.claimed_has.map(|h| h.get()),
+                        a.claimed_has().map(|h| h.get()),
                         a.outstanding.map(|o| o.get()),
                         a.demands
                             .iter()

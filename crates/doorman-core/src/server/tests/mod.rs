@@ -65,13 +65,21 @@ fn client(id: &str) -> Who {
     Who::Client(Arc::from(id))
 }
 
+/// A claim of `has`, refreshed every 4 s, ending at `expiry` (none: a
+/// claim without an end, which the wire always sends).
+fn claim(has: f64, expiry: Option<Time>) -> Claim {
+    Claim {
+        has: Amount::new("h", has).unwrap(),
+        refresh: 4,
+        expiry,
+    }
+}
+
 fn ask(resource: &str, wants: f64, has: Option<f64>) -> ResourceAsk {
     ResourceAsk {
         resource_id: resource.into(),
         demands: vec![Demand::client(0, Amount::new("w", wants).unwrap())],
-        claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
-        claimed_refresh: has.map(|_| 4),
-        claimed_expiry: None,
+        claim: has.map(|h| claim(h, None)),
         outstanding: None,
     }
 }
@@ -357,9 +365,7 @@ fn downstream_servers_are_weighted_by_their_bands() {
                 .iter()
                 .map(|b| Demand::new(b.0, b.1, b.2).unwrap())
                 .collect(),
-            claimed_has: has.map(|h| Amount::new("h", h).unwrap()),
-            claimed_refresh: has.map(|_| 4),
-            claimed_expiry: None,
+            claim: has.map(|h| claim(h, None)),
             outstanding: Some(Amount::new("o", 1.0).unwrap()),
         }],
     };
@@ -555,9 +561,7 @@ mod intermediate {
         ResourceAsk {
             resource_id: "r".into(),
             demands: vec![Demand::client(prio, Amount::new("w", wants).unwrap())],
-            claimed_has: None,
-            claimed_refresh: None,
-            claimed_expiry: None,
+            claim: None,
             outstanding: None,
         }
     }
@@ -670,8 +674,8 @@ mod intermediate {
         // Became master at t=0; a claims a lease it refreshes every 4 s,
         // ending at t=9: the hold (until t=13) would let it run out.
         let claim = |has: f64, ends: i64| ResourceAsk {
-            claimed_expiry: Some(t(ends)),
-            ..ask("r", 30.0, Some(has))
+            claim: Some(super::claim(has, Some(t(ends)))),
+            ..ask("r", 30.0, None)
         };
         answers(&mut c, t(1), "a", claim(20.0, 30));
         assert_eq!(c.next_upstream_wakeup(), Some(t(13)));
@@ -907,9 +911,7 @@ fn a_downstream_server_weighs_at_most_its_templates_client_bound() {
         resources: vec![ResourceAsk {
             resource_id: "r".into(),
             demands: vec![Demand::new(0, clients, wants).unwrap()],
-            claimed_has: None,
-            claimed_refresh: None,
-            claimed_expiry: None,
+            claim: None,
             outstanding: None,
         }],
     };
