@@ -138,7 +138,8 @@ fn amount(reason: &'static str, field: Field, value: f64) -> Result<Amount, Reje
 }
 
 /// The lease an entry claims: its capacity checked, its refresh interval
-/// and end (whole seconds on the wire; any value, saturating) as sent.
+/// and end as sent (the end in whole seconds on the wire, any value,
+/// saturating; the interval is bounded where it is used).
 fn claim(entry: usize, lease: Option<&pb::Lease>) -> Result<Option<Claim>, Rejected> {
     lease
         .map(|l| {
@@ -330,7 +331,7 @@ mod tests {
         assert_eq!(r.request.who, Who::Client(Arc::from("c")));
         assert!(r.rejected.is_empty());
         // A claimed lease: its amount, refresh interval and end (whole
-        // seconds on the wire; any value, saturating).
+        // seconds on the wire; any end saturates).
         let mut claim = rr("a", 1.0);
         for (secs, end) in [
             (1_700_000_090, Time::from_secs(1_700_000_090)),
