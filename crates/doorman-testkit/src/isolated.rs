@@ -59,7 +59,13 @@ impl IsolatedServer {
                             server.state.clone(),
                         )));
                         let _ = kill_rx.recv();
-                        drop(server);
+                        // Abort, not drop: dropping closes the stop
+                        // channel, which the tasks take as a graceful
+                        // shutdown; the election then sometimes resigned
+                        // before the runtime went, and a successor took
+                        // over at once instead of after the TTL (a flaky
+                        // election test, 1 run in 3).
+                        server.kill();
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));
