@@ -108,9 +108,8 @@ pub struct Claim {
     /// re-reported before asking upstream).
     pub refresh: i64,
     /// When it ends (a new intermediate master does not wait so long that
-    /// it runs out before it can be renewed). Always there on the wire;
-    /// `None` only where a caller builds a claim without one.
-    pub expiry: Option<Time>,
+    /// it runs out before it can be renewed).
+    pub expiry: Time,
 }
 
 impl Claim {
@@ -119,7 +118,7 @@ impl Claim {
         Claim {
             has,
             refresh: lease.refresh_interval,
-            expiry: Some(lease.expiry),
+            expiry: lease.expiry,
         }
     }
 }

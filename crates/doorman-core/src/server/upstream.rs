@@ -138,7 +138,7 @@ impl UpstreamState {
     pub fn hold_for_claim(
         &mut self,
         master_since: Time,
-        (refresh, expiry): (i64, Option<Time>),
+        (refresh, expiry): (i64, Time),
         limit: Time,
     ) {
         if self.lease.is_some() || self.schedule.last_request().is_some() {
@@ -149,10 +149,8 @@ impl UpstreamState {
         h.cover = h
             .cover
             .max(master_since + Time::secs(HOLD_INTERVALS * refresh + 1));
-        if let Some(e) = expiry {
-            let by = e - Time::secs(refresh + 1);
-            h.renew_by = Some(h.renew_by.map_or(by, |r| r.min(by)));
-        }
+        let by = expiry - Time::secs(refresh + 1);
+        h.renew_by = Some(h.renew_by.map_or(by, |r| r.min(by)));
         let until = h.renew_by.map_or(h.cover, |r| h.cover.min(r));
         self.schedule.hold_first_request(until.min(limit));
     }

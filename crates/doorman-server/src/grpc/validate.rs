@@ -345,7 +345,7 @@ mod tests {
             let r = get_capacity(&req("c", vec![claim.clone()])).unwrap();
             let ask = &r.request.resources[0];
             let c = ask.claim.unwrap();
-            assert_eq!((c.has.get(), c.refresh, c.expiry), (3.0, 4, Some(end)));
+            assert_eq!((c.has.get(), c.refresh, c.expiry), (3.0, 4, end));
         }
     }
 

@@ -65,9 +65,9 @@ fn client(id: &str) -> Who {
     Who::Client(Arc::from(id))
 }
 
-/// A claim of `has`, refreshed every 4 s, ending at `expiry` (none: a
-/// claim without an end, which the wire always sends).
-fn claim(has: f64, expiry: Option<Time>) -> Claim {
+/// A claim of `has`, refreshed every 4 s, ending at `expiry`
+/// (`Time::MAX`: too late to shorten a new master's hold).
+fn claim(has: f64, expiry: Time) -> Claim {
     Claim {
         has: Amount::new("h", has).unwrap(),
         refresh: 4,
@@ -79,7 +79,7 @@ fn ask(resource: &str, wants: f64, has: Option<f64>) -> ResourceAsk {
     ResourceAsk {
         resource_id: resource.into(),
         demands: vec![Demand::client(0, Amount::new("w", wants).unwrap())],
-        claim: has.map(|h| claim(h, None)),
+        claim: has.map(|h| claim(h, Time::MAX)),
         outstanding: None,
     }
 }
@@ -365,7 +365,7 @@ fn downstream_servers_are_weighted_by_their_bands() {
                 .iter()
                 .map(|b| Demand::new(b.0, b.1, b.2).unwrap())
                 .collect(),
-            claim: has.map(|h| claim(h, None)),
+            claim: has.map(|h| claim(h, Time::MAX)),
             outstanding: Some(Amount::new("o", 1.0).unwrap()),
         }],
     };
@@ -674,7 +674,7 @@ mod intermediate {
         // Became master at t=0; a claims a lease it refreshes every 4 s,
         // ending at t=9: the hold (until t=13) would let it run out.
         let claim = |has: f64, ends: i64| ResourceAsk {
-            claim: Some(super::claim(has, Some(t(ends)))),
+            claim: Some(super::claim(has, t(ends))),
             ..ask("r", 30.0, None)
         };
         answers(&mut c, t(1), "a", claim(20.0, 30));

@@ -51,7 +51,7 @@ fn a_parent_tells_a_node_asking_without_a_claim_what_it_counts_as_taken() {
 /// t=90, refreshed every 4 s.
 fn claim(wants: f64, has: f64) -> ResourceAsk {
     ResourceAsk {
-        claim: Some(super::claim(has, Some(t(90)))),
+        claim: Some(super::claim(has, t(90))),
         ..ask("r", wants, None)
     }
 }
