@@ -291,6 +291,12 @@ impl<T> Shares<T> {
         self.has(id) + self.beyond.get(id.index())
     }
 
+    /// Σ taken over every requester: what they hold, and what they still
+    /// have handed out below them beyond it. O(1).
+    pub fn taken_total(&self) -> f64 {
+        self.has.total() + self.beyond.total()
+    }
+
     /// Records the requester's grant without running an algorithm.
     pub fn set_has(&mut self, id: RequesterId, has: Amount) {
         if self.slot(id).is_some() {
@@ -404,8 +410,7 @@ impl<T> Shares<T> {
     /// out below them beyond it (see [`Shares::set_outstanding`]), at
     /// least 0.
     fn free_within(&self, id: RequesterId, bound: f64) -> f64 {
-        let own = self.taken(id);
-        let others = (self.has.total() + self.beyond.total() - own).max(0.0);
+        let others = (self.taken_total() - self.taken(id)).max(0.0);
         (bound - others).max(0.0)
     }
 
@@ -426,7 +431,7 @@ impl<T> Shares<T> {
     pub fn totals(&self) -> Totals {
         let mut t = Totals {
             has: self.has.total(),
-            taken: self.has.total() + self.beyond.total(),
+            taken: self.taken_total(),
             requesters: self.live,
             ..Totals::default()
         };

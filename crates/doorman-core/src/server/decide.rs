@@ -200,7 +200,7 @@ impl Resource {
         let Some(kept_from) = self.shares.get(id).map(|r| r.expiry) else {
             return;
         };
-        let out = self.shares.totals().taken;
+        let out = self.shares.taken_total();
         let covered = self
             .upstream
             .as_mut()
