@@ -5,7 +5,6 @@
 //! Must not: draw random numbers in any other order than the engine always
 //! has (the same seed must give the same run).
 
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use doorman_algorithms::Time;
@@ -14,7 +13,7 @@ use doorman_core::config::Config;
 use doorman_core::server::Role;
 use doorman_core::Backoff;
 
-use super::{master_core, Ev, Link, Node, Rng, Sim, SimClient};
+use super::{master_core, queue, Ev, Link, Node, Rng, Sim, SimClient};
 use crate::scenario::Scenario;
 
 /// The backoff of every simulated client and upstream link: the real
@@ -162,8 +161,7 @@ impl Sim {
             capacity,
             now: start,
             start,
-            seq: 0,
-            queue: BinaryHeap::new(),
+            queue: queue::Queue::new(start),
             rng,
             world,
             nodes,

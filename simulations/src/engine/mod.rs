@@ -1,11 +1,11 @@
 //! The discrete-event engine: a virtual clock, an event queue ordered by
-//! (time, sequence), and the real cores: one `ServerCore` per node (its
+//! time (`queue.rs`), and the real cores: one `ServerCore` per node (its
 //! master), one `ClientCore` per client. RPCs are events delivered after a
 //! random delay; expiries cross the "wire" in whole seconds, as in
 //! production. Everything random comes from one seeded generator, so the
 //! same seed gives the same run.
 //!
-//! This file owns the world's types, the queue and the dispatch; building
+//! This file owns the world's types and the dispatch; building
 //! the world is in `build.rs`; what a caller does with its cores (when to
 //! ask, what to do with the answer) in `rpc.rs`; the connection to a node
 //! (Discovery, redirects, deadlines, one call at a time) in `link.rs`; a
@@ -14,8 +14,6 @@
 //!
 //! Must not: read the real clock or use anything random but [`Rng`].
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use doorman_algorithms::{Amount, Lease, Time};
@@ -28,6 +26,7 @@ use crate::scenario::Scenario;
 
 mod build;
 mod link;
+mod queue;
 mod rpc;
 mod sample;
 mod serve;
@@ -101,28 +100,6 @@ enum Ev {
     Mishap,
     /// An election in a node's job, scheduled by a lost master.
     Elect(usize),
-}
-
-struct Entry {
-    at: Time,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
 }
 
 /// One node of the tree: a job of `tasks` replicas, at most one of which is
@@ -230,8 +207,7 @@ pub struct Sim {
     pub capacity: f64,
     now: Time,
     start: Time,
-    seq: u64,
-    queue: BinaryHeap<Reverse<Entry>>,
+    queue: queue::Queue<Ev>,
     /// Network delays, backoff jitter, client start times: draws whose
     /// number depends on what the cores do.
     rng: Rng,
@@ -281,12 +257,7 @@ pub const MIN_REQUEST_INTERVAL: Time = Time::secs(1);
 
 impl Sim {
     fn push(&mut self, at: Time, ev: Ev) {
-        self.seq += 1;
-        self.queue.push(Reverse(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(at, ev);
     }
 
     fn delay(&mut self) -> Time {
@@ -302,13 +273,13 @@ impl Sim {
     /// Runs to the end of the scenario.
     pub fn run(&mut self) {
         let end = self.start + Time::secs(self.scenario.duration as i64);
-        while let Some(Reverse(e)) = self.queue.pop() {
-            if e.at > end {
+        while let Some((at, ev)) = self.queue.pop() {
+            if at > end {
                 break;
             }
-            self.now = e.at;
+            self.now = at;
             self.events_run += 1;
-            self.handle(e.ev);
+            self.handle(ev);
         }
     }
 
