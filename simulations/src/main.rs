@@ -9,6 +9,12 @@ use clap::{Parser, Subcommand};
 use doorman_sim::scenario::{Scenario, OURS};
 use doorman_sim::summary::Summary;
 
+/// The simulator's allocator (this binary only; the servers keep the
+/// system's): with a million simulated clients glibc's malloc took a tenth
+/// of the run (docs/simulation.md, "Scale").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "doorman-sim",
