@@ -10,8 +10,8 @@ use doorman_sim::scenario::{Scenario, OURS};
 use doorman_sim::summary::Summary;
 
 /// The simulator's allocator (this binary only; the servers keep the
-/// system's): with a million simulated clients glibc's malloc took a tenth
-/// of the run (docs/simulation.md, "Scale").
+/// system's): with a million simulated clients glibc's malloc and free
+/// took 15 % of the run (docs/simulation.md, "Scale").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -19,7 +19,7 @@ use std::collections::BinaryHeap;
 use doorman_algorithms::Time;
 
 /// Milliseconds the calendar covers ahead of the current one (65.5 s: more
-/// than any refresh interval of the scenarios, less than most leases).
+/// than any refresh interval or RPC deadline of the scenarios).
 const SLOTS: usize = 1 << 16;
 const MASK: i64 = SLOTS as i64 - 1;
 /// The end of a list of cells.
@@ -200,6 +200,47 @@ mod tests {
         for w in popped.windows(2) {
             assert!(w[0] < w[1], "{:?} then {:?}", w[0], w[1]);
         }
+    }
+
+    /// A far event reaches its slot before a later push straight into
+    /// that slot, both after stepping and after a jump.
+    #[test]
+    fn a_far_event_goes_before_a_later_push_due_at_the_same_millisecond() {
+        let slots = SLOTS as i64;
+        let mut q: Queue<&str> = Queue::new(Time::ZERO);
+        q.push(Time::from_millis(10), "near");
+        q.push(Time::from_millis(slots + 5), "far, stepped");
+        assert_eq!(q.pop(), Some((Time::from_millis(10), "near")));
+        // The clock is at 10 ms: slots + 5 is now within the calendar.
+        q.push(Time::from_millis(slots + 5), "direct, stepped");
+        q.push(Time::from_millis(3 * slots), "far, jumped");
+        assert_eq!(
+            q.pop(),
+            Some((Time::from_millis(slots + 5), "far, stepped"))
+        );
+        assert_eq!(
+            q.pop(),
+            Some((Time::from_millis(slots + 5), "direct, stepped"))
+        );
+        // Nothing in the calendar: the next pop jumps to 3 × slots, and a
+        // push there goes after the event already due then.
+        q.push(Time::from_millis(3 * slots + 1), "far, after the jump");
+        assert_eq!(q.pop(), Some((Time::from_millis(3 * slots), "far, jumped")));
+        q.push(Time::from_millis(3 * slots), "direct, after the jump");
+        q.push(Time::from_millis(4 * slots - 1), "direct, last slot");
+        assert_eq!(
+            q.pop(),
+            Some((Time::from_millis(3 * slots), "direct, after the jump"))
+        );
+        assert_eq!(
+            q.pop(),
+            Some((Time::from_millis(3 * slots + 1), "far, after the jump"))
+        );
+        assert_eq!(
+            q.pop(),
+            Some((Time::from_millis(4 * slots - 1), "direct, last slot"))
+        );
+        assert!(q.pop().is_none());
     }
 
     #[test]
