@@ -256,6 +256,7 @@ pub const RPC_TIMEOUT: Time = Time::from_millis(5000);
 pub const MIN_REQUEST_INTERVAL: Time = Time::secs(1);
 
 impl Sim {
+    /// Queues `ev` for `at` (now, if `at` has passed).
     fn push(&mut self, at: Time, ev: Ev) {
         self.queue.push(at, ev);
     }

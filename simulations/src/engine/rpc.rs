@@ -27,7 +27,7 @@ impl Sim {
         cl.wake_gen += 1;
         let gen = cl.wake_gen;
         if let Some(t) = cl.core.next_wakeup(now) {
-            self.push(t.max(now), Ev::ClientWake(c, gen));
+            self.push(t, Ev::ClientWake(c, gen));
         }
     }
 
@@ -46,7 +46,6 @@ impl Sim {
         let gen = n.wake_gen;
         let at = at.or_else(|| n.core.next_upstream_wakeup());
         if let Some(t) = at {
-            let t = t.max(self.now);
             self.push(t, Ev::UpstreamWake(node, gen));
         }
     }

@@ -74,7 +74,7 @@ impl Sim {
     ) {
         let now = self.now;
         if self.partitioned(node) {
-            self.time_out((sent + RPC_TIMEOUT).max(now), caller, epoch, task);
+            self.time_out(sent + RPC_TIMEOUT, caller, epoch, task);
             return;
         }
         let reply = self.answer(node, task, msg);
