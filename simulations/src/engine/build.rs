@@ -159,7 +159,6 @@ impl Sim {
         let keep_per_client = clients.len() <= 10_000;
         let mut sim = Sim {
             capacity,
-            now: start,
             start,
             queue: queue::Queue::new(start),
             rng,

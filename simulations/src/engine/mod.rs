@@ -205,7 +205,6 @@ pub struct Sim {
     pub scenario: Scenario,
     /// The root's capacity.
     pub capacity: f64,
-    now: Time,
     start: Time,
     queue: queue::Queue<Ev>,
     /// Network delays, backoff jitter, client start times: draws whose
@@ -266,9 +265,15 @@ impl Sim {
         Time::from_millis((lo + self.rng.below(hi - lo + 1)) as i64)
     }
 
+    /// The simulated time: the time of the event being handled (the
+    /// queue's clock, which only the queue moves).
+    fn now(&self) -> Time {
+        self.queue.now()
+    }
+
     /// Seconds since the start.
     pub fn elapsed(&self) -> f64 {
-        (self.now - self.start).as_secs_f64()
+        (self.now() - self.start).as_secs_f64()
     }
 
     /// Runs to the end of the scenario.
@@ -278,7 +283,6 @@ impl Sim {
             if at > end {
                 break;
             }
-            self.now = at;
             self.events_run += 1;
             self.handle(ev);
         }
@@ -307,7 +311,7 @@ impl Sim {
             Ev::Sample => {
                 self.keep_horizons();
                 self.sample();
-                self.push(self.now + Time::secs(1), Ev::Sample);
+                self.push(self.now() + Time::secs(1), Ev::Sample);
             }
             Ev::Scheduled(i) => {
                 let kind = self.scenario.events[i].what.clone();
@@ -320,7 +324,7 @@ impl Sim {
 
     /// True while the node is cut off the network (both ways).
     fn partitioned(&self, node: usize) -> bool {
-        self.now < self.nodes[node].unreachable_until
+        self.now() < self.nodes[node].unreachable_until
     }
 }
 

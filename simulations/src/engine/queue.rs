@@ -62,6 +62,12 @@ impl<E> Queue<E> {
         }
     }
 
+    /// The millisecond being drained: the time of the event last taken
+    /// (the start before the first).
+    pub(super) fn now(&self) -> Time {
+        Time::from_millis(self.now)
+    }
+
     /// Adds `ev`, due at `at` (now, if `at` has passed).
     pub(super) fn push(&mut self, at: Time, ev: E) {
         let at = at.as_millis().max(self.now);

@@ -22,7 +22,7 @@ impl Sim {
     }
 
     pub(super) fn schedule_client(&mut self, c: usize) {
-        let now = self.now;
+        let now = self.now();
         let cl = &mut self.clients[c];
         cl.wake_gen += 1;
         let gen = cl.wake_gen;
@@ -36,7 +36,7 @@ impl Sim {
     pub(super) fn poke_client(&mut self, c: usize) {
         if !self.clients[c].link.busy() {
             let gen = self.clients[c].wake_gen;
-            self.push(self.now, Ev::ClientWake(c, gen));
+            self.push(self.now(), Ev::ClientWake(c, gen));
         }
     }
 
@@ -52,7 +52,7 @@ impl Sim {
 
     /// A client's wake-up: refresh its wants, send what is due.
     pub(super) fn client_wake(&mut self, c: usize, gen: u64) {
-        let now = self.now;
+        let now = self.now();
         let cl = &mut self.clients[c];
         if cl.wake_gen != gen || cl.link.busy() {
             return;
@@ -83,7 +83,7 @@ impl Sim {
 
     /// An intermediate node's upstream wake-up: ask the parent what is due.
     pub(super) fn upstream_wake(&mut self, node: usize, gen: u64) {
-        let now = self.now;
+        let now = self.now();
         let n = &mut self.nodes[node];
         if n.wake_gen != gen || n.master.is_none() || n.parent.is_none() {
             return;
@@ -138,7 +138,7 @@ impl Sim {
     /// A call is over: the core gets the grants, or the failure and the
     /// backoff's delay; the loop goes on.
     fn finish(&mut self, caller: Caller, ids: Vec<String>, r: Result<Vec<Grant>, ()>) {
-        let now = self.now;
+        let now = self.now();
         match caller {
             Caller::Client(c) => {
                 let cl = &mut self.clients[c];

@@ -10,7 +10,7 @@ use super::{Sample, Sim};
 
 impl Sim {
     pub(super) fn sample(&mut self) {
-        let now = self.now;
+        let now = self.now();
         let depth = self.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
         let mut levels = vec![(0.0, 0.0, 0.0); depth + 1];
         let mut per_node = Vec::with_capacity(self.nodes.len());

@@ -28,7 +28,7 @@ impl Sim {
 
     /// Sends `msg` from `caller` to task `task` of its target node.
     pub(super) fn send(&mut self, caller: Caller, task: usize, msg: RpcMsg) {
-        let now = self.now;
+        let now = self.now();
         let Some(node) = self.target(caller) else {
             return;
         };
@@ -72,7 +72,7 @@ impl Sim {
         sent: Time,
         msg: RpcMsg,
     ) {
-        let now = self.now;
+        let now = self.now();
         if self.partitioned(node) {
             self.time_out(sent + RPC_TIMEOUT, caller, epoch, task);
             return;
@@ -101,7 +101,7 @@ impl Sim {
 
     /// What task `task` of `node` answers.
     fn answer(&mut self, node: usize, task: usize, msg: RpcMsg) -> Reply {
-        let now = self.now;
+        let now = self.now();
         let n = &mut self.nodes[node];
         if n.dead == Some(task) {
             self.rpcs.refused += 1;

@@ -43,7 +43,7 @@ impl Sim {
     /// Every client's wants move by up to ± the scenario's change; each
     /// client's loop wakes (the library's `set_wants` wakes it).
     pub(super) fn demand_tick(&mut self) {
-        let now = self.now;
+        let now = self.now();
         let ch = self.scenario.demand.change;
         for c in 0..self.clients.len() {
             let f = 1.0 + ch * (2.0 * self.world.unit() - 1.0);
@@ -57,7 +57,7 @@ impl Sim {
 
     /// A random mishap, then the next one.
     pub(super) fn mishap(&mut self) {
-        let now = self.now;
+        let now = self.now();
         let Some(m) = self.scenario.mishaps.clone() else {
             return;
         };
@@ -98,7 +98,7 @@ impl Sim {
     /// standbys still name it (its election lease has not run out), and
     /// after `secs` a random task of the job wins the election.
     fn lose_master(&mut self, node: usize, secs: u64) {
-        let now = self.now;
+        let now = self.now();
         let name = self.nodes[node].name.clone();
         let Some(task) = self.nodes[node].master else {
             self.mark(format!("{name}: master lost again (has none)"), 0);
@@ -125,7 +125,7 @@ impl Sim {
     /// one starts with fresh state in learning mode, a new connection to
     /// its parent and a new backoff. A crashed task has restarted by then.
     fn elect(&mut self, node: usize, task: usize) {
-        let now = self.now;
+        let now = self.now();
         let elapsed = self.elapsed();
         if let Some(i) = self.nodes[node].lost_mark.take() {
             self.marks[i].end = elapsed;
@@ -149,14 +149,14 @@ impl Sim {
     /// Every master moves its node's horizon record on when due (the
     /// server's periodic check; the write itself takes no time here).
     pub(super) fn keep_horizons(&mut self) {
-        let now = self.now;
+        let now = self.now();
         for n in self.nodes.iter_mut().filter(|n| n.master.is_some()) {
             keep_horizon(&mut n.core, now, &mut n.horizon);
         }
     }
 
     fn unreachable(&mut self, node: usize, name: String, secs: u64) {
-        let until = self.now + Time::secs(secs as i64);
+        let until = self.now() + Time::secs(secs as i64);
         let n = &mut self.nodes[node];
         n.unreachable_until = n.unreachable_until.max(until);
         self.mark(format!("{name}: unreachable for {secs} s"), secs);
