@@ -6,8 +6,8 @@
 # minutes, seed 1) and prints the root's capacity RPCs per simulated second
 # and its live leases and resources at the end (its state, and so its
 # memory, grows with these), with the simulator's own wall time and peak
-# memory. Without an argument the 1 M-client run is left out (about 15 min
-# and several GiB on a 2-core machine); give `all` to include it.
+# memory. Without an argument the 1 M-client run is left out (28 min and
+# 2.6 GiB on a 2-core machine, BENCHMARKS.md); give `all` to include it.
 #
 # Usage: scripts/root-scale.sh [all]
 set -euo pipefail

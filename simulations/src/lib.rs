@@ -3,9 +3,10 @@
 //! (`doorman_core::server`), algorithms and client core
 //! (`doorman_core::client`). See `docs/simulation.md`.
 //!
-//! Must not: read the real clock or use randomness other than the seeded generator.
+//! Must not: read the real clock or use randomness other than the seeded generators.
 
 pub mod engine;
+pub mod mishaps;
 pub mod output;
 pub mod plot;
 pub mod raster;

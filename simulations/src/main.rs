@@ -27,9 +27,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one scenario and write timeseries.csv, plots and summary.json;
-    /// with --seeds, every seed into DIR/seed-N and the statistics over
-    /// the seeds into DIR/summary.json.
+    /// Run one scenario and write timeseries.csv, plots, summary.json and
+    /// mishaps.md; with --seeds, every seed into DIR/seed-N and the
+    /// statistics over the seeds into DIR/summary.json and DIR/mishaps.md.
     Run {
         /// Scenario file (TOML).
         file: PathBuf,
@@ -151,6 +151,10 @@ fn main() -> anyhow::Result<()> {
             let s = doorman_sim::seeds::run_seeds(&scenario, &seeds, jobs, Some(&out))?;
             let json = serde_json::to_string_pretty(&s)?;
             std::fs::write(out.join("summary.json"), json + "\n")?;
+            std::fs::write(
+                out.join("mishaps.md"),
+                doorman_sim::mishaps::report(&s.runs),
+            )?;
             println!("{}", serde_json::to_string_pretty(&s.stats)?);
         }
         Command::Run {
@@ -161,6 +165,8 @@ fn main() -> anyhow::Result<()> {
             ..
         } => {
             let s = run_one(&file, &profile, seed, &out)?;
+            let mishaps = doorman_sim::mishaps::report(std::slice::from_ref(&s));
+            std::fs::write(out.join("mishaps.md"), mishaps)?;
             println!("{}", serde_json::to_string_pretty(&s)?);
         }
         Command::All {

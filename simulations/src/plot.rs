@@ -9,7 +9,7 @@
 //!
 //! Must not: compute figures or change the run.
 
-use crate::engine::{Mark, Sample, Sim};
+use crate::engine::{Mark, MarkKind, Sample, Sim};
 
 /// An RGB colour.
 pub type Rgb = [u8; 3];
@@ -71,17 +71,11 @@ pub struct Chart {
 }
 
 fn letter(m: &Mark) -> char {
-    let w = &m.what;
-    if w.contains("spike") {
-        'S'
-    } else if w.contains("master lost") {
-        'L'
-    } else if w.contains("unreachable") {
-        'U'
-    } else if w.contains("election") {
-        'E'
-    } else {
-        'X'
+    match m.kind {
+        MarkKind::Spike => 'S',
+        MarkKind::MasterLost(_) => 'L',
+        MarkKind::CutOff(_) => 'U',
+        MarkKind::Election(_) => 'E',
     }
 }
 

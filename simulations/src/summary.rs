@@ -7,7 +7,7 @@
 use doorman_algorithms::{Amount, Demand, Kind, Shares};
 use serde::Serialize;
 
-use crate::engine::{RpcCounts, Sample, Sim};
+use crate::engine::{MarkKind, RpcCounts, Sample, Sim};
 
 /// What `summary.json` holds for one run. The design doc's figures are
 /// computed as it defines them (quoted in `docs/simulation.md`), from one
@@ -77,6 +77,9 @@ pub struct Summary {
     pub wall_clock_s: f64,
     /// Peak resident memory of the simulator process, KiB (Linux).
     pub peak_rss_kib: Option<u64>,
+    /// The band and the marks, for the figures by kind of mishap.
+    #[serde(skip)]
+    pub timeline: Timeline,
 }
 
 /// The root's load (see [`Summary::root`]).
@@ -166,57 +169,140 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Per sample: in the band, and the index of the first sample out of it
-/// at or after this one (`len` if none).
-fn band_runs(samples: &[Sample], cap: f64) -> (Vec<bool>, Vec<usize>) {
-    let inside: Vec<bool> = samples
-        .iter()
-        .map(|s| {
-            let goal = s.client_wants.min(cap);
-            (s.client_has - goal).abs() <= BAND * goal.max(1e-9)
-        })
-        .collect();
-    let mut next_out = vec![samples.len(); samples.len()];
-    for i in (0..samples.len()).rev() {
-        next_out[i] = if !inside[i] {
-            i
-        } else {
-            next_out.get(i + 1).copied().unwrap_or(samples.len())
-        };
-    }
-    (inside, next_out)
+/// Σ client has against the band, per sample: the one rule of
+/// re-convergence, used here and by `mishaps.rs`.
+#[derive(Debug, Clone, Default)]
+pub struct Band {
+    /// Each sample's time, seconds since the start.
+    t: Vec<f64>,
+    /// Σ client has / min(Σ wants, capacity) per sample.
+    ratio: Vec<f64>,
+    /// Whether the sample is within [`BAND`].
+    inside: Vec<bool>,
+    /// Per sample, the index of the first sample out of the band at or
+    /// after it (`len` if none).
+    next_out: Vec<usize>,
+    /// The end of the run, seconds.
+    end: f64,
 }
 
-/// Seconds from `from` until Σ has enters the band and stays for
-/// [`HOLD_S`] (or to the end); `None` if it never does.
-fn settle_after(samples: &[Sample], runs: &(Vec<bool>, Vec<usize>), from: f64) -> Option<f64> {
-    let (inside, next_out) = runs;
-    let mut i = samples.partition_point(|s| s.t < from);
-    while i < samples.len() {
-        if !inside[i] {
-            i += 1;
-            continue;
-        }
-        let out = next_out[i];
-        if out == samples.len() || samples[out].t - samples[i].t >= HOLD_S {
-            return Some(samples[i].t - from);
-        }
-        i = out + 1;
+impl Band {
+    /// The band of a run's samples.
+    pub fn of(samples: &[Sample], cap: f64, end: f64) -> Band {
+        let goal = |s: &Sample| s.client_wants.min(cap);
+        let inside = samples
+            .iter()
+            .map(|s| (s.client_has - goal(s)).abs() <= BAND * goal(s).max(1e-9))
+            .collect();
+        let mut b = Band {
+            t: samples.iter().map(|s| s.t).collect(),
+            ratio: samples
+                .iter()
+                .map(|s| s.client_has / goal(s).max(1e-9))
+                .collect(),
+            inside,
+            next_out: Vec::new(),
+            end,
+        };
+        b.index();
+        b
     }
-    None
+
+    fn index(&mut self) {
+        let n = self.inside.len();
+        self.next_out = vec![n; n];
+        for i in (0..n).rev() {
+            self.next_out[i] = if !self.inside[i] {
+                i
+            } else {
+                self.next_out.get(i + 1).copied().unwrap_or(n)
+            };
+        }
+    }
+
+    /// Seconds from `from` until Σ has enters the band and stays for
+    /// [`HOLD_S`] (or to the end); `None` if it never does.
+    pub fn settle_after(&self, from: f64) -> Option<f64> {
+        let n = self.t.len();
+        let mut i = self.t.partition_point(|&t| t < from);
+        while i < n {
+            if !self.inside[i] {
+                i += 1;
+                continue;
+            }
+            let out = self.next_out[i];
+            if out == n || self.t[out] - self.t[i] >= HOLD_S {
+                return Some(self.t[i] - from);
+            }
+            i = out + 1;
+        }
+        None
+    }
+
+    /// The re-convergence from `from`: [`Band::settle_after`], or the rest
+    /// of the run if Σ has never settles.
+    pub fn reconvergence(&self, from: f64) -> f64 {
+        self.settle_after(from)
+            .unwrap_or((self.end - from).max(0.0))
+    }
+
+    /// The runs of samples out of the band from `from` on, as (first
+    /// index, last index + 1).
+    pub fn dips(&self, from: f64) -> Vec<(usize, usize)> {
+        let mut runs = Vec::new();
+        let mut i = self.t.partition_point(|&t| t < from);
+        while i < self.t.len() {
+            if self.inside[i] {
+                i = self.next_out[i];
+                continue;
+            }
+            let first = i;
+            while i < self.t.len() && !self.inside[i] {
+                i += 1;
+            }
+            runs.push((first, i));
+        }
+        runs
+    }
+
+    /// The time and ratio of sample `i`.
+    pub fn sample(&self, i: usize) -> (f64, f64) {
+        (self.t[i], self.ratio[i])
+    }
+
+    /// The same band with the samples of `runs` counted as inside (what
+    /// re-convergence would be without those dips).
+    pub fn without(&self, runs: &[(usize, usize)]) -> Band {
+        let mut b = self.clone();
+        for &(a, z) in runs {
+            b.inside[a..z].fill(true);
+        }
+        b.index();
+        b
+    }
+}
+
+/// What `mishaps.rs` reads of a run: its band and its marks.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    /// Σ has against the band.
+    pub band: Band,
+    /// Every mark, as (start, end, kind), seconds since the start.
+    pub marks: Vec<(f64, f64, MarkKind)>,
+    /// The scenario's `settle`: dips before it are the start-up.
+    pub settle: f64,
+    /// Simulated seconds.
+    pub duration: f64,
 }
 
 /// Longest re-convergence from each mark's end and from its start, and how
 /// many marks never re-converged.
-fn reconvergence(sim: &Sim) -> (Option<f64>, Option<f64>, usize) {
-    let runs = band_runs(&sim.samples, sim.capacity);
-    let end = sim.scenario.duration as f64;
+fn reconvergence(sim: &Sim, band: &Band) -> (Option<f64>, Option<f64>, usize) {
     let (mut from_end, mut from_start, mut never) = (None::<f64>, None::<f64>, 0);
     for m in &sim.marks {
-        let a = settle_after(&sim.samples, &runs, m.end);
-        never += usize::from(a.is_none());
-        let a = a.unwrap_or((end - m.end).max(0.0));
-        let b = settle_after(&sim.samples, &runs, m.t).unwrap_or(end - m.t);
+        never += usize::from(band.settle_after(m.end).is_none());
+        let a = band.reconvergence(m.end);
+        let b = band.reconvergence(m.t);
         from_end = Some(from_end.map_or(a, |x| x.max(a)));
         from_start = Some(from_start.map_or(b, |x| x.max(b)));
     }
@@ -243,7 +329,9 @@ pub fn summarize(sim: &Sim, seed: u64, wall_clock_s: f64) -> Summary {
             }
         }
     }
-    let (reconv, reconv_start, never) = reconvergence(sim);
+    let duration = sim.scenario.duration as f64;
+    let band = Band::of(&sim.samples, cap, duration);
+    let (reconv, reconv_start, never) = reconvergence(sim, &band);
     Summary {
         scenario: sim.scenario.name.clone(),
         profile: sim.scenario.profile.clone(),
@@ -273,10 +361,73 @@ pub fn summarize(sim: &Sim, seed: u64, wall_clock_s: f64) -> Summary {
         },
         wall_clock_s,
         peak_rss_kib: peak_rss_kib(),
+        timeline: Timeline {
+            band,
+            marks: sim.marks.iter().map(|m| (m.t, m.end, m.kind)).collect(),
+            settle,
+            duration,
+        },
     }
 }
 
 /// Number of leaves of a tree given as fan-outs per level.
 pub fn leaves(tree: &[usize]) -> usize {
     tree.iter().product::<usize>().max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Band, Sample};
+
+    /// Σ has per second for a capacity of 100 and wants above it.
+    fn band(has: &[f64]) -> Band {
+        let samples: Vec<Sample> = has
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| Sample {
+                t: i as f64,
+                levels: Vec::new(),
+                nodes: Vec::new(),
+                client_wants: 150.0,
+                client_has: h,
+                per_client: Vec::new(),
+            })
+            .collect();
+        Band::of(&samples, 100.0, has.len() as f64)
+    }
+
+    #[test]
+    fn re_convergence_waits_for_a_whole_hold_in_the_band() {
+        // Out at 0-4, in at 5-9, out at 10, then in to the end (200 s).
+        let mut has = vec![100.0; 200];
+        has[..5].fill(50.0);
+        has[10] = 97.5;
+        let b = band(&has);
+        assert_eq!(
+            b.settle_after(0.0),
+            Some(11.0),
+            "the dip at 10 restarts the hold"
+        );
+        assert_eq!(b.settle_after(12.0), Some(0.0));
+        assert_eq!(b.dips(0.0), vec![(0, 5), (10, 11)]);
+        assert_eq!(b.dips(6.0), vec![(10, 11)], "from settle on");
+        assert_eq!(b.sample(10), (10.0, 0.975));
+        // Without the second dip, the first one alone counts.
+        assert_eq!(b.without(&[(10, 11)]).settle_after(0.0), Some(5.0));
+    }
+
+    #[test]
+    fn a_run_that_never_settles_counts_the_rest_of_it() {
+        let mut has = vec![100.0; 100];
+        has[70] = 50.0;
+        let b = band(&has);
+        // From 20 on, no 60 s in the band before the end: the hold is cut
+        // short by the end only after the last dip.
+        assert_eq!(b.settle_after(20.0), Some(51.0));
+        let mut has = vec![100.0; 100];
+        has[99] = 50.0;
+        let b = band(&has);
+        assert_eq!(b.settle_after(50.0), None);
+        assert_eq!(b.reconvergence(50.0), 50.0, "the rest of the run");
+    }
 }

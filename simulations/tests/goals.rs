@@ -1,5 +1,5 @@
 //! Scenario 7, gated on the worst seed (issue 17's goals, see
-//! docs/simulation.md "Goals"), over seeds 1–30 and over seeds 31–90:
+//! docs/simulation.md "Where it stands"), over seeds 1–30 and over seeds 31–90:
 //! held-out seeds that no change was ever traced on, so that a fix fitted
 //! to seeds 1–30 cannot pass the gate by luck (docs/simulation.md,
 //! "Fifth round").

@@ -2,8 +2,9 @@
 //! time (`queue.rs`), and the real cores: one `ServerCore` per node (its
 //! master), one `ClientCore` per client. RPCs are events delivered after a
 //! random delay; expiries cross the "wire" in whole seconds, as in
-//! production. Everything random comes from one seeded generator, so the
-//! same seed gives the same run.
+//! production. Everything random comes from the seed (two generators: the
+//! world's and the network's, `build.rs`), so the same seed gives the same
+//! run.
 //!
 //! This file owns the world's types and the dispatch; building
 //! the world is in `build.rs`; what a caller does with its cores (when to
@@ -197,6 +198,34 @@ pub struct Mark {
     pub end: f64,
     /// What happened.
     pub what: String,
+    /// Its kind, for the figures by kind (`mishaps.rs`).
+    pub kind: MarkKind,
+}
+
+/// The kind of a mark. Nodes are named by depth as in scenario 7's tree:
+/// 0 the root, 1 a region, 2 and deeper a datacenter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum MarkKind {
+    /// Clients' wants jump (a spike mishap or a scheduled spike).
+    Spike,
+    /// A node at this depth cut off from its parent and its requesters.
+    CutOff(usize),
+    /// A node at this depth loses its master until a new one is elected.
+    MasterLost(usize),
+    /// A node at this depth holds an election (its master may change).
+    Election(usize),
+}
+
+impl std::fmt::Display for MarkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let level = |d: usize| ["root", "region", "datacenter"][d.min(2)];
+        match *self {
+            MarkKind::Spike => write!(f, "spike"),
+            MarkKind::CutOff(d) => write!(f, "{} cut off", level(d)),
+            MarkKind::MasterLost(d) => write!(f, "{} master lost", level(d)),
+            MarkKind::Election(d) => write!(f, "{} election", level(d)),
+        }
+    }
 }
 
 /// The whole simulated world.

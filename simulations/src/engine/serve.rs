@@ -5,7 +5,8 @@
 //!   an RPC to it, or from it, fails at the caller's deadline
 //!   ([`RPC_TIMEOUT`]) after it was sent;
 //! * a crashed task (a lost master, until the next election) refuses
-//!   connections: the failure is back after one network delay;
+//!   connections: the request arrives (after the connect's round trip on
+//!   a new connection) and the failure is back one network delay later;
 //! * the master answers from its real core; a standby answers Discovery and
 //!   every capacity RPC with the master it believes in (a redirect).
 //!

@@ -12,7 +12,7 @@
 use doorman_algorithms::Time;
 
 use super::build::backoff;
-use super::{keep_horizon, master_core, Ev, Mark, Sim};
+use super::{keep_horizon, master_core, Ev, Mark, MarkKind, Sim};
 use crate::scenario::{EventKind, Mishaps};
 
 /// The kinds of random mishap, in the order their weights are drawn.
@@ -68,13 +68,14 @@ impl Sim {
                 self.clients[c].wants += m.spike;
                 self.poke_client(c);
                 let what = format!("spike +{} at client {}", m.spike, self.clients[c].id);
-                self.mark(what, 0);
+                self.mark(what, 0, MarkKind::Spike);
             }
             Some(Mishap::Election) => {
                 let node = self.random_node();
                 let task = self.world.below(self.nodes[node].tasks as u64) as usize;
-                let name = &self.nodes[node].name;
-                self.mark(format!("{name}: master election (task {task} wins)"), 0);
+                let (name, depth) = (&self.nodes[node].name, self.nodes[node].depth);
+                let what = format!("{name}: master election (task {task} wins)");
+                self.mark(what, 0, MarkKind::Election(depth));
                 self.elect(node, task);
             }
             Some(Mishap::MasterLost) => {
@@ -100,11 +101,12 @@ impl Sim {
     fn lose_master(&mut self, node: usize, secs: u64) {
         let now = self.now();
         let name = self.nodes[node].name.clone();
+        let kind = MarkKind::MasterLost(self.nodes[node].depth);
         let Some(task) = self.nodes[node].master else {
-            self.mark(format!("{name}: master lost again (has none)"), 0);
+            self.mark(format!("{name}: master lost again (has none)"), 0, kind);
             return;
         };
-        let i = self.mark(format!("{name}: master lost for {secs} s"), secs);
+        let i = self.mark(format!("{name}: master lost for {secs} s"), secs, kind);
         let n = &mut self.nodes[node];
         n.dead = Some(task);
         n.master = None;
@@ -159,7 +161,8 @@ impl Sim {
         let until = self.now() + Time::secs(secs as i64);
         let n = &mut self.nodes[node];
         n.unreachable_until = n.unreachable_until.max(until);
-        self.mark(format!("{name}: unreachable for {secs} s"), secs);
+        let kind = MarkKind::CutOff(n.depth);
+        self.mark(format!("{name}: unreachable for {secs} s"), secs, kind);
     }
 
     fn random_node(&mut self) -> usize {
@@ -167,12 +170,13 @@ impl Sim {
     }
 
     /// Records a mark lasting `secs`; returns its index.
-    fn mark(&mut self, what: String, secs: u64) -> usize {
+    fn mark(&mut self, what: String, secs: u64, kind: MarkKind) -> usize {
         let t = self.elapsed();
         self.marks.push(Mark {
             t,
             end: t + secs as f64,
             what,
+            kind,
         });
         self.marks.len() - 1
     }
@@ -188,7 +192,11 @@ impl Sim {
                     self.clients[c].wants = wants;
                     self.poke_client(c);
                 }
-                self.mark(format!("{clients} client(s) spike to {wants}"), 0);
+                self.mark(
+                    format!("{clients} client(s) spike to {wants}"),
+                    0,
+                    MarkKind::Spike,
+                );
             }
             EventKind::MasterLost { node } => {
                 if let Some(i) = self.node(&node) {
