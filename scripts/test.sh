@@ -18,12 +18,27 @@ fi
 # protoc is not needed: build scripts use the vendored binary through
 # tools/protoc (see .cargo/config.toml).
 
+# What is installed below comes from Debian's packages (apt-get, as root or
+# through sudo) and PyPI (venvs under target/).
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+for tool in python3 apt-get; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "$tool not found: the test script needs it" >&2; exit 1; }
+done
+# The manifest check renders deploy/kubernetes with kustomize v4 or later
+# (kubectl 1.21+ embeds it). It is not installed here: Debian's kubectl
+# (1.20, kustomize v2) cannot read the overlays and PyPI has no kustomize
+# binary. Said now rather than after the build and the tests.
+if [ -z "${KUSTOMIZE:-}" ] && ! command -v kubectl >/dev/null 2>&1 \
+    && ! command -v kustomize >/dev/null 2>&1; then
+  echo "no kustomize: install kubectl 1.21+ (it embeds kustomize) or set KUSTOMIZE to a kustomize v4+ binary" >&2
+  exit 1
+fi
+
 # The election and config-push tests run a real etcd (3.4+). Those tests fail
 # with an explanation if it is missing; install it here so they can run.
 if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ] && [ -z "${ETCD_BIN:-}" ]; then
   log "installing etcd-server (needed by the election and config-push tests)"
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq etcd-server >/dev/null
@@ -111,8 +126,6 @@ if [ -z "${PROMTOOL:-}" ] && ! command -v promtool >/dev/null 2>&1 \
   log "unpacking promtool (Debian package prometheus) under target/tools"
   mkdir -p target/tools/prometheus
   if ! (cd target/tools && apt-get download prometheus >/dev/null 2>&1); then
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
     (cd target/tools && apt-get download prometheus >/dev/null)
   fi
@@ -128,7 +141,8 @@ python3 scripts/check-monitoring.py
 # screenshotted into target/artefacts/.
 if ! command -v chromium >/dev/null 2>&1; then
   log "installing chromium (Debian package) for the status page check"
-  apt-get install -y -qq chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+  $SUDO apt-get install -y -qq chromium >/dev/null \
+    || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null; }
 fi
 log "status page in headless Chromium"
 DOORMAN_BIN=target/debug/doorman python3 scripts/status-page-check.py
