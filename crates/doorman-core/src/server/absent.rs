@@ -30,24 +30,49 @@ impl Resource {
         };
         let interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
         let at = rec.last_request + interval + interval + cx.min_request_interval;
-        let was = std::mem::replace(&mut rec.absent_at, at);
-        self.absent.remove(&(was, id));
-        self.absent.insert((at, id));
+        rec.absent_at = at;
+        // Filed no later than the new deadline: left for `mark_absent` to
+        // re-file when its key comes up (deadlines move on at every
+        // request; a remove at a random place in the index is a cache
+        // miss or more). Filed later, or not at all: filed now.
+        match rec.absent_key {
+            Some(key) if key <= at => {}
+            key => {
+                if let Some(key) = key {
+                    self.absent.remove(&(key, id));
+                }
+                self.absent.insert((at, id));
+                rec.absent_key = Some(at);
+            }
+        }
     }
 
-    /// Caps the demand of every requester absent at `now` at what it holds.
-    /// An entry whose record has moved on (it asked again, or a new
-    /// requester took its slot) is dropped. Cost: O(absent · log n).
+    /// Caps the demand of every requester absent at `now` at what it holds,
+    /// in the order of their deadlines. A key whose requester asked again
+    /// since is re-filed at its new deadline (and comes up again in order
+    /// if that has passed too); one whose record has gone (a new requester
+    /// took its slot) is dropped. Cost: O(keys due · log n).
     pub(super) fn mark_absent(&mut self, now: Time) {
-        while let Some(&(at, id)) = self.absent.first() {
-            if at > now {
+        while let Some(&(key, id)) = self.absent.first() {
+            if key > now {
                 break;
             }
             self.absent.pop_first();
-            if self.shares.get(id).is_some_and(|r| r.absent_at == at) {
-                let capped = capped_demands(&self.shares.demands(id), self.shares.has(id));
-                self.shares.set_demands(id, &capped);
+            let Some(rec) = self
+                .shares
+                .get_mut(id)
+                .filter(|r| r.absent_key == Some(key))
+            else {
+                continue;
+            };
+            if rec.absent_at > key {
+                rec.absent_key = Some(rec.absent_at);
+                self.absent.insert((rec.absent_at, id));
+                continue;
             }
+            rec.absent_key = None;
+            let capped = capped_demands(&self.shares.demands(id), self.shares.has(id));
+            self.shares.set_demands(id, &capped);
         }
     }
 }

@@ -317,6 +317,8 @@ impl Resource {
             outstanding: f64::NAN,
             grants: Grants::default(),
             absent_at: Time::ZERO,
+            absent_key: None,
+            expiry_key: now,
         };
         let id = self.shares.insert(&demands, rec);
         self.index.insert(&self.shares, who, id);
@@ -428,7 +430,6 @@ impl Resource {
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
-        let old = rec.forget_at();
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
@@ -437,13 +438,17 @@ impl Resource {
         if let Who::Server(_) = rec.who {
             rec.grants.note(lease.capacity, lease.expiry);
         }
+        // One key per record, never later than when it may be forgotten:
+        // a later end is left for `Resource::expire` to re-file when the
+        // key comes up (a renewal touches no index, where a remove and an
+        // insert at random places in it cost a cache miss or more each);
+        // an earlier one (a reload shortened the lease) is re-filed now.
         let new = rec.forget_at();
-        if old != new {
-            self.expiries.remove(&(old, id));
+        if new < rec.expiry_key {
+            self.expiries.remove(&(rec.expiry_key, id));
+            self.expiries.insert((new, id));
+            rec.expiry_key = new;
         }
-        // Also when `old` was not the key held (it can fall: see
-        // `Resource::expire`), so the record always has its key.
-        self.expiries.insert((new, id));
     }
 
     fn grant(

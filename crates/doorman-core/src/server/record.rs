@@ -31,6 +31,12 @@ pub(crate) struct Record {
     pub grants: Grants,
     /// When it counts as absent if it has not asked again (`absent.rs`).
     pub absent_at: Time,
+    /// Its key in the resource's absence index, if it has one: never later
+    /// than `absent_at` (`absent.rs`).
+    pub absent_key: Option<Time>,
+    /// Its key in the resource's expiry index: never later than
+    /// [`Record::forget_at`] (`Resource::expire`).
+    pub expiry_key: Time,
 }
 
 impl Record {

@@ -25,8 +25,11 @@ pub(crate) struct Resource {
     pub template: Arc<Template>,
     pub shares: Shares<Record>,
     pub index: Index,
+    /// One key per requester (`Record::expiry_key`), at or before the time
+    /// it may be forgotten; see [`Resource::expire`].
     pub expiries: BTreeSet<(Time, RequesterId)>,
-    /// When each requester counts as absent (`absent.rs`).
+    /// A key per requester not yet absent (`Record::absent_key`), at or
+    /// before the time it counts as absent (`absent.rs`).
     pub absent: BTreeSet<(Time, RequesterId)>,
     pub learning_until: Time,
     /// Present on intermediate servers: the capacity comes from the parent.
@@ -166,7 +169,15 @@ impl Resource {
     /// its leases counting against the old capacity, until the last live
     /// lease expires; false when no lease is live (drop it now).
     pub fn retire(&mut self) -> bool {
-        let Some(&(last, _)) = self.expiries.last() else {
+        // The index's keys may be earlier than the ends (`expire`): ask
+        // the records. O(requesters), once per retirement.
+        let shares = &self.shares;
+        let last = shares
+            .ids()
+            .filter_map(|id| shares.get(id))
+            .map(Record::forget_at)
+            .max();
+        let Some(last) = last else {
             return false;
         };
         self.retired_until = Some(last);
@@ -252,16 +263,24 @@ impl Resource {
                 break;
             }
             self.expiries.pop_first();
-            // A key can be stale: a record's `forget_at` falls when grants
-            // that ended are dropped (`Grants::largest_unexpired`), and in
-            // learning mode nothing pops the key it had (found in review);
-            // a record renewed since is not forgotten by its old key.
-            let ended = self.shares.get(id).filter(|r| r.forget_at() <= now);
-            if let Some(who) = ended.map(|r| r.who.clone()) {
-                self.index.remove(&who, id);
-                self.shares.remove(id);
-                n += 1;
+            // Each record has one key, at or before its end: a renewal
+            // leaves the key where it was (`store`), so a record renewed
+            // since is re-filed at its end, and comes up again in order
+            // if that has passed too. A key whose record has gone (its
+            // slot taken by a new requester with its own key) is dropped.
+            let Some(rec) = self.shares.get_mut(id).filter(|r| r.expiry_key == t) else {
+                continue;
+            };
+            let end = rec.forget_at();
+            if end > t {
+                rec.expiry_key = end;
+                self.expiries.insert((end, id));
+                continue;
             }
+            let who = rec.who.clone();
+            self.index.remove(&who, id);
+            self.shares.remove(id);
+            n += 1;
         }
         self.mark_absent(now);
         n
@@ -274,7 +293,7 @@ impl Resource {
         };
         self.index.remove(who, id);
         if let Some(rec) = self.shares.remove(id) {
-            self.expiries.remove(&(rec.forget_at(), id));
+            self.expiries.remove(&(rec.expiry_key, id));
         }
         true
     }

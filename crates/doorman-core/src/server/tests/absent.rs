@@ -61,3 +61,21 @@ fn a_waiting_requester_that_keeps_its_regular_interval_is_not_absent() {
     let g = get(&mut c, t(10), "b", ask("nolearn", 100.0, Some(0.0)));
     assert_eq!(g.lease.capacity, 50.0);
 }
+
+/// A requester's key stays where it was filed while it keeps asking, and
+/// is re-filed at its deadline when it comes up: one that stops after a
+/// few refreshes is absent at its last deadline, not earlier or later.
+#[test]
+fn a_requester_that_stops_is_absent_at_its_last_deadline() {
+    let mut c = leaf_granted(150.0, parent_grant(100.0, 200, 8, 0));
+    for now in [2, 6, 10, 14] {
+        get(&mut c, t(now), "a", ask("r", 150.0, Some(100.0)));
+        c.cleanup(t(now + 1));
+        assert_eq!(wants_upstream(&mut c, now + 1), 150.0, "at {}", now + 1);
+    }
+    // Its last refresh was due at 18; by 22 it has missed it by an interval.
+    c.cleanup(t(21));
+    assert_eq!(wants_upstream(&mut c, 21), 150.0);
+    c.cleanup(t(22));
+    assert_eq!(wants_upstream(&mut c, 22), 100.0, "capped at its 100");
+}

@@ -1,6 +1,7 @@
 //! Core unit tests: explicit times, no sleeping.
 
 mod absent;
+mod expiry;
 mod horizon;
 mod outstanding;
 mod pending;

@@ -1,0 +1,63 @@
+//! The expiry index keeps one key per requester, at or before the time it
+//! may be forgotten: a renewal leaves the key where it was, and cleanup
+//! re-files it when it comes up (`Resource::expire`).
+
+use super::*;
+
+const NOLEARN_5S: &str = "[[resources]]\nidentifier_glob = \"nolearn*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"PROPORTIONAL_SHARE\"\nlease_length = 5\nrefresh_interval = 2\nlearning_mode_duration = 0\n";
+
+#[test]
+fn a_renewed_lease_outlives_its_first_key_and_is_forgotten_at_its_end() {
+    let mut c = core_with(0);
+    // nolearn: leases of 20 s. a's first lease ends at 21, its renewal at 30.
+    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    c.cleanup(t(1));
+    get(&mut c, t(10), "a", ask("nolearn", 10.0, None));
+    c.cleanup(t(21));
+    assert!(
+        c.lease_of("nolearn", &client("a")).is_some(),
+        "renewed to 30"
+    );
+    c.cleanup(t(29));
+    assert!(c.lease_of("nolearn", &client("a")).is_some());
+    c.cleanup(t(30));
+    assert!(c.lease_of("nolearn", &client("a")).is_none());
+    assert_eq!(c.counters().expired_leases, 1);
+}
+
+#[test]
+fn a_lease_a_reload_shortened_is_forgotten_at_its_new_end() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    c.cleanup(t(1));
+    // Filed at 21; the reload makes leases 5 s long: renewed at 2, it ends
+    // at 7, before its key.
+    c.replace_config(Arc::new(Config::parse(NOLEARN_5S, "short.toml").unwrap()));
+    let g = get(&mut c, t(2), "a", ask("nolearn", 10.0, None));
+    assert_eq!(g.lease.expiry, t(7));
+    c.cleanup(t(6));
+    assert!(c.lease_of("nolearn", &client("a")).is_some());
+    c.cleanup(t(7));
+    assert!(
+        c.lease_of("nolearn", &client("a")).is_none(),
+        "not kept to 21"
+    );
+}
+
+#[test]
+fn a_retired_resource_lasts_until_its_last_lease_ends_not_its_earliest_key() {
+    let mut c = core_with(0);
+    // a's key stays at 1 (no cleanup ran) while its lease moves to 30.
+    get(&mut c, t(1), "a", ask("nolearn", 60.0, None));
+    get(&mut c, t(10), "a", ask("nolearn", 60.0, None));
+    let only_db = CFG.replace("nolearn*", "other*");
+    c.replace_config(Arc::new(Config::parse(&only_db, "test.toml").unwrap()));
+    let g = get(&mut c, t(29), "b", ask("nolearn", 480.0, None));
+    assert_eq!(
+        (g.decision, g.lease.capacity),
+        (Decision::Algorithm, 40.0),
+        "a's 60 still count"
+    );
+    let g = get(&mut c, t(30), "b", ask("nolearn", 480.0, None));
+    assert_eq!(g.decision, Decision::Unmatched);
+}
