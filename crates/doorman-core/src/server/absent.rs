@@ -11,68 +11,74 @@
 
 use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Time};
 
+use super::record::Record;
 use super::resource::{Context, Resource};
 
 impl Resource {
-    /// After a request was decided: when the requester counts as absent if
-    /// it has not asked again. Its refresh is due one interval after this
+    /// When the requester counts as absent if it has not asked again since
+    /// its last decided request. Its refresh is due one interval after that
     /// request, and it gets as long again. The interval is the longer of
     /// the one it was given and this resource's regular one (a waiting
     /// requester told to come back sooner is not absent for coming back
     /// at its regular time), plus the minimum request interval (a repeat
     /// inside it does not count as a request).
-    pub(super) fn reindex_absent(&mut self, id: RequesterId, cx: &Context) {
+    fn absent_deadline(&self, rec: &Record, min_request_interval: Time) -> Time {
         let terms = self.template.algorithm.terms();
         let regular =
             scaled_refresh_interval(terms.refresh_interval, terms.decay_factor, self.level());
-        let Some(rec) = self.shares.get_mut(id) else {
+        let interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
+        rec.last_request + interval + interval + min_request_interval
+    }
+
+    /// After a request was decided: the requester has a key in the absence
+    /// index at or before its new deadline. A key it has is left where it
+    /// was when that holds (deadlines move on at every request, and a
+    /// remove at a random place in the index is a cache miss or more);
+    /// `mark_absent` re-files it when it comes up.
+    pub(super) fn reindex_absent(&mut self, id: RequesterId, cx: &Context) {
+        let Some(rec) = self.shares.get(id) else {
             return;
         };
-        let interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
-        let at = rec.last_request + interval + interval + cx.min_request_interval;
-        rec.absent_at = at;
-        // Filed no later than the new deadline: left for `mark_absent` to
-        // re-file when its key comes up (deadlines move on at every
-        // request; a remove at a random place in the index is a cache
-        // miss or more). Filed later, or not at all: filed now.
-        match rec.absent_key {
-            Some(key) if key <= at => {}
-            key => {
-                if let Some(key) = key {
-                    self.absent.remove(&(key, id));
-                }
-                self.absent.insert((at, id));
-                rec.absent_key = Some(at);
-            }
+        let at = self.absent_deadline(rec, cx.min_request_interval);
+        let key = rec.absent_at;
+        if key != Time::ZERO && key <= at {
+            return;
+        }
+        if key != Time::ZERO {
+            self.absent.remove(&(key, id));
+        }
+        self.absent.insert((at, id));
+        if let Some(rec) = self.shares.get_mut(id) {
+            rec.absent_at = at;
         }
     }
 
     /// Caps the demand of every requester absent at `now` at what it holds,
     /// in the order of their deadlines. A key whose requester asked again
     /// since is re-filed at its new deadline (and comes up again in order
-    /// if that has passed too); one whose record has gone (a new requester
-    /// took its slot) is dropped. Cost: O(keys due · log n).
-    pub(super) fn mark_absent(&mut self, now: Time) {
+    /// if that has passed too); one that is not its record's (a new
+    /// requester took the slot) is dropped. Cost: O(keys due · log n).
+    pub(super) fn mark_absent(&mut self, now: Time, min_request_interval: Time) {
         while let Some(&(key, id)) = self.absent.first() {
             if key > now {
                 break;
             }
             self.absent.pop_first();
-            let Some(rec) = self
-                .shares
-                .get_mut(id)
-                .filter(|r| r.absent_key == Some(key))
-            else {
+            let Some(rec) = self.shares.get(id).filter(|r| r.absent_at == key) else {
                 continue;
             };
-            if rec.absent_at > key {
-                rec.absent_key = Some(rec.absent_at);
-                self.absent.insert((rec.absent_at, id));
-                continue;
+            let at = self.absent_deadline(rec, min_request_interval);
+            let rec_key = if at > key {
+                self.absent.insert((at, id));
+                at
+            } else {
+                let capped = capped_demands(&self.shares.demands(id), self.shares.has(id));
+                self.shares.set_demands(id, &capped);
+                Time::ZERO
+            };
+            if let Some(rec) = self.shares.get_mut(id) {
+                rec.absent_at = rec_key;
             }
-            rec.absent_key = None;
-            let capped = capped_demands(&self.shares.demands(id), self.shares.has(id));
-            self.shares.set_demands(id, &capped);
         }
     }
 }

@@ -317,8 +317,6 @@ impl Resource {
             outstanding: f64::NAN,
             grants: Grants::default(),
             absent_at: Time::ZERO,
-            absent_key: None,
-            expiry_key: now,
         };
         let id = self.shares.insert(&demands, rec);
         self.index.insert(&self.shares, who, id);
@@ -430,6 +428,7 @@ impl Resource {
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
+        let old = rec.forget_at();
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
@@ -438,16 +437,15 @@ impl Resource {
         if let Who::Server(_) = rec.who {
             rec.grants.note(lease.capacity, lease.expiry);
         }
-        // One key per record, never later than when it may be forgotten:
-        // a later end is left for `Resource::expire` to re-file when the
-        // key comes up (a renewal touches no index, where a remove and an
-        // insert at random places in it cost a cache miss or more each);
-        // an earlier one (a reload shortened the lease) is re-filed now.
+        // Every record has a key at or before its end. A later end keeps
+        // the key it had, which `Resource::expire` re-files when it comes
+        // up: a renewal touches no index (a remove and an insert at random
+        // places in it cost a cache miss or more each). An earlier end (a
+        // reload shortened the lease) gets its own key now; the old one
+        // stays until it comes up.
         let new = rec.forget_at();
-        if new < rec.expiry_key {
-            self.expiries.remove(&(rec.expiry_key, id));
+        if new < old {
             self.expiries.insert((new, id));
-            rec.expiry_key = new;
         }
     }
 

@@ -353,7 +353,8 @@ impl ServerCore {
                 self.resources.entry(ask.resource_id.clone()).or_insert(r)
             }
         };
-        self.counters.expired_leases += resource.expire(now) as u64;
+        let min = self.opts.min_request_interval;
+        self.counters.expired_leases += resource.expire(now, min) as u64;
         // An intermediate resource without requesters (new, or all gone) is
         // not being renewed upstream: ask at once.
         if resource.upstream.is_some() && resource.shares.is_empty() {

@@ -29,14 +29,10 @@ pub(crate) struct Record {
     /// may still have sub-leases out of any of them, never of more than the
     /// largest (empty for end clients).
     pub grants: Grants,
-    /// When it counts as absent if it has not asked again (`absent.rs`).
+    /// Its key in the resource's absence index, at or before the time it
+    /// counts as absent if it does not ask again; `Time::ZERO` while it
+    /// has none (`absent.rs`).
     pub absent_at: Time,
-    /// Its key in the resource's absence index, if it has one: never later
-    /// than `absent_at` (`absent.rs`).
-    pub absent_key: Option<Time>,
-    /// Its key in the resource's expiry index: never later than
-    /// [`Record::forget_at`] (`Resource::expire`).
-    pub expiry_key: Time,
 }
 
 impl Record {

@@ -25,10 +25,10 @@ pub(crate) struct Resource {
     pub template: Arc<Template>,
     pub shares: Shares<Record>,
     pub index: Index,
-    /// One key per requester (`Record::expiry_key`), at or before the time
-    /// it may be forgotten; see [`Resource::expire`].
+    /// At least one key per requester at or before the time it may be
+    /// forgotten (`Record::forget_at`); see [`Resource::expire`].
     pub expiries: BTreeSet<(Time, RequesterId)>,
-    /// A key per requester not yet absent (`Record::absent_key`), at or
+    /// One key per requester not yet absent (`Record::absent_at`), at or
     /// before the time it counts as absent (`absent.rs`).
     pub absent: BTreeSet<(Time, RequesterId)>,
     pub learning_until: Time,
@@ -253,7 +253,7 @@ impl Resource {
     /// Forgets every lease that expired at or before `now`, and caps the
     /// demand of requesters that have become absent (`absent.rs`), unless
     /// the resource is in learning mode. Cost: O((expired + absent) · log n).
-    pub fn expire(&mut self, now: Time) -> usize {
+    pub fn expire(&mut self, now: Time, min_request_interval: Time) -> usize {
         if self.in_learning(now) {
             return 0;
         }
@@ -263,17 +263,18 @@ impl Resource {
                 break;
             }
             self.expiries.pop_first();
-            // Each record has one key, at or before its end: a renewal
-            // leaves the key where it was (`store`), so a record renewed
-            // since is re-filed at its end, and comes up again in order
-            // if that has passed too. A key whose record has gone (its
-            // slot taken by a new requester with its own key) is dropped.
-            let Some(rec) = self.shares.get_mut(id).filter(|r| r.expiry_key == t) else {
+            // Keys are at or before the ends: a renewal leaves the key
+            // where it was (`store`), so a record renewed since is re-filed
+            // at its end, and comes up again in order if that has passed
+            // too. A record may hold a second key (an end moved earlier;
+            // a released requester's slot taken by a new one): whichever
+            // comes up first decides, and re-filing at the same end adds
+            // nothing.
+            let Some(rec) = self.shares.get(id) else {
                 continue;
             };
             let end = rec.forget_at();
             if end > t {
-                rec.expiry_key = end;
                 self.expiries.insert((end, id));
                 continue;
             }
@@ -282,7 +283,7 @@ impl Resource {
             self.shares.remove(id);
             n += 1;
         }
-        self.mark_absent(now);
+        self.mark_absent(now, min_request_interval);
         n
     }
 
@@ -293,7 +294,9 @@ impl Resource {
         };
         self.index.remove(who, id);
         if let Some(rec) = self.shares.remove(id) {
-            self.expiries.remove(&(rec.expiry_key, id));
+            // Its key, if it was re-filed at its end; an earlier one stays
+            // until it comes up (`expire`).
+            self.expiries.remove(&(rec.forget_at(), id));
         }
         true
     }

@@ -51,7 +51,7 @@ impl ServerCore {
             };
             visited += 1;
             r.freshen(&self.config, self.config_gen, id);
-            expired += r.expire(now);
+            expired += r.expire(now, self.opts.min_request_interval);
             if (!r.shares.is_empty() || r.in_learning(now)) && !r.retired(now) {
                 i += 1;
             } else {

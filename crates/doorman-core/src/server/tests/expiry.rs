@@ -61,3 +61,20 @@ fn a_retired_resource_lasts_until_its_last_lease_ends_not_its_earliest_key() {
     let g = get(&mut c, t(30), "b", ask("nolearn", 480.0, None));
     assert_eq!(g.decision, Decision::Unmatched);
 }
+
+#[test]
+fn a_released_requesters_key_does_not_forget_the_one_that_takes_its_slot() {
+    let mut c = core_with(0);
+    // a's key stays at 1 after its release (its end, 21, was not filed).
+    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    assert_eq!(c.release(&client("a"), &["nolearn".into()]), Ok(1));
+    // b takes the freed slot; its lease ends at 23.
+    get(&mut c, t(3), "b", ask("nolearn", 10.0, None));
+    c.cleanup(t(4));
+    c.cleanup(t(22));
+    assert!(c.lease_of("nolearn", &client("b")).is_some());
+    assert_eq!(c.lease_count(), 1);
+    c.cleanup(t(23));
+    assert!(c.lease_of("nolearn", &client("b")).is_none());
+    assert_eq!(c.counters().expired_leases, 1);
+}
