@@ -12,7 +12,7 @@
 use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Time};
 
 use super::record::Record;
-use super::resource::{Context, Resource};
+use super::resource::{Context, Resource, KEYS_PER_CALL};
 
 impl Resource {
     /// When the requester counts as absent if it has not asked again since
@@ -31,17 +31,19 @@ impl Resource {
     }
 
     /// After a request was decided: the requester has a key in the absence
-    /// index at or before its new deadline. A key it has is left where it
-    /// was when that holds (deadlines move on at every request, and a
-    /// remove at a random place in the index is a cache miss or more);
-    /// `mark_absent` re-files it when it comes up.
+    /// index at or before its new deadline. A key it has that is not yet
+    /// due is left where it was when that holds (deadlines move on at every
+    /// request, and a remove at a random place in the index is a cache
+    /// miss or more); `mark_absent` re-files it when it comes up.
     pub(super) fn reindex_absent(&mut self, id: RequesterId, cx: &Context) {
         let Some(rec) = self.shares.get(id) else {
             return;
         };
         let at = self.absent_deadline(rec, cx.min_request_interval);
         let key = rec.absent_at;
-        if key != Time::ZERO && key <= at {
+        // A key that is due (in learning mode nothing re-files keys) is
+        // re-filed here, so that they do not all come up when it ends.
+        if key != Time::ZERO && key <= at && key > cx.now {
             return;
         }
         if key != Time::ZERO {
@@ -57,9 +59,13 @@ impl Resource {
     /// in the order of their deadlines. A key whose requester asked again
     /// since is re-filed at its new deadline (and comes up again in order
     /// if that has passed too); one that is not its record's (a new
-    /// requester took the slot) is dropped. Cost: O(keys due · log n).
+    /// requester took the slot) is dropped. At most [`KEYS_PER_CALL`] keys
+    /// per call (see [`Resource::expire`]).
     pub(super) fn mark_absent(&mut self, now: Time, min_request_interval: Time) {
-        while let Some(&(key, id)) = self.absent.first() {
+        for _ in 0..KEYS_PER_CALL {
+            let Some(&(key, id)) = self.absent.first() else {
+                break;
+            };
             if key > now {
                 break;
             }

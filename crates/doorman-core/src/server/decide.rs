@@ -446,6 +446,12 @@ impl Resource {
         let new = rec.forget_at();
         if new < old {
             self.expiries.insert((new, id));
+        } else if new > old && old <= now && self.expiries.remove(&(old, id)) {
+            // Its key was due: a new record's placeholder (filed at its
+            // creation, `record_demand`) or the end of a lease that ran out
+            // before this renewal. Filed at the end now, so it does not
+            // come up at once (or, after learning mode, all at once).
+            self.expiries.insert((new, id));
         }
     }
 

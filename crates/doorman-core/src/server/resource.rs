@@ -19,6 +19,9 @@ use super::upstream::{
 use crate::config::{Config, Template};
 use crate::limits::MAX_AMOUNT;
 
+/// Keys of each index handled by one [`Resource::expire`] at most.
+pub const KEYS_PER_CALL: usize = 512;
+
 /// One resource.
 #[derive(Debug)]
 pub(crate) struct Resource {
@@ -250,15 +253,23 @@ impl Resource {
         self.shares.set_capacity(amount(capacity));
     }
 
-    /// Forgets every lease that expired at or before `now`, and caps the
+    /// Forgets the leases that expired at or before `now`, and caps the
     /// demand of requesters that have become absent (`absent.rs`), unless
-    /// the resource is in learning mode. Cost: O((expired + absent) · log n).
+    /// the resource is in learning mode; at most [`KEYS_PER_CALL`] keys of
+    /// each index, so one call (under a shard lock, before a request) is
+    /// bounded: when more are due (a mass expiry; the first call after
+    /// learning mode, which re-files nothing), the following calls go on
+    /// where it stopped, and a record is forgotten or capped that much
+    /// later, never earlier. Cost: O(KEYS_PER_CALL · log n).
     pub fn expire(&mut self, now: Time, min_request_interval: Time) -> usize {
         if self.in_learning(now) {
             return 0;
         }
         let mut n = 0;
-        while let Some(&(t, id)) = self.expiries.first() {
+        for _ in 0..KEYS_PER_CALL {
+            let Some(&(t, id)) = self.expiries.first() else {
+                break;
+            };
             if t > now {
                 break;
             }

@@ -1,7 +1,9 @@
-//! The expiry index keeps one key per requester, at or before the time it
-//! may be forgotten: a renewal leaves the key where it was, and cleanup
-//! re-files it when it comes up (`Resource::expire`).
+//! The expiry index keeps a key per requester at or before the time it may
+//! be forgotten: a renewal leaves the key where it was, and cleanup
+//! re-files it when it comes up (`Resource::expire`), a bounded number
+//! per call.
 
+use super::resource::KEYS_PER_CALL;
 use super::*;
 
 const NOLEARN_5S: &str = "[[resources]]\nidentifier_glob = \"nolearn*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"PROPORTIONAL_SHARE\"\nlease_length = 5\nrefresh_interval = 2\nlearning_mode_duration = 0\n";
@@ -47,7 +49,7 @@ fn a_lease_a_reload_shortened_is_forgotten_at_its_new_end() {
 #[test]
 fn a_retired_resource_lasts_until_its_last_lease_ends_not_its_earliest_key() {
     let mut c = core_with(0);
-    // a's key stays at 1 (no cleanup ran) while its lease moves to 30.
+    // a's key stays at its first end, 21, while its lease moves to 30.
     get(&mut c, t(1), "a", ask("nolearn", 60.0, None));
     get(&mut c, t(10), "a", ask("nolearn", 60.0, None));
     let only_db = CFG.replace("nolearn*", "other*");
@@ -77,4 +79,22 @@ fn a_released_requesters_key_does_not_forget_the_one_that_takes_its_slot() {
     c.cleanup(t(23));
     assert!(c.lease_of("nolearn", &client("b")).is_none());
     assert_eq!(c.counters().expired_leases, 1);
+}
+
+/// One cleanup handles at most `KEYS_PER_CALL` keys of a resource: a mass
+/// expiry is worked through by the following calls, none forgotten early.
+#[test]
+fn a_mass_expiry_is_forgotten_over_several_calls() {
+    let mut c = core_with(0);
+    let n = KEYS_PER_CALL + 88;
+    for i in 0..n {
+        get(&mut c, t(1), &format!("c{i}"), ask("nolearn", 1.0, None));
+    }
+    c.cleanup(t(20));
+    assert_eq!(c.lease_count(), n, "none ends before 21");
+    c.cleanup(t(21));
+    assert_eq!(c.counters().expired_leases, KEYS_PER_CALL as u64);
+    c.cleanup(t(21));
+    assert_eq!(c.counters().expired_leases, n as u64);
+    assert_eq!(c.lease_count(), 0);
 }
