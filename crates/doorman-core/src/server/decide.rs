@@ -317,6 +317,7 @@ impl Resource {
             outstanding: f64::NAN,
             grants: Grants::default(),
             absent_at: Time::ZERO,
+            expiry_key: now,
         };
         let id = self.shares.insert(&demands, rec);
         self.index.insert(&self.shares, who, id);
@@ -428,7 +429,6 @@ impl Resource {
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
-        let old = rec.forget_at();
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
@@ -437,21 +437,19 @@ impl Resource {
         if let Who::Server(_) = rec.who {
             rec.grants.note(lease.capacity, lease.expiry);
         }
-        // Every record has a key at or before its end. A later end keeps
-        // the key it had, which `Resource::expire` re-files when it comes
-        // up: a renewal touches no index (a remove and an insert at random
-        // places in it cost a cache miss or more each). An earlier end (a
-        // reload shortened the lease) gets its own key now; the old one
-        // stays until it comes up.
-        let new = rec.forget_at();
-        if new < old {
-            self.expiries.insert((new, id));
-        } else if new > old && old <= now && self.expiries.remove(&(old, id)) {
-            // Its key was due: a new record's placeholder (filed at its
-            // creation, `record_demand`) or the end of a lease that ran out
-            // before this renewal. Filed at the end now, so it does not
-            // come up at once (or, after learning mode, all at once).
-            self.expiries.insert((new, id));
+        // One key per record, at or before its end. A renewal leaves a key
+        // that is not yet due where it was, and `Resource::expire` re-files
+        // it when it comes up: a remove and an insert at random places in
+        // the index cost a cache miss or more each. A key that is due (a new
+        // record's, filed at its creation; one that came up in learning
+        // mode, which re-files nothing) or later than the new end (a reload
+        // shortened the lease) is re-filed at the end now.
+        let end = rec.forget_at();
+        let key = rec.expiry_key;
+        if key <= now || end < key {
+            self.expiries.remove(&(key, id));
+            self.expiries.insert((end, id));
+            rec.expiry_key = end;
         }
     }
 

@@ -33,6 +33,9 @@ pub(crate) struct Record {
     /// counts as absent if it does not ask again; `Time::ZERO` while it
     /// has none (`absent.rs`).
     pub absent_at: Time,
+    /// Its key in the resource's expiry index, at or before
+    /// [`Record::forget_at`] (`Resource::expire`).
+    pub expiry_key: Time,
 }
 
 impl Record {

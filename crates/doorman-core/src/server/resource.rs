@@ -28,8 +28,8 @@ pub(crate) struct Resource {
     pub template: Arc<Template>,
     pub shares: Shares<Record>,
     pub index: Index,
-    /// At least one key per requester at or before the time it may be
-    /// forgotten (`Record::forget_at`); see [`Resource::expire`].
+    /// One key per requester (`Record::expiry_key`), at or before the time
+    /// it may be forgotten (`Record::forget_at`); see [`Resource::expire`].
     pub expiries: BTreeSet<(Time, RequesterId)>,
     /// One key per requester not yet absent (`Record::absent_at`), at or
     /// before the time it counts as absent (`absent.rs`).
@@ -248,6 +248,14 @@ impl Resource {
         self.template = template;
     }
 
+    /// Whether keys of either index are due at `now` beyond what one
+    /// [`Resource::expire`] handled (none in learning mode, which handles
+    /// none).
+    pub fn keys_due(&self, now: Time) -> bool {
+        let due = |k: Option<&(Time, RequesterId)>| k.is_some_and(|k| k.0 <= now);
+        !self.in_learning(now) && (due(self.expiries.first()) || due(self.absent.first()))
+    }
+
     /// The capacity shared from now on.
     pub fn set_capacity(&mut self, capacity: f64) {
         self.shares.set_capacity(amount(capacity));
@@ -277,15 +285,13 @@ impl Resource {
             // Keys are at or before the ends: a renewal leaves the key
             // where it was (`store`), so a record renewed since is re-filed
             // at its end, and comes up again in order if that has passed
-            // too. A record may hold a second key (an end moved earlier;
-            // a released requester's slot taken by a new one): whichever
-            // comes up first decides, and re-filing at the same end adds
-            // nothing.
-            let Some(rec) = self.shares.get(id) else {
+            // too.
+            let Some(rec) = self.shares.get_mut(id).filter(|r| r.expiry_key == t) else {
                 continue;
             };
             let end = rec.forget_at();
             if end > t {
+                rec.expiry_key = end;
                 self.expiries.insert((end, id));
                 continue;
             }
@@ -305,9 +311,7 @@ impl Resource {
         };
         self.index.remove(who, id);
         if let Some(rec) = self.shares.remove(id) {
-            // Its key, if it was re-filed at its end; an earlier one stays
-            // until it comes up (`expire`).
-            self.expiries.remove(&(rec.forget_at(), id));
+            self.expiries.remove(&(rec.expiry_key, id));
         }
         true
     }

@@ -1,5 +1,5 @@
-//! The expiry index keeps a key per requester at or before the time it may
-//! be forgotten: a renewal leaves the key where it was, and cleanup
+//! The expiry index keeps one key per requester at or before the time it
+//! may be forgotten: a renewal leaves the key where it was, and cleanup
 //! re-files it when it comes up (`Resource::expire`), a bounded number
 //! per call.
 
@@ -65,36 +65,39 @@ fn a_retired_resource_lasts_until_its_last_lease_ends_not_its_earliest_key() {
 }
 
 #[test]
-fn a_released_requesters_key_does_not_forget_the_one_that_takes_its_slot() {
+fn a_released_requesters_key_goes_with_it_and_the_slot_is_not_forgotten_early() {
     let mut c = core_with(0);
-    // a's key stays at 1 after its release (its end, 21, was not filed).
+    // a renews (its key stays at its first end, 21; its lease ends at 30)
+    // and is released; b takes the freed slot, its lease ending at 32.
     get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    get(&mut c, t(10), "a", ask("nolearn", 10.0, None));
     assert_eq!(c.release(&client("a"), &["nolearn".into()]), Ok(1));
-    // b takes the freed slot; its lease ends at 23.
-    get(&mut c, t(3), "b", ask("nolearn", 10.0, None));
-    c.cleanup(t(4));
-    c.cleanup(t(22));
+    get(&mut c, t(12), "b", ask("nolearn", 10.0, None));
+    c.cleanup(t(21));
+    c.cleanup(t(31));
     assert!(c.lease_of("nolearn", &client("b")).is_some());
     assert_eq!(c.lease_count(), 1);
-    c.cleanup(t(23));
+    c.cleanup(t(32));
     assert!(c.lease_of("nolearn", &client("b")).is_none());
     assert_eq!(c.counters().expired_leases, 1);
 }
 
-/// One cleanup handles at most `KEYS_PER_CALL` keys of a resource: a mass
-/// expiry is worked through by the following calls, none forgotten early.
+/// One expiry handles at most `KEYS_PER_CALL` keys of a resource; a
+/// cleanup step comes back to it, up to eight times, until none is due, so
+/// a mass expiry is worked through in bounded steps of one pass, none
+/// forgotten early.
 #[test]
-fn a_mass_expiry_is_forgotten_over_several_calls() {
+fn a_mass_expiry_is_forgotten_in_bounded_steps_of_one_pass() {
     let mut c = core_with(0);
-    let n = KEYS_PER_CALL + 88;
+    let n = 8 * KEYS_PER_CALL + 88;
     for i in 0..n {
         get(&mut c, t(1), &format!("c{i}"), ask("nolearn", 1.0, None));
     }
     c.cleanup(t(20));
     assert_eq!(c.lease_count(), n, "none ends before 21");
-    c.cleanup(t(21));
-    assert_eq!(c.counters().expired_leases, KEYS_PER_CALL as u64);
-    c.cleanup(t(21));
+    assert_eq!(c.cleanup_step(t(21), 0), Some(0), "the same resource next");
+    assert_eq!(c.counters().expired_leases, 8 * KEYS_PER_CALL as u64);
+    assert_eq!(c.cleanup_step(t(21), 0), None);
     assert_eq!(c.counters().expired_leases, n as u64);
     assert_eq!(c.lease_count(), 0);
 }
