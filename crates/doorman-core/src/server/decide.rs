@@ -9,7 +9,6 @@ use std::borrow::Cow;
 
 use doorman_algorithms::{Amount, Demand, RequesterId, Time};
 
-use super::grants::Grants;
 use super::record::Record;
 
 /// A waiting requester's refresh interval is its lease's divided by this.
@@ -69,7 +68,10 @@ impl Resource {
         let (lease, hurry) = self.lease_for(cx, id, who, (capacity, free_before), decision);
         let inherit_until = match (ask.claimed_has(), inherited) {
             (Some(_), _) => lease.expiry,
-            (None, Some(_)) => self.shares.get(id).map_or(Time::ZERO, |r| r.inherit_until),
+            (None, Some(_)) => self
+                .shares
+                .get(id)
+                .map_or(Time::ZERO, Record::inherit_until),
             // One of our servers (it reports `outstanding`) always claims a
             // lease it holds: a successor may inherit this grant even if
             // its holder dies before it could claim it once.
@@ -112,7 +114,7 @@ impl Resource {
         let most = self
             .shares
             .get_mut(id)
-            .map_or(0.0, |r| r.grants.largest_unexpired(now));
+            .map_or(0.0, |r| r.largest_unexpired(now));
         let out = out.and_then(|x| Amount::new("outstanding", x.min(most)).ok());
         self.shares.set_outstanding(id, out);
     }
@@ -244,7 +246,7 @@ impl Resource {
             (Some(id), Who::Server(_), None) => self
                 .shares
                 .get(id)
-                .filter(|rec| now < rec.inherit_until)
+                .filter(|rec| now < rec.inherit_until())
                 .map(|_| self.shares.has(id))
                 .filter(|&h| h > 0.0),
             _ => None,
@@ -313,9 +315,7 @@ impl Resource {
             last_request: now,
             refresh_interval: 0,
             claim_counted: false,
-            inherit_until: Time::ZERO,
-            outstanding: f64::NAN,
-            grants: Grants::default(),
+            server: None,
             absent_at: Time::ZERO,
             expiry_key: now,
         };
@@ -432,10 +432,11 @@ impl Resource {
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);
-        rec.inherit_until = inherit_until;
-        rec.outstanding = outstanding.map_or(f64::NAN, Amount::get);
         if let Who::Server(_) = rec.who {
-            rec.grants.note(lease.capacity, lease.expiry);
+            let part = rec.server.get_or_insert_with(Box::default);
+            part.inherit_until = inherit_until;
+            part.outstanding = outstanding.map_or(f64::NAN, Amount::get);
+            part.grants.note(lease.capacity, lease.expiry);
         }
         // One key per record, at or before its end. A renewal leaves a key
         // that is not yet due where it was, and `Resource::expire` re-files

@@ -18,17 +18,9 @@ pub(crate) struct Record {
     /// The lease it claimed when first answered by this master in
     /// learning mode has been counted (`UpstreamState::learning_bound`).
     pub claim_counted: bool,
-    /// Until when a downstream server that stops claiming `has` may
-    /// inherit its lease: the expiry of the lease granted to its last
-    /// request that claimed one (`Time::ZERO`: never).
-    pub inherit_until: Time,
-    /// What a downstream server reports having handed out (extension);
-    /// NaN when not reported (keeps the record small).
-    pub outstanding: f64,
-    /// A downstream server's grants whose leases have not expired: it
-    /// may still have sub-leases out of any of them, never of more than the
-    /// largest (empty for end clients).
-    pub grants: Grants,
+    /// What only a downstream server has, once it has been answered. Boxed:
+    /// end clients, most of the leases, carry 8 bytes for it instead of 40.
+    pub server: Option<Box<ServerPart>>,
     /// Its key in the resource's absence index, at or before the time it
     /// counts as absent if it does not ask again; `Time::ZERO` while it
     /// has none (`absent.rs`).
@@ -38,18 +30,60 @@ pub(crate) struct Record {
     pub expiry_key: Time,
 }
 
+/// What a server keeps only for a downstream server.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerPart {
+    /// Until when a downstream server that stops claiming `has` may
+    /// inherit its lease: the expiry of the lease granted to its last
+    /// request that claimed one (`Time::ZERO`: never).
+    pub inherit_until: Time,
+    /// What it reports having handed out (extension); NaN when not
+    /// reported.
+    pub outstanding: f64,
+    /// Its grants whose leases have not expired: it may still have
+    /// sub-leases out of any of them, never of more than the largest.
+    pub grants: Grants,
+}
+
+impl Default for ServerPart {
+    fn default() -> Self {
+        ServerPart {
+            inherit_until: Time::ZERO,
+            outstanding: f64::NAN,
+            grants: Grants::default(),
+        }
+    }
+}
+
 impl Record {
     /// When the requester may be forgotten: its lease's expiry, or for a
     /// downstream server the end of the longest grant it may still have
     /// sub-leases of (a reload may have shortened its latest lease). The
     /// expiry index is keyed by this.
     pub fn forget_at(&self) -> Time {
-        self.grants
-            .last_expiry()
+        self.server
+            .as_ref()
+            .and_then(|s| s.grants.last_expiry())
             .map_or(self.expiry, |e| e.max(self.expiry))
     }
+
     /// What a downstream server reported having handed out.
     pub fn outstanding(&self) -> Option<f64> {
-        (!self.outstanding.is_nan()).then_some(self.outstanding)
+        let out = self.server.as_ref().map_or(f64::NAN, |s| s.outstanding);
+        (!out.is_nan()).then_some(out)
+    }
+
+    /// Until when a downstream server may inherit its lease
+    /// ([`ServerPart::inherit_until`]; `Time::ZERO` for an end client).
+    pub fn inherit_until(&self) -> Time {
+        self.server.as_ref().map_or(Time::ZERO, |s| s.inherit_until)
+    }
+
+    /// The largest of a downstream server's grants unexpired at `now` (0
+    /// for an end client).
+    pub fn largest_unexpired(&mut self, now: Time) -> f64 {
+        self.server
+            .as_mut()
+            .map_or(0.0, |s| s.grants.largest_unexpired(now))
     }
 }
