@@ -12,7 +12,7 @@
 use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Time};
 
 use super::record::Record;
-use super::resource::{Context, Resource, KEYS_PER_CALL};
+use super::resource::{take_due, Context, Resource, KEYS_PER_CALL};
 
 impl Resource {
     /// When the requester counts as absent if it has not asked again since
@@ -63,13 +63,9 @@ impl Resource {
     /// per call (see [`Resource::expire`]).
     pub(super) fn mark_absent(&mut self, now: Time, min_request_interval: Time) {
         for _ in 0..KEYS_PER_CALL {
-            let Some(&(key, id)) = self.absent.first() else {
+            let Some((key, id)) = take_due(&mut self.absent, now) else {
                 break;
             };
-            if key > now {
-                break;
-            }
-            self.absent.pop_first();
             let Some(rec) = self.shares.get(id).filter(|r| r.absent_at == key) else {
                 continue;
             };

@@ -22,6 +22,23 @@ use crate::limits::MAX_AMOUNT;
 /// Keys of each index handled by one [`Resource::expire`] at most.
 pub const KEYS_PER_CALL: usize = 512;
 
+/// A deadline index: (time, requester), earliest first.
+pub(super) type Deadlines = BTreeSet<(Time, RequesterId)>;
+
+/// Whether the first key of `index` is due at `now`.
+fn is_due(index: &Deadlines, now: Time) -> bool {
+    index.first().is_some_and(|k| k.0 <= now)
+}
+
+/// The first key of `index`, taken out, if it is due at `now`.
+pub(super) fn take_due(index: &mut Deadlines, now: Time) -> Option<(Time, RequesterId)> {
+    if is_due(index, now) {
+        index.pop_first()
+    } else {
+        None
+    }
+}
+
 /// One resource.
 #[derive(Debug)]
 pub(crate) struct Resource {
@@ -30,10 +47,10 @@ pub(crate) struct Resource {
     pub index: Index,
     /// One key per requester (`Record::expiry_key`), at or before the time
     /// it may be forgotten (`Record::forget_at`); see [`Resource::expire`].
-    pub expiries: BTreeSet<(Time, RequesterId)>,
+    pub expiries: Deadlines,
     /// One key per requester not yet absent (`Record::absent_at`), at or
     /// before the time it counts as absent (`absent.rs`).
-    pub absent: BTreeSet<(Time, RequesterId)>,
+    pub absent: Deadlines,
     pub learning_until: Time,
     /// Present on intermediate servers: the capacity comes from the parent.
     pub upstream: Option<UpstreamState>,
@@ -252,8 +269,7 @@ impl Resource {
     /// [`Resource::expire`] handled (none in learning mode, which handles
     /// none).
     pub fn keys_due(&self, now: Time) -> bool {
-        let due = |k: Option<&(Time, RequesterId)>| k.is_some_and(|k| k.0 <= now);
-        !self.in_learning(now) && (due(self.expiries.first()) || due(self.absent.first()))
+        !self.in_learning(now) && (is_due(&self.expiries, now) || is_due(&self.absent, now))
     }
 
     /// The capacity shared from now on.
@@ -275,13 +291,9 @@ impl Resource {
         }
         let mut n = 0;
         for _ in 0..KEYS_PER_CALL {
-            let Some(&(t, id)) = self.expiries.first() else {
+            let Some((t, id)) = take_due(&mut self.expiries, now) else {
                 break;
             };
-            if t > now {
-                break;
-            }
-            self.expiries.pop_first();
             // Keys are at or before the ends: a renewal leaves the key
             // where it was (`store`), so a record renewed since is re-filed
             // at its end, and comes up again in order if that has passed
