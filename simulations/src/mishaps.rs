@@ -151,32 +151,32 @@ fn dips_line(out: &mut String, dips: &[(Dip, (usize, usize))], runs: &[Summary])
 /// above it in the table, most seconds first) were not there.
 fn what_if(out: &mut String, dips: &[(Dip, (usize, usize))], runs: &[Summary]) {
     let name = |k: Option<MarkKind>| k.map_or("none".to_string(), |k| k.to_string());
-    let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut by_kind: BTreeMap<Option<MarkKind>, (usize, usize)> = BTreeMap::new();
     for (d, _) in dips {
-        let e = by_kind.entry(name(d.after)).or_default();
+        let e = by_kind.entry(d.after).or_default();
         *e = (e.0 + 1, e.1 + d.secs);
     }
     let mut kinds: Vec<_> = by_kind.into_iter().collect();
-    kinds.sort_by_key(|(k, (_, secs))| (std::cmp::Reverse(*secs), k.clone()));
+    kinds.sort_by_key(|&(k, (_, secs))| (std::cmp::Reverse(secs), name(k)));
     out.push_str("\n| dips after | dips | seconds | longest re-convergence without these and the rows above |\n");
     out.push_str("|---|---:|---:|---:|\n");
-    let mut gone: Vec<&str> = Vec::new();
-    for (k, (n, secs)) in &kinds {
+    let mut gone = Vec::new();
+    for (k, (n, secs)) in kinds {
         gone.push(k);
         let longest = runs
             .iter()
-            .map(|r| longest_without(&r.timeline, &gone, &name))
+            .map(|r| longest_without(&r.timeline, &gone))
             .fold(0.0, f64::max);
-        let _ = writeln!(out, "| {k} | {n} | {secs} | {longest:.0} s |");
+        let _ = writeln!(out, "| {} | {n} | {secs} | {longest:.0} s |", name(k));
     }
 }
 
-/// The longest re-convergence of one run with the dips after the kinds
-/// named in `gone` counted as in the band.
-fn longest_without(tl: &Timeline, gone: &[&str], name: &dyn Fn(Option<MarkKind>) -> String) -> f64 {
+/// The longest re-convergence of one run with the dips after the kinds in
+/// `gone` counted as in the band.
+fn longest_without(tl: &Timeline, gone: &[Option<MarkKind>]) -> f64 {
     let runs: Vec<(usize, usize)> = seed_dips(tl)
         .into_iter()
-        .filter(|(d, _)| gone.contains(&name(d.after).as_str()))
+        .filter(|(d, _)| gone.contains(&d.after))
         .map(|(_, r)| r)
         .collect();
     let band: Band = tl.band.without(&runs);
