@@ -41,7 +41,30 @@ pub fn report(runs: &[Summary]) -> String {
     kinds_table(&mut out, &per_kind, runs.len());
     dips_line(&mut out, &dips, runs);
     what_if(&mut out, &dips, runs);
+    gapless_line(&mut out, runs);
     out
+}
+
+/// Re-convergence as if every hand-over had no gap ([`Timeline::gapless`]).
+fn gapless_line(out: &mut String, runs: &[Summary]) {
+    let every: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| {
+            let tl = &r.timeline;
+            tl.marks
+                .iter()
+                .map(|&(_, end, _)| tl.gapless.reconvergence(end))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nif every unit idle in a node's books were held at once by a client that wants it \
+         (a bound for hand-overs without a gap; docs/simulation.md, \"Scheduled hand-overs\"): \
+         longest re-convergence {:.0} s; {} of {} mishaps take longer than {GOAL_S} s",
+        every.iter().copied().fold(0.0, f64::max),
+        every.iter().filter(|&&x| x > GOAL_S).count(),
+        every.len(),
+    );
 }
 
 /// Kinds in the order of docs/simulation.md's tables: spikes, then from

@@ -187,19 +187,22 @@ pub struct Band {
 }
 
 impl Band {
-    /// The band of a run's samples.
+    /// The band of a run's samples: Σ client has.
     pub fn of(samples: &[Sample], cap: f64, end: f64) -> Band {
+        Band::of_sum(samples, cap, end, |s| s.client_has)
+    }
+
+    /// The band of `sum` per sample against the same goal (min(Σ wants,
+    /// capacity)).
+    pub fn of_sum(samples: &[Sample], cap: f64, end: f64, sum: impl Fn(&Sample) -> f64) -> Band {
         let goal = |s: &Sample| s.client_wants.min(cap);
         let inside = samples
             .iter()
-            .map(|s| (s.client_has - goal(s)).abs() <= BAND * goal(s).max(1e-9))
+            .map(|s| (sum(s) - goal(s)).abs() <= BAND * goal(s).max(1e-9))
             .collect();
         let mut b = Band {
             t: samples.iter().map(|s| s.t).collect(),
-            ratio: samples
-                .iter()
-                .map(|s| s.client_has / goal(s).max(1e-9))
-                .collect(),
+            ratio: samples.iter().map(|s| sum(s) / goal(s).max(1e-9)).collect(),
             inside,
             next_out: Vec::new(),
             end,
@@ -282,11 +285,25 @@ impl Band {
     }
 }
 
+/// Σ client has if every unit idle in a node's books (its capacity less
+/// what it has handed out) were held by a client that wants it, up to
+/// min(Σ wants, capacity): the most that hand-overs without a gap between
+/// giver and taker could give (docs/simulation.md, "Scheduled
+/// hand-overs"). Capacity a node counts as taken by a subtree whose
+/// leases have run out is not idle in any book, and is not added.
+pub fn handed_over_at_once(s: &Sample, cap: f64) -> f64 {
+    let idle: f64 = s.nodes.iter().map(|&(c, _, h)| (c - h).max(0.0)).sum();
+    let short = (s.client_wants.min(cap) - s.client_has).max(0.0);
+    s.client_has + idle.min(short)
+}
+
 /// What `mishaps.rs` reads of a run: its band and its marks.
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
     /// Σ has against the band.
     pub band: Band,
+    /// [`handed_over_at_once`] against the band.
+    pub gapless: Band,
     /// Every mark, as (start, end, kind), seconds since the start.
     pub marks: Vec<(f64, f64, MarkKind)>,
     /// The scenario's `settle`: dips before it are the start-up.
@@ -363,6 +380,7 @@ pub fn summarize(sim: &Sim, seed: u64, wall_clock_s: f64) -> Summary {
         peak_rss_kib: peak_rss_kib(),
         timeline: Timeline {
             band,
+            gapless: Band::of_sum(&sim.samples, cap, duration, |s| handed_over_at_once(s, cap)),
             marks: sim.marks.iter().map(|m| (m.t, m.end, m.kind)).collect(),
             settle,
             duration,
@@ -377,23 +395,57 @@ pub fn leaves(tree: &[usize]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{Band, Sample};
+    use super::{handed_over_at_once, Band, Sample};
+
+    fn sample(t: f64, client_has: f64, nodes: Vec<(f64, f64, f64)>) -> Sample {
+        Sample {
+            t,
+            levels: Vec::new(),
+            nodes,
+            client_wants: 150.0,
+            client_has,
+            per_client: Vec::new(),
+        }
+    }
 
     /// Σ has per second for a capacity of 100 and wants above it.
     fn band(has: &[f64]) -> Band {
         let samples: Vec<Sample> = has
             .iter()
             .enumerate()
-            .map(|(i, &h)| Sample {
-                t: i as f64,
-                levels: Vec::new(),
-                nodes: Vec::new(),
-                client_wants: 150.0,
-                client_has: h,
-                per_client: Vec::new(),
-            })
+            .map(|(i, &h)| sample(i as f64, h, Vec::new()))
             .collect();
         Band::of(&samples, 100.0, has.len() as f64)
+    }
+
+    #[test]
+    fn gapless_hand_overs_add_what_is_idle_in_the_books_up_to_the_goal() {
+        // A root of 100 that handed out 90 to a leaf, which handed out 80.
+        let s = sample(0.0, 80.0, vec![(100.0, 150.0, 90.0), (90.0, 150.0, 80.0)]);
+        assert_eq!(handed_over_at_once(&s, 100.0), 100.0);
+        let s = sample(0.0, 80.0, vec![(100.0, 150.0, 95.0), (95.0, 150.0, 90.0)]);
+        assert_eq!(handed_over_at_once(&s, 100.0), 90.0, "10 lost, 10 idle");
+        let s = sample(0.0, 80.0, vec![(100.0, 150.0, 30.0)]);
+        assert_eq!(handed_over_at_once(&s, 100.0), 100.0, "never past the goal");
+        let over = Sample {
+            client_wants: 50.0,
+            ..sample(0.0, 60.0, vec![(100.0, 50.0, 70.0)])
+        };
+        assert_eq!(
+            handed_over_at_once(&over, 100.0),
+            60.0,
+            "held above the goal stays"
+        );
+        let samples = [
+            sample(0.0, 80.0, vec![(100.0, 150.0, 80.0)]),
+            sample(1.0, 80.0, vec![(100.0, 150.0, 90.0)]),
+        ];
+        let b = Band::of_sum(&samples, 100.0, 2.0, |s| handed_over_at_once(s, 100.0));
+        assert_eq!(
+            b.dips(0.0),
+            vec![(1, 2)],
+            "only the 10 lost leaves the band"
+        );
     }
 
     #[test]
