@@ -1,7 +1,8 @@
 //! `mishaps.md`: re-convergence by kind of mishap, the dips out of the
-//! band, and what the longest re-convergence would be without the dips
-//! after each kind, over the runs of one `doorman-sim run`
-//! (docs/simulation.md, "What limits us").
+//! band, what the longest re-convergence would be without the dips after
+//! each kind, and what it would be if hand-overs had no gap
+//! ([`Timeline::gapless`]), over the runs of one `doorman-sim run`
+//! (docs/simulation.md, "What limits us" and "Scheduled hand-overs").
 //!
 //! Must not: define the band or the hold (`summary.rs`'s [`Band`] does);
 //! every figure here comes from it.
@@ -61,10 +62,20 @@ fn gapless_line(out: &mut String, runs: &[Summary]) {
         "\nif every unit idle in a node's books were held at once by a client that wants it \
          (a bound for hand-overs without a gap; docs/simulation.md, \"Scheduled hand-overs\"): \
          longest re-convergence {:.0} s; {} of {} mishaps take longer than {GOAL_S} s",
-        every.iter().copied().fold(0.0, f64::max),
-        every.iter().filter(|&&x| x > GOAL_S).count(),
+        longest(&every),
+        over_goal(&every),
         every.len(),
     );
+}
+
+/// The longest of `v` (0 if none).
+fn longest(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0, f64::max)
+}
+
+/// How many of `v` exceed the goal.
+fn over_goal(v: &[f64]) -> usize {
+    v.iter().filter(|&&x| x > GOAL_S).count()
 }
 
 /// Kinds in the order of docs/simulation.md's tables: spikes, then from
@@ -127,24 +138,23 @@ fn quantile<T: PartialOrd + Copy + Default>(v: &[T], q: f64) -> T {
 
 fn kinds_table(out: &mut String, per_kind: &BTreeMap<Order, Vec<f64>>, seeds: usize) {
     let every: Vec<f64> = per_kind.values().flatten().copied().collect();
-    let long = |v: &[f64]| v.iter().filter(|&&x| x > GOAL_S).count();
     let _ = writeln!(
         out,
         "{} mishaps over {seeds} seeds; {} take longer than {GOAL_S} s; median {:.0} s\n",
         every.len(),
-        long(&every),
+        over_goal(&every),
         quantile(&every, 0.5)
     );
     out.push_str("| mishap | count | > 30 s | p90 | longest |\n|---|---:|---:|---:|---:|\n");
     for (k, v) in per_kind {
-        let longest = v.iter().copied().fold(0.0, f64::max);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} s | {longest:.0} s |",
+            "| {} | {} | {} | {:.0} s | {:.0} s |",
             k.0,
             v.len(),
-            long(v),
-            quantile(v, 0.9)
+            over_goal(v),
+            quantile(v, 0.9),
+            longest(v)
         );
     }
 }

@@ -169,13 +169,13 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Σ client has against the band, per sample: the one rule of
-/// re-convergence, used here and by `mishaps.rs`.
+/// A sum per sample (Σ client has, or [`handed_over_at_once`]) against the
+/// band: the one rule of re-convergence, used here and by `mishaps.rs`.
 #[derive(Debug, Clone, Default)]
 pub struct Band {
     /// Each sample's time, seconds since the start.
     t: Vec<f64>,
-    /// Σ client has / min(Σ wants, capacity) per sample.
+    /// The sum / min(Σ wants, capacity) per sample.
     ratio: Vec<f64>,
     /// Whether the sample is within [`BAND`].
     inside: Vec<bool>,
@@ -436,6 +436,10 @@ mod tests {
             60.0,
             "held above the goal stays"
         );
+        // A node that has handed out more than it has (a shrunk grant)
+        // adds nothing, and takes nothing from the others' idle.
+        let s = sample(0.0, 80.0, vec![(100.0, 150.0, 110.0), (110.0, 150.0, 90.0)]);
+        assert_eq!(handed_over_at_once(&s, 100.0), 100.0);
         let samples = [
             sample(0.0, 80.0, vec![(100.0, 150.0, 80.0)]),
             sample(1.0, 80.0, vec![(100.0, 150.0, 90.0)]),
