@@ -11,78 +11,63 @@
 
 use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Time};
 
+use super::deadlines::{for_due, refile};
 use super::record::Record;
-use super::resource::{take_due, Context, Resource, KEYS_PER_CALL};
+use super::resource::{Context, Resource};
 
 impl Resource {
-    /// When the requester counts as absent if it has not asked again since
-    /// its last decided request. Its refresh is due one interval after that
-    /// request, and it gets as long again. The interval is the longer of
-    /// the one it was given and this resource's regular one (a waiting
-    /// requester told to come back sooner is not absent for coming back
-    /// at its regular time), plus the minimum request interval (a repeat
-    /// inside it does not count as a request).
-    fn absent_deadline(&self, rec: &Record, min_request_interval: Time) -> Time {
+    /// The regular refresh interval this resource hands out, seconds.
+    fn regular_interval(&self) -> i64 {
         let terms = self.template.algorithm.terms();
-        let regular =
-            scaled_refresh_interval(terms.refresh_interval, terms.decay_factor, self.level());
-        let interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
-        rec.last_request + interval + interval + min_request_interval
+        scaled_refresh_interval(terms.refresh_interval, terms.decay_factor, self.level())
     }
 
-    /// After a request was decided: the requester has a key in the absence
-    /// index at or before its new deadline. A key it has that is not yet
-    /// due is left where it was when that holds (deadlines move on at every
-    /// request, and a remove at a random place in the index is a cache
-    /// miss or more); `mark_absent` re-files it when it comes up.
+    /// After a request was decided: the requester keeps a key in the
+    /// absence index at or before its new deadline (`deadlines::refile`).
     pub(super) fn reindex_absent(&mut self, id: RequesterId, cx: &Context) {
-        let Some(rec) = self.shares.get(id) else {
+        let regular = self.regular_interval();
+        let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
-        let at = self.absent_deadline(rec, cx.min_request_interval);
-        let key = rec.absent_at;
-        // A key that is due (in learning mode nothing re-files keys) is
-        // re-filed here, so that they do not all come up when it ends.
-        if key != Time::ZERO && key <= at && key > cx.now {
-            return;
-        }
-        if key != Time::ZERO {
-            self.absent.remove(&(key, id));
-        }
-        self.absent.insert((at, id));
-        if let Some(rec) = self.shares.get_mut(id) {
-            rec.absent_at = at;
-        }
+        let at = absent_deadline(rec, regular, cx.min_request_interval);
+        refile(&mut self.absent, &mut rec.absent_at, id, at, cx.now);
     }
 
     /// Caps the demand of every requester absent at `now` at what it holds,
-    /// in the order of their deadlines. A key whose requester asked again
-    /// since is re-filed at its new deadline (and comes up again in order
-    /// if that has passed too); one that is not its record's (a new
-    /// requester took the slot) is dropped. At most [`KEYS_PER_CALL`] keys
-    /// per call (see [`Resource::expire`]).
+    /// in the order of their deadlines (`deadlines::for_due`: a requester
+    /// that asked again since is re-filed at its new deadline). At most
+    /// `KEYS_PER_CALL` keys per call (see [`Resource::expire`]).
     pub(super) fn mark_absent(&mut self, now: Time, min_request_interval: Time) {
-        for _ in 0..KEYS_PER_CALL {
-            let Some((key, id)) = take_due(&mut self.absent, now) else {
-                break;
-            };
-            let Some(rec) = self.shares.get(id).filter(|r| r.absent_at == key) else {
-                continue;
-            };
-            let at = self.absent_deadline(rec, min_request_interval);
-            let rec_key = if at > key {
-                self.absent.insert((at, id));
-                at
-            } else {
-                let capped = capped_demands(&self.shares.demands(id), self.shares.has(id));
-                self.shares.set_demands(id, &capped);
-                Time::ZERO
-            };
-            if let Some(rec) = self.shares.get_mut(id) {
-                rec.absent_at = rec_key;
-            }
-        }
+        let regular = self.regular_interval();
+        let deadline = |r: &Record| absent_deadline(r, regular, min_request_interval);
+        let key_of: fn(&mut Record) -> &mut Time = |r| &mut r.absent_at;
+        for_due(
+            &mut self.absent,
+            &mut self.shares,
+            now,
+            key_of,
+            deadline,
+            |shares, id| {
+                let capped = capped_demands(&shares.demands(id), shares.has(id));
+                shares.set_demands(id, &capped);
+                if let Some(rec) = shares.get_mut(id) {
+                    rec.absent_at = Time::ZERO;
+                }
+            },
+        );
     }
+}
+
+/// When the requester counts as absent if it has not asked again since
+/// its last decided request. Its refresh is due one interval after that
+/// request, and it gets as long again. The interval is the longer of the
+/// one it was given and the resource's `regular` one (a waiting requester
+/// told to come back sooner is not absent for coming back at its regular
+/// time), plus the minimum request interval (a repeat inside it does not
+/// count as a request).
+fn absent_deadline(rec: &Record, regular: i64, min_request_interval: Time) -> Time {
+    let interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
+    rec.last_request + interval + interval + min_request_interval
 }
 
 /// `demands` (highest band first, as (priority, subclients, wants)) with

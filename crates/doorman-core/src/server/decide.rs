@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use doorman_algorithms::{Amount, Demand, RequesterId, Time};
 
+use super::deadlines::refile;
 use super::record::Record;
 
 /// A waiting requester's refresh interval is its lease's divided by this.
@@ -438,20 +439,10 @@ impl Resource {
             part.outstanding = outstanding.map_or(f64::NAN, Amount::get);
             part.grants.note(lease.capacity, lease.expiry);
         }
-        // One key per record, at or before its end. A renewal leaves a key
-        // that is not yet due where it was, and `Resource::expire` re-files
-        // it when it comes up: a remove and an insert at random places in
-        // the index cost a cache miss or more each. A key that is due (a new
-        // record's, filed at its creation; one that came up in learning
-        // mode, which re-files nothing) or later than the new end (a reload
-        // shortened the lease) is re-filed at the end now.
+        // One key per record, at or before its end (`deadlines::refile`;
+        // a new record's key, filed at its creation, is due).
         let end = rec.forget_at();
-        let key = rec.expiry_key;
-        if key <= now || end < key {
-            self.expiries.remove(&(key, id));
-            self.expiries.insert((end, id));
-            rec.expiry_key = end;
-        }
+        refile(&mut self.expiries, &mut rec.expiry_key, id, end, now);
     }
 
     fn grant(

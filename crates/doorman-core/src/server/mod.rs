@@ -11,6 +11,7 @@
 //! config can contain.
 
 mod absent;
+mod deadlines;
 mod decide;
 mod grants;
 mod horizon;

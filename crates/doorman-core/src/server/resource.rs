@@ -4,11 +4,11 @@
 //!
 //! Must not: read a clock or know about protobufs.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Time};
 
+use super::deadlines::{for_due, is_due, Deadlines};
 use super::horizon::LearningClock;
 use super::index::Index;
 use super::record::Record;
@@ -18,26 +18,6 @@ use super::upstream::{
 };
 use crate::config::{Config, Template};
 use crate::limits::MAX_AMOUNT;
-
-/// Keys of each index handled by one [`Resource::expire`] at most.
-pub const KEYS_PER_CALL: usize = 512;
-
-/// A deadline index: (time, requester), earliest first.
-pub(super) type Deadlines = BTreeSet<(Time, RequesterId)>;
-
-/// Whether the first key of `index` is due at `now`.
-fn is_due(index: &Deadlines, now: Time) -> bool {
-    index.first().is_some_and(|k| k.0 <= now)
-}
-
-/// The first key of `index`, taken out, if it is due at `now`.
-pub(super) fn take_due(index: &mut Deadlines, now: Time) -> Option<(Time, RequesterId)> {
-    if is_due(index, now) {
-        index.pop_first()
-    } else {
-        None
-    }
-}
 
 /// One resource.
 #[derive(Debug)]
@@ -85,8 +65,8 @@ impl Resource {
             shares: Shares::new(template.algorithm.kind, amount(capacity)),
             template,
             index: Index::default(),
-            expiries: BTreeSet::new(),
-            absent: BTreeSet::new(),
+            expiries: Deadlines::new(),
+            absent: Deadlines::new(),
             learning_until,
             upstream: None,
             retired_until: None,
@@ -279,8 +259,9 @@ impl Resource {
 
     /// Forgets the leases that expired at or before `now`, and caps the
     /// demand of requesters that have become absent (`absent.rs`), unless
-    /// the resource is in learning mode; at most [`KEYS_PER_CALL`] keys of
-    /// each index, so one call (under a shard lock, before a request) is
+    /// the resource is in learning mode (`deadlines::for_due`); at most
+    /// [`KEYS_PER_CALL`](super::deadlines::KEYS_PER_CALL) keys of each
+    /// index, so one call (under a shard lock, before a request) is
     /// bounded: when more are due (a mass expiry; the first call after
     /// learning mode, which re-files nothing), the following calls go on
     /// where it stopped, and a record is forgotten or capped that much
@@ -290,28 +271,22 @@ impl Resource {
             return 0;
         }
         let mut n = 0;
-        for _ in 0..KEYS_PER_CALL {
-            let Some((t, id)) = take_due(&mut self.expiries, now) else {
-                break;
-            };
-            // Keys are at or before the ends: a renewal leaves the key
-            // where it was (`store`), so a record renewed since is re-filed
-            // at its end, and comes up again in order if that has passed
-            // too.
-            let Some(rec) = self.shares.get_mut(id).filter(|r| r.expiry_key == t) else {
-                continue;
-            };
-            let end = rec.forget_at();
-            if end > t {
-                rec.expiry_key = end;
-                self.expiries.insert((end, id));
-                continue;
-            }
-            let who = rec.who.clone();
-            self.index.remove(&who, id);
-            self.shares.remove(id);
-            n += 1;
-        }
+        let index = &mut self.index;
+        let key_of: fn(&mut Record) -> &mut Time = |r| &mut r.expiry_key;
+        for_due(
+            &mut self.expiries,
+            &mut self.shares,
+            now,
+            key_of,
+            Record::forget_at,
+            |shares, id| {
+                if let Some(who) = shares.get(id).map(|r| r.who.clone()) {
+                    index.remove(&who, id);
+                    shares.remove(id);
+                    n += 1;
+                }
+            },
+        );
         self.mark_absent(now, min_request_interval);
         n
     }

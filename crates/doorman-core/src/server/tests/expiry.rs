@@ -3,7 +3,7 @@
 //! re-files it when it comes up (`Resource::expire`), a bounded number
 //! per call.
 
-use super::resource::KEYS_PER_CALL;
+use super::deadlines::KEYS_PER_CALL;
 use super::*;
 
 const NOLEARN_5S: &str = "[[resources]]\nidentifier_glob = \"nolearn*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"PROPORTIONAL_SHARE\"\nlease_length = 5\nrefresh_interval = 2\nlearning_mode_duration = 0\n";
