@@ -37,6 +37,54 @@ impl Lease {
         }
     }
 
+    /// What is left of the lease at `now`, zero once it has ended (the
+    /// wire's `remaining_ms`).
+    ///
+    /// ```
+    /// use doorman_algorithms::{Lease, Time};
+    /// let l = Lease { capacity: 2.0, expiry: Time::from_secs(100), refresh_interval: 5 };
+    /// assert_eq!(l.remaining(Time::from_millis(97_500)), Time::from_millis(2_500));
+    /// assert_eq!(l.remaining(Time::from_secs(101)), Time::ZERO);
+    /// ```
+    pub fn remaining(&self, now: Time) -> Time {
+        (self.expiry - now).max(Time::ZERO)
+    }
+
+    /// The lease a holder keeps from an answer to the request it sent at
+    /// `sent_at` (its own clock): with the sender's `remaining` length, it
+    /// ends that long after `sent_at`, so it ends no later than the sender
+    /// counts it whatever the two wall clocks say (the answer was decided
+    /// after the request left); without it (an original Doorman peer), at
+    /// `expiry_secs`, the sender's absolute end, which only holds if the
+    /// clocks agree.
+    ///
+    /// ```
+    /// use doorman_algorithms::{Lease, Time};
+    /// // The sender's clock is an hour ahead: its absolute end means
+    /// // nothing here, its remaining length does.
+    /// let sent = Time::from_secs(1_000);
+    /// let l = Lease::received(5.0, 2, 4_600 + 10, Some(Time::secs(10)), sent);
+    /// assert_eq!(l.expiry, Time::from_secs(1_010));
+    /// assert_eq!(Lease::received(5.0, 2, 1_010, None, sent).expiry, Time::from_secs(1_010));
+    /// ```
+    pub fn received(
+        capacity: f64,
+        refresh_interval: i64,
+        expiry_secs: i64,
+        remaining: Option<Time>,
+        sent_at: Time,
+    ) -> Lease {
+        let expiry = match remaining {
+            Some(r) => sent_at + r.max(Time::ZERO),
+            None => Time::from_secs(expiry_secs),
+        };
+        Lease {
+            capacity,
+            expiry,
+            refresh_interval,
+        }
+    }
+
     /// How long until the holder should refresh (at least a second).
     pub fn refresh_period(&self) -> Time {
         Time::secs(self.refresh_interval.max(1))

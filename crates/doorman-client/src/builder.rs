@@ -18,7 +18,7 @@ use crate::auth::BearerToken;
 use crate::client::Client;
 use crate::connection::Connector;
 use crate::error::ClientError;
-use crate::identity::{default_client_id, wall_clock, Clock};
+use crate::identity::{default_client_id, lease_clock, Clock};
 use crate::metrics::ClientMetrics;
 use crate::registry::{ClientShared, ClientState};
 use crate::tls::ClientTls;
@@ -56,7 +56,8 @@ impl Client {
 
 impl ClientBuilder {
     /// Defaults: pessimistic fallback, 1 s minimum refresh interval, 5 s
-    /// RPC deadline, backoff from 100 ms to 30 s, no metrics, wall clock.
+    /// RPC deadline, backoff from 100 ms to 30 s, no metrics, the lease
+    /// clock ([`crate::lease_clock`]).
     pub(crate) fn new() -> Self {
         ClientBuilder {
             servers: Vec::new(),
@@ -138,7 +139,7 @@ impl ClientBuilder {
         self
     }
 
-    /// Replaces the wall clock (simulations, tests).
+    /// Replaces the lease clock (simulations, tests).
     #[doc(hidden)]
     pub fn clock(mut self, clock: Clock) -> Self {
         self.clock = Some(clock);
@@ -164,7 +165,7 @@ impl ClientBuilder {
             .as_ref()
             .map(ClientMetrics::register)
             .transpose()?;
-        let clock = self.clock.unwrap_or_else(|| Arc::new(wall_clock));
+        let clock = self.clock.unwrap_or_else(|| Arc::new(lease_clock));
         let min_refresh = Time::from_duration(self.min_refresh_interval);
         let core = ClientCore::new(
             client_id,

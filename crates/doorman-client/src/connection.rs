@@ -218,10 +218,18 @@ impl Connector {
         Ok(capacity_client(ch))
     }
 
+    /// A call to `addr` failed: drop its channel and, if it was the master,
+    /// forget it; the next discovery starts after it (a master that hangs
+    /// is asked again only once the others have been).
     fn forget(&mut self, addr: &str) {
         self.channels.remove(addr);
         if self.master.as_deref() == Some(addr) {
             self.master = None;
+        }
+        if let Some(i) = self.addrs.iter().position(|a| a == addr) {
+            if i == self.next {
+                self.next = (i + 1) % self.addrs.len();
+            }
         }
     }
 
@@ -276,9 +284,10 @@ impl Connector {
     /// address in rotation.
     pub async fn discover(&mut self) -> Result<String, CallError> {
         let n = self.addrs.len();
+        let start = self.next;
         let mut last_error = None;
         for i in 0..n {
-            let addr = self.addrs[(self.next + i) % n].clone();
+            let addr = self.addrs[(start + i) % n].clone();
             let req = outgoing(&pb::DiscoveryRequest {}, self.timeout, self.token.as_ref());
             let r = self
                 .rpc(
@@ -289,13 +298,13 @@ impl Connector {
                 .await;
             match r {
                 Ok(d) if d.is_master => {
-                    self.next = (self.next + i) % n;
+                    self.next = (start + i) % n;
                     self.master = Some(addr.clone());
                     return Ok(addr);
                 }
                 Ok(d) => {
                     if let Some(m) = d.mastership.master_address.filter(|m| !m.is_empty()) {
-                        self.next = (self.next + i + 1) % n;
+                        self.next = (start + i + 1) % n;
                         self.master = Some(m.clone());
                         return Ok(m);
                     }
@@ -306,7 +315,7 @@ impl Connector {
                 }
             }
         }
-        self.next = (self.next + 1) % n.max(1);
+        self.next = (start + 1) % n.max(1);
         Err(CallError::NoMaster {
             addrs: self.addrs.clone(),
             last_error,

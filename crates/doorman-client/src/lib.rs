@@ -61,7 +61,7 @@ pub use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem, Mod
 pub use doorman_core::Backoff;
 pub use error::ClientError;
 pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};
-pub use identity::{default_client_id, hostname, wall_clock, Clock};
+pub use identity::{default_client_id, hostname, lease_clock, wall_clock, Clock};
 pub use metrics::ClientMetrics;
 pub use observe::{CapacityState, ConnectionState, Phase};
 pub use rate::{RateOptions, RateResource};

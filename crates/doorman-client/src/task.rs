@@ -19,12 +19,13 @@ use tokio::sync::watch;
 use crate::connection::{note_for, CallError, Connector};
 use crate::registry::ClientShared;
 
-fn grants(resp: &pb::GetCapacityResponse) -> Vec<GrantItem> {
+/// The grants of an answer to a request sent at `sent_at`.
+fn grants(resp: &pb::GetCapacityResponse, sent_at: Time) -> Vec<GrantItem> {
     resp.response
         .iter()
         .map(|r| GrantItem {
             resource_id: r.resource_id.clone(),
-            lease: doorman_proto::lease_from_wire(&r.gets),
+            lease: doorman_proto::lease_from_wire(&r.gets, sent_at),
             safe_capacity: r.safe_capacity,
         })
         .collect()
@@ -38,6 +39,8 @@ struct Turn {
     client_id: String,
     release: Vec<String>,
     request: Option<Vec<RequestItem>>,
+    /// When the core marked the request sent: its leases count from here.
+    at: Time,
 }
 
 /// Samples wants and asks the core what is due.
@@ -54,6 +57,7 @@ fn next_turn(shared: &ClientShared) -> Turn {
         client_id: st.core.client_id().to_string(),
         release,
         request: st.core.poll_request(now),
+        at: now,
     }
 }
 
@@ -77,7 +81,11 @@ async fn release(conn: &mut Connector, client_id: &str, ids: Vec<String>) {
     }
 }
 
-fn get_capacity_request(client_id: &str, chunk: &[RequestItem]) -> pb::GetCapacityRequest {
+fn get_capacity_request(
+    client_id: &str,
+    chunk: &[RequestItem],
+    now: Time,
+) -> pb::GetCapacityRequest {
     pb::GetCapacityRequest {
         client_id: client_id.to_string(),
         resource: chunk
@@ -85,31 +93,32 @@ fn get_capacity_request(client_id: &str, chunk: &[RequestItem]) -> pb::GetCapaci
             .map(|i| pb::ResourceRequest {
                 resource_id: i.resource_id.clone(),
                 priority: i.priority,
-                has: i.has.as_ref().map(doorman_proto::lease_to_wire),
+                has: i.has.as_ref().map(|l| doorman_proto::lease_to_wire(l, now)),
                 wants: i.wants,
             })
             .collect(),
     }
 }
 
-/// One GetCapacity for `chunk`; the answer or the failure goes to the core.
+/// One GetCapacity for `chunk`, asked for at `sent_at`; the answer or the
+/// failure goes to the core.
 async fn refresh(
     shared: &ClientShared,
     conn: &mut Connector,
     backoff: &mut Backoff,
-    client_id: &str,
+    (client_id, sent_at): (&str, Time),
     chunk: &[RequestItem],
 ) {
     let ids: Vec<String> = chunk.iter().map(|i| i.resource_id.clone()).collect();
     let r = conn
-        .get_capacity(get_capacity_request(client_id, chunk))
+        .get_capacity(get_capacity_request(client_id, chunk, sent_at))
         .await;
     let now = shared.now();
     shared.called(conn.master(), r.as_ref().err().map(|e| e.to_string()));
     let mut st = shared.lock();
     match backoff.outcome(r) {
         Ok(resp) => {
-            st.core.on_response(now, &ids, &grants(&resp));
+            st.core.on_response(now, &ids, &grants(&resp, sent_at));
             for id in &ids {
                 if let Some(res) = st.resources.get(id) {
                     res.set_note(note_for(conn.last_note(), id));
@@ -172,6 +181,29 @@ fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
     Some((named, why))
 }
 
+/// Runs `call` (an RPC, however long it hangs) while leases keep ending
+/// on time: at each lease's end what the core says applies then (the
+/// fallback) is published, so a client behind a link that drops packets
+/// stops using a lease when the server stops counting it, not when the
+/// RPC's deadline passes.
+async fn ending_leases_apply(shared: &ClientShared, call: impl std::future::Future<Output = ()>) {
+    tokio::pin!(call);
+    loop {
+        let now = shared.now();
+        let next = shared.lock().core.next_expiry(now);
+        let Some(at) = next else {
+            return call.await;
+        };
+        tokio::select! {
+            () = &mut call => return,
+            () = tokio::time::sleep((at - now).to_duration()) => {
+                let now = shared.now();
+                shared.publish(&shared.lock(), now);
+            }
+        }
+    }
+}
+
 /// Applies what the core says to the resources; returns how long to sleep.
 fn publish_and_plan(shared: &ClientShared) -> Duration {
     let now = shared.now();
@@ -206,8 +238,10 @@ pub(crate) async fn run(
         }
         if let Some(items) = &turn.request {
             for chunk in items.chunks(MAX_RESOURCES_PER_REQUEST) {
+                let asked = (turn.client_id.as_str(), turn.at);
+                let call = refresh(&shared, &mut conn, &mut backoff, asked, chunk);
                 tokio::select! {
-                    _ = refresh(&shared, &mut conn, &mut backoff, &turn.client_id, chunk) => {}
+                    _ = ending_leases_apply(&shared, call) => {}
                     _ = stop.changed() => break,
                 }
             }

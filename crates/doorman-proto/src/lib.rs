@@ -16,23 +16,41 @@ pub mod doorman {
 pub use doorman::capacity_client::CapacityClient;
 pub use doorman::capacity_server::{Capacity, CapacityServer};
 
-/// A lease as sent on the wire: expiry in whole seconds, rounded down, so
-/// the holder believes it ends no later than the server does.
-pub fn lease_to_wire(l: &doorman_algorithms::Lease) -> doorman::Lease {
+/// A lease as sent on the wire at `now` (the sender's clock): the expiry
+/// in whole seconds, rounded down (for original Doorman peers, which
+/// compare it with their own clocks), and the milliseconds it has left
+/// (`remaining_ms`, for peers that measure it on their own clocks).
+pub fn lease_to_wire(
+    l: &doorman_algorithms::Lease,
+    now: doorman_algorithms::Time,
+) -> doorman::Lease {
     doorman::Lease {
         expiry_time: l.wire_expiry(),
         refresh_interval: l.refresh_interval,
         capacity: l.capacity,
+        remaining_ms: Some(l.remaining(now).as_millis()),
     }
 }
 
-/// A lease received from the wire.
-pub fn lease_from_wire(l: &doorman::Lease) -> doorman_algorithms::Lease {
-    doorman_algorithms::Lease {
-        capacity: l.capacity,
-        expiry: doorman_algorithms::Time::from_secs(l.expiry_time),
-        refresh_interval: l.refresh_interval,
-    }
+/// The lease received in an answer to a request sent at `sent_at` (the
+/// receiver's clock): see [`doorman_algorithms::Lease::received`].
+pub fn lease_from_wire(
+    l: &doorman::Lease,
+    sent_at: doorman_algorithms::Time,
+) -> doorman_algorithms::Lease {
+    doorman_algorithms::Lease::received(
+        l.capacity,
+        l.refresh_interval,
+        l.expiry_time,
+        remaining(l),
+        sent_at,
+    )
+}
+
+/// The `remaining_ms` of a wire lease, if sent (negative values as zero).
+pub fn remaining(l: &doorman::Lease) -> Option<doorman_algorithms::Time> {
+    l.remaining_ms
+        .map(|ms| doorman_algorithms::Time::from_millis(ms.max(0)))
 }
 
 impl doorman::Mastership {

@@ -26,6 +26,7 @@ fn fixed_lease() -> pb::Lease {
         expiry_time: 4_000_000_000,
         refresh_interval: 5,
         capacity: 1.0,
+        remaining_ms: None,
     }
 }
 

@@ -195,7 +195,8 @@ impl EtcdOptions {
     fn connect_options(&self, connect_timeout: Duration) -> ConnectOptions {
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(connect_timeout)
-            .with_keep_alive(Duration::from_secs(2), connect_timeout)
+            .with_keep_alive(KEEP_ALIVE, connect_timeout)
+            .with_keep_alive_while_idle(false)
             .with_require_leader(true);
         if let Some(t) = &self.tls {
             let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(&t.ca_pem));
@@ -231,6 +232,15 @@ fn read_password(path: &Path) -> Result<String, String> {
     }
     Ok(password)
 }
+
+/// How often a connection to etcd with calls in flight (the config watch,
+/// the election's streams) pings to find out it is dead. etcd closes a
+/// connection that pings more often than its `--grpc-keepalive-min-time`
+/// (5 s by default) with GOAWAY `too_many_pings` after the third such ping,
+/// and one without calls in flight that pings at all (it does not permit
+/// pings without streams): so every 10 s, and never while idle (a call on
+/// an idle connection that died fails on its own deadline).
+pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// Connects to etcd with short timeouts (campaigns block, so no request
 /// timeout is set; callers bound each call themselves).

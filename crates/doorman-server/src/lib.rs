@@ -40,4 +40,4 @@ pub use doorman_core::Time;
 
 /// The current wall-clock time as a [`Time`]: the only clock the server
 /// library reads (the core never does). Shared with the client library.
-pub use doorman_client::wall_clock;
+pub use doorman_client::{lease_clock, wall_clock};

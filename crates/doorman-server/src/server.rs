@@ -117,7 +117,7 @@ impl ServerOptions {
             node_id: None,
             parent_timeout: Duration::from_secs(5),
             election: Arc::new(Standalone),
-            clock: Arc::new(crate::wall_clock),
+            clock: Arc::new(crate::lease_clock),
             tls: None,
             parent_tls: None,
             parent_token: None,

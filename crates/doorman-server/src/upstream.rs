@@ -32,14 +32,15 @@ pub async fn run(
         if *stop.borrow() {
             return;
         }
-        let asks = {
-            let now = state.now();
-            state.core().upstream_request(now)
-        };
+        // The asks are marked as sent now: the parent's leases count from
+        // here (see `doorman_algorithms::Lease::received`).
+        let sent_at = state.now();
+        let asks = state.core().upstream_request(sent_at);
         let idle = asks.as_ref().is_none_or(|a| a.is_empty());
         if let Some(asks) = asks.filter(|a| !a.is_empty()) {
             for chunk in asks.chunks(MAX_RESOURCES_PER_REQUEST) {
-                let ask = ask_parent(&state, &mut conn, &node_id, chunk, &mut backoff);
+                let sent = (chunk, sent_at);
+                let ask = ask_parent(&state, &mut conn, &node_id, sent, &mut backoff);
                 tokio::select! {
                     _ = ask => {}
                     _ = stop.changed() => return,
@@ -102,23 +103,23 @@ async fn probe(state: &ServerState, conn: &mut Connector) {
     }
 }
 
-/// One GetServerCapacity for `chunk`; the answer or the failure goes to the
-/// core.
+/// One GetServerCapacity for `chunk`, asked for at `sent_at`; the answer
+/// or the failure goes to the core.
 async fn ask_parent(
     state: &ServerState,
     conn: &mut Connector,
     node_id: &str,
-    chunk: &[UpstreamAsk],
+    (chunk, sent_at): (&[UpstreamAsk], Time),
     backoff: &mut Backoff,
 ) {
     let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
     let r = conn
-        .get_server_capacity(upstream_request(node_id, chunk))
+        .get_server_capacity(upstream_request(node_id, chunk, sent_at))
         .await;
     let now = state.now();
     match backoff.outcome(r) {
         Ok(resp) => {
-            let grants = upstream_grants(&resp);
+            let grants = upstream_grants(&resp, sent_at);
             state.core().upstream_response(now, &ids, &grants);
             answered(state, conn);
         }

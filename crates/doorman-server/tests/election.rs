@@ -263,9 +263,13 @@ async fn a_leaving_master_stops_granting_before_a_successor_can_win() {
     stopping.await.unwrap();
 }
 
-/// The election's keep-alives (every third of a 1 s TTL here) and its
-/// sessions never disturb the config watch: in 4 s no watch restart, one
-/// config load, and a pushed change still arrives.
+/// The election's keep-alives (every third of a 1 s TTL here), its
+/// sessions and the connections' own HTTP/2 pings never disturb the config
+/// watch: in 12 s no watch restart, one config load, and a pushed change
+/// still arrives. (etcd, with its default `--grpc-keepalive-min-time` of
+/// 5 s, closes a connection that pings more often with GOAWAY
+/// `too_many_pings` after about 8 s: pings every 2 s restarted the watch
+/// every 8 s.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn election_keep_alives_leave_the_config_watch_alone() {
     let e = etcd();
@@ -286,7 +290,7 @@ async fn election_keep_alives_leave_the_config_watch_alone() {
     };
     let s = IsolatedServer::start(o).unwrap();
     eventually("master", Duration::from_secs(5), || is_master(&s)).await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
     assert_eq!(s.state.metrics.config_watch_restarts(), 0);
     let loads = |s: &IsolatedServer| {
         let text = s.state.metrics_text();

@@ -9,6 +9,8 @@
 //! * [`InMemoryElection`]: an in-process election shared by servers.
 //! * [`ManualClock`]: a clock tests move by hand.
 //! * [`Pki`]: a test CA issuing server and client certificates.
+//! * [`FaultProxy`]: a TCP proxy that passes, silently drops or resets
+//!   the link it carries.
 //! * [`eventually`], [`eventually_async`], [`eventually_blocking`]: poll a
 //!   condition until it holds or a limit passes.
 //!
@@ -21,6 +23,7 @@ mod etcd;
 mod eventually;
 mod isolated;
 mod pki;
+mod proxy;
 
 pub use clock::ManualClock;
 pub use election::InMemoryElection;
@@ -28,3 +31,4 @@ pub use etcd::{free_port, EtcdProcess, EtcdTlsFiles};
 pub use eventually::{eventually, eventually_async, eventually_blocking};
 pub use isolated::IsolatedServer;
 pub use pki::{CertFiles, Name, Pki};
+pub use proxy::{FaultProxy, LinkMode};

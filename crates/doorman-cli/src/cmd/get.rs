@@ -87,6 +87,7 @@ fn request(a: &Args) -> pb::GetCapacityRequest {
                 expiry_time: 0,
                 refresh_interval: 0,
                 capacity: c,
+                remaining_ms: None,
             }),
             wants: a.wants,
         }],
@@ -125,26 +126,25 @@ fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, note: Option<&
             "resource_id": r.resource_id,
             "capacity": r.gets.capacity,
             "expiry_time": r.gets.expiry_time,
+            "remaining_ms": r.gets.remaining_ms,
             "refresh_interval": r.gets.refresh_interval,
             "safe_capacity": r.safe_capacity,
         });
         println!("{v}");
         return;
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    // How long the lease lasts: as the server measured it if it said (a
+    // doorman-rs server), else its absolute end against this host's clock.
+    let left = match r.gets.remaining_ms {
+        Some(ms) => ms as f64 / 1000.0,
+        None => (r.gets.expiry_time - doorman_client::wall_clock().whole_secs()) as f64,
+    };
     println!("resource          {}", r.resource_id);
     match note {
         Some(n) => println!("capacity          {} ({n})", r.gets.capacity),
         None => println!("capacity          {}", r.gets.capacity),
     }
-    println!(
-        "expiry_time       {} (in {} s)",
-        r.gets.expiry_time,
-        r.gets.expiry_time - now
-    );
+    println!("expiry_time       {} (in {left} s)", r.gets.expiry_time);
     println!("refresh_interval  {} s", r.gets.refresh_interval);
     match r.safe_capacity {
         Some(s) => println!("safe_capacity     {s}"),

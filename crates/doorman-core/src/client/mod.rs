@@ -253,6 +253,16 @@ impl ClientCore {
             .min()
     }
 
+    /// The next time a lease runs out (after `now`): what applies then
+    /// changes even if no answer comes, so a caller waiting for one must
+    /// still wake up at this time. `None` without an unexpired lease.
+    pub fn next_expiry(&self, now: Time) -> Option<Time> {
+        self.resources
+            .values()
+            .filter_map(|s| s.lease.map(|l| l.expiry).filter(|e| *e > now))
+            .min()
+    }
+
     /// If any resource is due, returns one bulk request with every resource
     /// the minimum interval allows (so all refresh together, at the smallest
     /// refresh interval), and records them as requested at `now`.

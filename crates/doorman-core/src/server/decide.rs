@@ -52,7 +52,7 @@ impl Resource {
         if let (Some(claim), true) = (ask.claim, learning) {
             let (since, until) = (cx.learning.since, self.learning_until);
             if let Some(u) = self.upstream.as_mut() {
-                u.hold_for_claim(since, (claim.refresh, claim.expiry), until);
+                u.hold_for_claim(since, (claim.refresh, claim.end(now)), until);
             }
         }
         let free_before = self.shares.free_for(id);
@@ -63,7 +63,7 @@ impl Resource {
                 expiry: now,
                 refresh_interval: 1,
             };
-            return self.grant(ask, lease, decision);
+            return self.grant(ask, lease, decision, now);
         }
         let capacity = self.inherit(id, capacity, inherited);
         let (lease, hurry) = self.lease_for(cx, id, who, (capacity, free_before), decision);
@@ -81,7 +81,7 @@ impl Resource {
         };
         self.store(id, &lease, now, inherit_until, ask.outstanding);
         self.reindex_absent(id, cx);
-        let mut grant = self.grant(ask, lease, decision);
+        let mut grant = self.grant(ask, lease, decision, now);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
             grant.predecessor_out = predecessor_out;
@@ -136,7 +136,7 @@ impl Resource {
         learning: bool,
         now: Time,
     ) -> Grant {
-        let mut grant = self.grant(ask, lease, Decision::Repeat);
+        let mut grant = self.grant(ask, lease, Decision::Repeat, now);
         // Only from a server that claims its lease: one asking without a
         // claim may be a new master, whose report covers only its own
         // sub-leases (see `Resource::inherited`); its next request is
@@ -450,6 +450,7 @@ impl Resource {
         ask: &ResourceAsk,
         lease: doorman_algorithms::Lease,
         decision: Decision,
+        now: Time,
     ) -> Grant {
         let algorithm_known = self
             .upstream
@@ -458,6 +459,7 @@ impl Resource {
         Grant {
             resource_id: ask.resource_id.clone(),
             lease,
+            at: now,
             safe_capacity: self.shares.safe_capacity(self.template.safe_capacity),
             algorithm: self.template.algorithm.clone(),
             algorithm_known,

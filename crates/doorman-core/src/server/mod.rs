@@ -380,6 +380,7 @@ impl ServerCore {
         Grant {
             resource_id: ask.resource_id.clone(),
             lease: algorithm.terms().lease(now, 0, None, wants),
+            at: now,
             safe_capacity: wants,
             algorithm,
             algorithm_known: true,

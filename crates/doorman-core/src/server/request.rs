@@ -107,19 +107,44 @@ pub struct Claim {
     /// (a new intermediate master waits until all its requesters have
     /// re-reported before asking upstream).
     pub refresh: i64,
-    /// When it ends (a new intermediate master does not wait so long that
-    /// it runs out before it can be renewed).
+    /// When it ends by the requester's word: the absolute end it sent, in
+    /// the clock of whoever granted it (a new intermediate master does
+    /// not wait so long that it runs out before it can be renewed; an
+    /// echo of it does not outlive it).
     pub expiry: Time,
+    /// What it has left by the requester's own clock when it sent the
+    /// request (`remaining_ms`), if it said: then the claim ends that long
+    /// after this server's `now`, whatever the clocks say.
+    pub remaining: Option<Time>,
 }
 
 impl Claim {
-    /// The claim of `lease`, whose capacity the caller checked: `has`.
+    /// The claim of `lease`, whose capacity the caller checked: `has`,
+    /// without a remaining length (see [`Claim::remaining`]).
     pub fn of(lease: &Lease, has: Amount) -> Self {
         Claim {
             has,
             refresh: lease.refresh_interval,
             expiry: lease.expiry,
+            remaining: None,
         }
+    }
+
+    /// The claim of a lease a requester held at `now` (its clock), as it
+    /// sends it: with what it has left.
+    pub fn held(lease: &Lease, has: Amount, now: Time) -> Self {
+        Claim {
+            remaining: Some(lease.remaining(now)),
+            ..Claim::of(lease, has)
+        }
+    }
+
+    /// When the claimed lease ends, on this server's clock at `now`: its
+    /// remaining length from now if the requester sent one (the request
+    /// left before now, so this is no earlier than the requester's own
+    /// end), else the absolute end it sent.
+    pub fn end(&self, now: Time) -> Time {
+        self.remaining.map_or(self.expiry, |r| now + r)
     }
 }
 
@@ -158,6 +183,9 @@ pub struct Grant {
     pub resource_id: String,
     /// The lease granted.
     pub lease: Lease,
+    /// When it was decided (this server's `now`): the lease's remaining
+    /// length on the wire counts from here.
+    pub at: Time,
     /// Capacity to use in safe mode.
     pub safe_capacity: f64,
     /// The algorithm configuration used for the lease.

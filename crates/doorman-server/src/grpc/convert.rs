@@ -5,7 +5,7 @@
 //!
 //! Must not: decide anything or touch state.
 
-use doorman_algorithms::Kind;
+use doorman_algorithms::{Kind, Time};
 use doorman_core::config::AlgorithmConfig;
 use doorman_core::server::{Grant, NotMaster, Refusal, UpstreamAsk, UpstreamGrant};
 use doorman_proto::doorman as pb;
@@ -52,7 +52,7 @@ pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityRespo
     let response = grants
         .into_iter()
         .map(|g| pb::ResourceResponse {
-            gets: doorman_proto::lease_to_wire(&g.lease),
+            gets: doorman_proto::lease_to_wire(&g.lease, g.at),
             safe_capacity: Some(g.safe_capacity),
             resource_id: g.resource_id,
         })
@@ -110,7 +110,7 @@ pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacit
         .iter()
         .map(|g| pb::ServerCapacityResourceResponse {
             resource_id: g.resource_id.clone(),
-            gets: doorman_proto::lease_to_wire(&g.lease),
+            gets: doorman_proto::lease_to_wire(&g.lease, g.at),
             algorithm: g.algorithm_known.then(|| algorithm_to_proto(&g.algorithm)),
             safe_capacity: Some(g.safe_capacity),
             next_refresh_interval: g.next_refresh_interval,
@@ -176,15 +176,19 @@ pub fn algorithm_from_proto(a: &pb::Algorithm) -> AlgorithmConfig {
     )
 }
 
-/// An intermediate server's bulk request to its parent.
-pub fn upstream_request(node_id: &str, asks: &[UpstreamAsk]) -> pb::GetServerCapacityRequest {
+/// An intermediate server's bulk request to its parent, sent at `now`.
+pub fn upstream_request(
+    node_id: &str,
+    asks: &[UpstreamAsk],
+    now: Time,
+) -> pb::GetServerCapacityRequest {
     pb::GetServerCapacityRequest {
         server_id: node_id.to_string(),
         resource: asks
             .iter()
             .map(|a| pb::ServerCapacityResourceRequest {
                 resource_id: a.resource_id.clone(),
-                has: a.has.as_ref().map(doorman_proto::lease_to_wire),
+                has: a.has.as_ref().map(|l| doorman_proto::lease_to_wire(l, now)),
                 wants: a
                     .bands
                     .iter()
@@ -202,13 +206,13 @@ pub fn upstream_request(node_id: &str, asks: &[UpstreamAsk]) -> pb::GetServerCap
     }
 }
 
-/// The parent's answer, for the core.
-pub fn upstream_grants(resp: &pb::GetServerCapacityResponse) -> Vec<UpstreamGrant> {
+/// The parent's answer to the request sent at `sent_at`, for the core.
+pub fn upstream_grants(resp: &pb::GetServerCapacityResponse, sent_at: Time) -> Vec<UpstreamGrant> {
     resp.response
         .iter()
         .map(|r| UpstreamGrant {
             resource_id: r.resource_id.clone(),
-            lease: doorman_proto::lease_from_wire(&r.gets),
+            lease: doorman_proto::lease_from_wire(&r.gets, sent_at),
             algorithm: r.algorithm.as_ref().map(algorithm_from_proto),
             safe_capacity: r.safe_capacity,
             next_refresh_interval: r.next_refresh_interval.filter(|s| *s >= 1),
@@ -234,6 +238,7 @@ mod tests {
                 expiry: doorman_core::Time::secs(10),
                 refresh_interval: 1,
             },
+            at: doorman_core::Time::ZERO,
             safe_capacity: 0.0,
             algorithm: AlgorithmConfig::unmatched(),
             algorithm_known: true,
@@ -265,6 +270,7 @@ mod tests {
                 expiry: doorman_core::Time::secs(10),
                 refresh_interval: 8,
             },
+            at: doorman_core::Time::secs(4),
             safe_capacity: 1.0,
             algorithm: AlgorithmConfig::unmatched(),
             algorithm_known: true,
@@ -274,7 +280,13 @@ mod tests {
             predecessor_out: Some(60.0),
         };
         let mut wire = server_response(Ok(vec![grant]));
-        let g = &upstream_grants(&wire)[0];
+        // The lease's 6 s left cross too, and count from when the
+        // downstream server sent its request, on its own clock (an hour
+        // behind the parent's here).
+        assert_eq!(wire.response[0].gets.remaining_ms, Some(6_000));
+        let sent_at = doorman_core::Time::secs(4) - doorman_core::Time::secs(3600);
+        let g = &upstream_grants(&wire, sent_at)[0];
+        assert_eq!(g.lease.expiry, sent_at + doorman_core::Time::secs(6));
         assert_eq!(
             (g.next_refresh_interval, g.predecessor_out),
             (Some(2), Some(60.0))
@@ -282,7 +294,11 @@ mod tests {
         // Nonsense from a parent is dropped, not acted on.
         for bad in [-1.0, f64::NAN, f64::INFINITY] {
             wire.response[0].predecessor_outstanding = Some(bad);
-            assert_eq!(upstream_grants(&wire)[0].predecessor_out, None, "{bad}");
+            assert_eq!(
+                upstream_grants(&wire, sent_at)[0].predecessor_out,
+                None,
+                "{bad}"
+            );
         }
     }
 

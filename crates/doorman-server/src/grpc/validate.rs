@@ -137,14 +137,20 @@ fn amount(reason: &'static str, field: Field, value: f64) -> Result<Amount, Reje
     }
 }
 
-/// The lease an entry claims: its capacity checked, its refresh interval
-/// and end as sent (the end in whole seconds on the wire, any value,
-/// saturating; the interval is bounded where it is used).
+/// The lease an entry claims: its capacity checked, its refresh interval,
+/// end and remaining length as sent (the end in whole seconds on the
+/// wire, any value, saturating; a negative remaining length as zero; the
+/// interval is bounded where it is used).
 fn claim(entry: usize, lease: Option<&pb::Lease>) -> Result<Option<Claim>, Rejected> {
     lease
         .map(|l| {
             let has = amount("has", Field::at(entry, ".has.capacity"), l.capacity)?;
-            Ok(Claim::of(&doorman_proto::lease_from_wire(l), has))
+            Ok(Claim {
+                has,
+                refresh: l.refresh_interval,
+                expiry: doorman_core::Time::from_secs(l.expiry_time),
+                remaining: doorman_proto::remaining(l),
+            })
         })
         .transpose()
 }
@@ -341,6 +347,7 @@ mod tests {
                 expiry_time: secs,
                 refresh_interval: 4,
                 capacity: 3.0,
+                remaining_ms: None,
             });
             let r = get_capacity(&req("c", vec![claim.clone()])).unwrap();
             let ask = &r.request.resources[0];
@@ -381,6 +388,7 @@ mod tests {
             expiry_time: 0,
             refresh_interval: 0,
             capacity: -5.0,
+            remaining_ms: None,
         });
         assert_eq!(
             msg(get_capacity(&req("c", vec![with_has]))),
@@ -441,7 +449,7 @@ mod tests {
             bands in proptest::collection::vec((proptest::num::i64::ANY, proptest::num::i64::ANY, proptest::num::f64::ANY), 0..5),
         ) {
             let resources: Vec<pb::ResourceRequest> = ids.iter().zip(wants.iter().cycle())
-                .map(|(id, w)| pb::ResourceRequest { resource_id: id.clone(), priority: 0, has: Some(pb::Lease { expiry_time: -1, refresh_interval: -1, capacity: *w }), wants: *w })
+                .map(|(id, w)| pb::ResourceRequest { resource_id: id.clone(), priority: 0, has: Some(pb::Lease { expiry_time: -1, refresh_interval: -1, capacity: *w, remaining_ms: None }), wants: *w })
                 .collect();
             if let Err(e) = get_capacity(&req(&client, resources)) {
                 proptest::prop_assert_eq!(e.code(), tonic::Code::InvalidArgument);
@@ -468,6 +476,7 @@ mod tests {
             expiry_time: 0,
             refresh_interval: 0,
             capacity: f64::NAN,
+            remaining_ms: None,
         });
         let entries = vec![
             rr("a", 1.0),

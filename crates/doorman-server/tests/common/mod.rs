@@ -51,6 +51,7 @@ pub fn rr(id: &str, wants: f64, has: Option<f64>) -> pb::ResourceRequest {
             expiry_time: 0,
             refresh_interval: 0,
             capacity: c,
+            remaining_ms: None,
         }),
         wants,
     }

@@ -59,6 +59,7 @@ pub(crate) fn lease(h: Held) -> pb::Lease {
         expiry_time: h.expiry.whole_secs(),
         refresh_interval: REFRESH,
         capacity: h.capacity,
+        remaining_ms: None,
     }
 }
 
@@ -97,6 +98,7 @@ impl World {
             expiry_time: (self.now + Time::secs(LEASE)).whole_secs(),
             refresh_interval: REFRESH,
             capacity,
+            remaining_ms: None,
         }
     }
 

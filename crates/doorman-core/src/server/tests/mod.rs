@@ -73,6 +73,7 @@ fn claim(has: f64, expiry: Time) -> Claim {
         has: Amount::new("h", has).unwrap(),
         refresh: 4,
         expiry,
+        remaining: None,
     }
 }
 
