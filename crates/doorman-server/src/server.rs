@@ -447,6 +447,7 @@ fn spawn_election(
         stop_granting: crate::election::StopGranting::of(state.clone()),
         session: crate::election::SessionFlag::of(state.clone()),
         horizon: crate::election::LeaseHorizon::of(state.clone()),
+        proof: crate::election::MastershipProof::of(state.clone()),
     });
     [
         tokio::spawn(election),

@@ -194,7 +194,7 @@ impl ServerState {
         self.sweep(|core, from| core.gauges_step(now, from, &mut gauges));
         let core = self.core();
         let parent = self.parent_link.as_ref().map(ParentLink::get);
-        let (is_master, master) = core.mastership();
+        let (is_master, master) = core.mastership(now);
         Scrape {
             gauges,
             counters: core.counters(),

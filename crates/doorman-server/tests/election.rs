@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions};
 use doorman_core::config::Config;
+use doorman_proto::doorman as pb;
 use doorman_server::election::etcd::EtcdElection;
 use doorman_server::election::Election;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
@@ -335,15 +336,18 @@ learning_mode_duration = 60
     let mut etcd_client = etcd_client::Client::connect(e.endpoints(), None)
         .await
         .unwrap();
+    // When the record ends, by etcd's word (`lease ID WRITER`: what is
+    // left of the etcd lease, whole seconds rounded down), on this clock.
     let record = |c: &mut etcd_client::Client| {
         let mut c = c.clone();
         async move {
             let r = c.get("/doorman/test.horizon", None).await.unwrap();
-            r.kvs().first().map(|kv| {
-                let text = kv.value_str().unwrap();
-                let ms: i64 = text.split_once(" ").unwrap().0.parse().unwrap();
-                doorman_core::Time::from_millis(ms)
-            })
+            let text = r.kvs().first()?.value_str().unwrap().to_string();
+            let id = text.split(' ').nth(1).unwrap();
+            let id = i64::from_str_radix(id, 16).unwrap();
+            let ttl = c.lease_time_to_live(id, None).await.unwrap().ttl();
+            let left = doorman_core::Time::secs(ttl.max(0));
+            Some(doorman_server::lease_clock() + left)
         }
     };
     assert_eq!(
@@ -355,7 +359,7 @@ learning_mode_duration = 60
     // still learns.
     let learning_left = |s: &IsolatedServer| {
         use doorman_core::server::{CapacityRequest, ResourceAsk, Who};
-        let now = doorman_server::wall_clock();
+        let now = doorman_server::lease_clock();
         let ask = ResourceAsk {
             resource_id: "r".into(),
             demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
@@ -380,9 +384,9 @@ learning_mode_duration = 60
     let written = record(&mut etcd_client)
         .await
         .expect("a recorded a horizon");
-    let now = doorman_server::wall_clock();
+    let now = doorman_server::lease_clock();
     assert!(
-        written > now && written <= now + doorman_core::Time::secs(2 + 10 + 1),
+        written > now && written <= now + doorman_core::Time::secs(2 + 10 + 2),
         "{written:?} vs {now:?}"
     );
 
@@ -399,7 +403,11 @@ learning_mode_duration = 60
         "b learns until a's record (+2 s), not 60 s: {left} s"
     );
     let ends = record(&mut etcd_client).await.unwrap();
-    assert!(ends >= written, "b's record is not before a's");
+    // (Each reading rounds down to whole seconds.)
+    assert!(
+        ends + doorman_core::Time::secs(1) >= written,
+        "b's record is not before a's"
+    );
 
     // c watches b lead; b dies, and c wins only when b's key expires,
     // after b's record has passed: nothing left to learn.
@@ -418,7 +426,7 @@ learning_mode_duration = 60
         left,
         0.0,
         "c serves at once (record {past:?}, now {:?})",
-        doorman_server::wall_clock()
+        doorman_server::lease_clock()
     );
 
     // d starts after c's key is gone: it saw no leader before it won, so
@@ -441,4 +449,87 @@ learning_mode_duration = 60
     let d = IsolatedServer::start(with_config(etcd_election(&e, 2))).unwrap();
     eventually("d is master", Duration::from_secs(8), || is_master(&d)).await;
     assert!(learning_left(&d) > 50.0, "d learns for the full time");
+}
+
+/// A master paused past its election lease (its host stopped, then
+/// resumed) answers the requests queued meanwhile before its election
+/// task has noticed anything: neither Discovery nor GetCapacity may then
+/// take it for the master. The pause is its clock jumping past the lease
+/// (a `ManualClock`): the core sees the time pass, the election's own
+/// timers, which would step it down, do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_resumed_past_its_lease_claims_nothing() {
+    let e = etcd();
+    let clock = doorman_testkit::ManualClock::new();
+    let mut o = opts(etcd_election(&e, 9));
+    o.clock = clock.clock();
+    let m = IsolatedServer::start(o).unwrap();
+    eventually("master", Duration::from_secs(5), || is_master(&m)).await;
+    let mut c = common::client(m.grpc_addr).await;
+    let d = c.discovery(pb::DiscoveryRequest {}).await.unwrap();
+    assert!(d.get_ref().is_master, "master before the pause");
+    clock.advance(10.0);
+    let d = c.discovery(pb::DiscoveryRequest {}).await.unwrap();
+    assert!(!d.get_ref().is_master, "{:?}", d.get_ref());
+    let r = c
+        .get_capacity(pb::GetCapacityRequest {
+            client_id: "a".into(),
+            resource: vec![common::rr("r", 1.0, None)],
+        })
+        .await
+        .expect_err("no grant from a master that cannot prove it is one");
+    assert_eq!(r.code(), tonic::Code::Unavailable, "{r:?}");
+}
+
+/// The horizon record does not depend on the masters' wall clocks: a
+/// master whose clock is 30 s behind records how long its leases last,
+/// and a successor with a true clock still learns until they have ended
+/// (with a wall-clock record it took them for 18 s past and served at
+/// once, while the leases, measured on their holders' own clocks, ran on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_learns_for_a_skewed_masters_leases() {
+    const SHORT: &str = r#"
+[[resources]]
+identifier_glob = "*"
+capacity = 100
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 10
+refresh_interval = 1
+learning_mode_duration = 60
+"#;
+    let cfg = Arc::new(Config::parse(SHORT, "test").unwrap());
+    let e = etcd();
+    let mut oa = opts(etcd_election(&e, 2));
+    oa.config = ConfigSource::Inline(cfg.clone());
+    oa.clock = Arc::new(|| doorman_server::lease_clock() - doorman_core::Time::secs(30));
+    let a = IsolatedServer::start(oa).unwrap();
+    eventually("a is master", Duration::from_secs(5), || is_master(&a)).await;
+    let mut ob = opts(etcd_election(&e, 2));
+    ob.config = ConfigSource::Inline(cfg);
+    let b = IsolatedServer::start(ob).unwrap();
+    eventually("b is a standby", Duration::from_secs(5), || {
+        b.state.core().master_address().is_some()
+    })
+    .await;
+    a.kill();
+    eventually("b is master", Duration::from_secs(8), || is_master(&b)).await;
+    let now = doorman_server::lease_clock();
+    let ask = doorman_core::server::ResourceAsk {
+        resource_id: "r".into(),
+        demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
+        claim: None,
+        outstanding: None,
+    };
+    let req = doorman_core::server::CapacityRequest {
+        who: doorman_core::server::Who::Client(Arc::from("probe")),
+        resources: vec![ask],
+    };
+    let g = b.state.core().decide(now, &req).grants.expect("answered");
+    assert_eq!(
+        g[0].lease.capacity, 0.0,
+        "a newcomer gets nothing while b learns"
+    );
+    let left = b.state.core().status(now, 0).resources[0].learning_remaining;
+    assert!(left > 3.0, "b learns for a's leases: {left} s");
 }

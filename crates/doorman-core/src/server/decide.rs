@@ -66,7 +66,9 @@ impl Resource {
             return self.grant(ask, lease, decision, now);
         }
         let capacity = self.inherit(id, capacity, inherited);
-        let (lease, hurry) = self.lease_for(cx, id, who, (capacity, free_before), decision);
+        let claim_end = ask.claim.map(|c| c.end(now));
+        let requester = (id, who, claim_end);
+        let (lease, hurry) = self.lease_for(cx, requester, (capacity, free_before), decision);
         let inherit_until = match (ask.claimed_has(), inherited) {
             (Some(_), _) => lease.expiry,
             (None, Some(_)) => self
@@ -158,13 +160,13 @@ impl Resource {
     fn lease_for(
         &mut self,
         cx: &Context,
-        id: RequesterId,
-        who: &Who,
+        (id, who, claim_end): (RequesterId, &Who, Option<Time>),
         (capacity, free_before): (f64, f64),
         decision: Decision,
     ) -> (doorman_algorithms::Lease, Option<i64>) {
         let terms = self.template.algorithm.terms();
-        let mut lease = terms.lease(cx.now, self.level(), self.lease_cap(cx), capacity);
+        let cap = self.lease_cap(cx, capacity, claim_end);
+        let mut lease = terms.lease(cx.now, self.level(), cap, capacity);
         if decision == Decision::Algorithm {
             self.keep_no_longer(id, capacity, free_before, &mut lease, cx.now);
         }

@@ -110,17 +110,32 @@ impl ServerCore {
         }
         let mut needed = now + self.longest_lease();
         if self.opts.role == Role::Intermediate {
-            needed = needed.min(self.latest_upstream_expiry);
+            let backed = self.latest_upstream_expiry.max(self.latest_echo_end);
+            needed = needed.min(backed);
         }
         (bound < needed + HORIZON_RENEW_BEFORE).then(|| needed + HORIZON_AHEAD)
     }
 
     /// The horizon a master records when it takes office (before its first
     /// grant): beyond any lease it may hand out before its first
-    /// [`ServerCore::horizon_due`] check. The shell records the later of
-    /// this and the predecessors' record (a record never moves back).
+    /// [`ServerCore::horizon_due`] check. A root's leases reach its longest
+    /// lease ahead; an intermediate's never outlive its parent's, and it
+    /// holds none yet, so it records [`HORIZON_AHEAD`] and moves the
+    /// record on as the parent's leases (and the claims it echoes) need.
+    /// The shell records the later of this and the predecessors' record (a
+    /// record never moves back).
     pub fn fresh_horizon(&self, now: Time) -> Time {
-        now + self.longest_lease() + HORIZON_AHEAD
+        match self.opts.role {
+            Role::Root => now + self.longest_lease() + HORIZON_AHEAD,
+            Role::Intermediate => now + HORIZON_AHEAD,
+        }
+    }
+
+    /// An intermediate echoed, in learning mode, a claim that ends at
+    /// `end`: the horizon may have to cover it (see
+    /// `Resource::lease_cap`).
+    pub(crate) fn note_echo(&mut self, end: Time) {
+        self.latest_echo_end = self.latest_echo_end.max(end);
     }
 
     /// The longest lease this server may hand out: its config's longest;

@@ -126,6 +126,10 @@ pub struct ServerCore {
     /// work can go in bounded steps by position (`sweep.rs`).
     resources: IndexMap<String, Resource>,
     is_master: bool,
+    /// Mastership is proven only until then (an election's lease, which
+    /// a successor cannot win before it ends); `None`: for good (a
+    /// standalone server).
+    master_until: Option<Time>,
     master_address: Option<String>,
     master_since: Time,
     /// What this master knows about its predecessors' leases (`horizon.rs`).
@@ -136,6 +140,9 @@ pub struct ServerCore {
     longest_parent_lease: i64,
     /// The latest expiry of any lease this master got from its parent.
     latest_upstream_expiry: Time,
+    /// The latest end of a claim this master echoed without a lease from
+    /// its parent (an intermediate in learning mode).
+    latest_echo_end: Time,
     counters: Counters,
     upstream_wake: bool,
     /// A root waiting for its first config: what it waits for.
@@ -152,12 +159,14 @@ impl ServerCore {
             config_gen: 0,
             resources: IndexMap::new(),
             is_master: false,
+            master_until: None,
             master_address: None,
             master_since: Time::ZERO,
             predecessors: Predecessors::Unknown,
             lease_bound: None,
             longest_parent_lease: 0,
             latest_upstream_expiry: Time::ZERO,
+            latest_echo_end: Time::ZERO,
             counters: Counters::default(),
             upstream_wake: false,
             config_pending: None,
@@ -179,9 +188,38 @@ impl ServerCore {
         self.counters
     }
 
-    /// True when this server is the master.
+    /// True when this server is the master (whether it can still prove
+    /// it at a given time: [`ServerCore::mastership_at`]).
     pub fn is_master(&self) -> bool {
         self.is_master
+    }
+
+    /// This server can prove it is the master only until `until` (the end
+    /// of its election lease as it knows it: a successor may be elected
+    /// from then on); `None`: for good. Requests at or after it are
+    /// refused as by a server that does not know the master, whatever the
+    /// election task has noticed yet (a process paused past its lease,
+    /// then resumed, answers before that task runs).
+    pub fn set_master_until(&mut self, until: Option<Time>) {
+        self.master_until = until;
+    }
+
+    /// Whether this server is the master at `now` as far as it can prove,
+    /// and the master's address as far as it knows (its own id when it
+    /// is; none once its proof has run out).
+    pub fn mastership_at(&self, now: Time) -> (bool, Option<String>) {
+        if self.proven_master(now) {
+            return (true, Some(self.opts.server_id.clone()));
+        }
+        match self.is_master {
+            true => (false, None),
+            false => (false, self.master_address.clone()),
+        }
+    }
+
+    /// Master, and still able to prove it at `now`.
+    fn proven_master(&self, now: Time) -> bool {
+        self.is_master && self.master_until.is_none_or(|u| now < u)
     }
 
     /// The master's address as far as this server knows (its own id when
@@ -205,6 +243,7 @@ impl ServerCore {
         self.master_since = now;
         self.predecessors = Predecessors::Unknown;
         self.latest_upstream_expiry = Time::ZERO;
+        self.latest_echo_end = Time::ZERO;
     }
 
     /// This server is not (or no longer) the master: drop all lease state
@@ -222,12 +261,17 @@ impl ServerCore {
         }
     }
 
-    /// Why a request cannot be answered now, if it cannot.
-    fn refusal(&self) -> Option<Refusal> {
-        if !self.is_master {
-            return Some(Refusal::NotMaster(NotMaster {
-                master_address: self.master_address.clone(),
-            }));
+    /// Why a request cannot be answered, if it cannot: `master` says
+    /// whether this server is the master for it (proven at the request's
+    /// time for a grant; a release only forgets, so any master may).
+    fn refusal(&self, master: bool) -> Option<Refusal> {
+        if !master {
+            // A master whose proof ran out does not know who is master now.
+            let master_address = match self.is_master {
+                true => None,
+                false => self.master_address.clone(),
+            };
+            return Some(Refusal::NotMaster(NotMaster { master_address }));
         }
         self.config_pending.clone().map(Refusal::NoConfig)
     }
@@ -262,6 +306,9 @@ impl ServerCore {
     pub(crate) fn readiness_parts(&self, now: Time) -> Result<Option<LeaseGap>, String> {
         if let Some(reason) = &self.config_pending {
             return Err(format!("no config yet: {reason}"));
+        }
+        if self.is_master && !self.proven_master(now) {
+            return Err("the master's election lease may have run out".into());
         }
         if !self.is_master {
             return match &self.master_address {
@@ -302,7 +349,7 @@ impl ServerCore {
         who: &Who,
         asks: &[ResourceAsk],
     ) -> Result<Vec<Grant>, Refusal> {
-        if let Some(refusal) = self.refusal() {
+        if let Some(refusal) = self.refusal(self.proven_master(now)) {
             return Err(refusal);
         }
         let mut out = Vec::with_capacity(asks.len());
@@ -366,6 +413,10 @@ impl ServerCore {
         let mut grant = resource.request(&cx, who, ask);
         grant.note = resource.note(now, grant.decision);
         self.upstream_wake |= resource.ask_parent_now(now, due_before);
+        let echoed = grant.decision == Decision::Learning && grant.lease.capacity > 0.0;
+        if echoed && resource.upstream.is_some() {
+            self.note_echo(grant.lease.expiry);
+        }
         grant
     }
 
@@ -394,7 +445,7 @@ impl ServerCore {
     /// ReleaseCapacity: forget the requester's leases on these resources.
     /// Returns how many leases were forgotten.
     pub fn release(&mut self, who: &Who, resource_ids: &[String]) -> Result<usize, Refusal> {
-        if let Some(refusal) = self.refusal() {
+        if let Some(refusal) = self.refusal(self.is_master) {
             return Err(refusal);
         }
         let mut n = 0;

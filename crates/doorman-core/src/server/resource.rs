@@ -112,26 +112,36 @@ impl Resource {
         }
     }
 
-    /// How long leases may last: never past the master's lease bound
-    /// (`horizon.rs`) or the upstream lease; without one, not past the end
-    /// of learning mode (echoed claims) or now.
-    pub(super) fn lease_cap(&self, cx: &Context) -> Option<Time> {
-        let own = self.own_lease_cap(cx.now);
+    /// How long a lease of `capacity` may last: never past the master's
+    /// lease bound (`horizon.rs`) or the upstream lease. Without an
+    /// upstream lease the capacity is 0 and a lease ends at once, but for
+    /// a claim echoed in learning mode (`claim_end`: when the claimed
+    /// lease ends), which lasts no longer than the claim (the parent
+    /// counts the predecessor's lease behind it only that long) nor than
+    /// learning mode.
+    pub(super) fn lease_cap(
+        &self,
+        cx: &Context,
+        capacity: f64,
+        claim_end: Option<Time>,
+    ) -> Option<Time> {
+        let own = self.own_lease_cap(cx.now, capacity, claim_end);
         match (own, cx.lease_bound) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn own_lease_cap(&self, now: Time) -> Option<Time> {
+    fn own_lease_cap(&self, now: Time, capacity: f64, claim_end: Option<Time>) -> Option<Time> {
         if let Some(until) = self.retired_until {
             return Some(until);
         }
         let u = self.upstream.as_ref()?;
-        Some(match u.valid_lease(now) {
-            Some(l) => l.expiry,
-            None if self.in_learning(now) => self.learning_until,
-            None => now,
+        let echo = claim_end.filter(|_| capacity > 0.0 && self.in_learning(now));
+        Some(match (u.valid_lease(now), echo) {
+            (Some(l), _) => l.expiry,
+            (None, Some(end)) => end.min(self.learning_until).max(now),
+            (None, None) => now,
         })
     }
 

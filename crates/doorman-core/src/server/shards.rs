@@ -201,11 +201,16 @@ impl ShardedCore {
         self.head().master_address().map(str::to_string)
     }
 
-    /// Whether this server is the master, and the master's address, read
-    /// together (one lock: no step-down can fall between the two).
-    pub fn mastership(&self) -> (bool, Option<String>) {
-        let head = self.head();
-        (head.is_master(), head.master_address().map(str::to_string))
+    /// Whether this server is the master as far as it can prove at `now`,
+    /// and the master's address, read together (one lock: no step-down
+    /// can fall between the two); see [`ServerCore::mastership_at`].
+    pub fn mastership(&self, now: Time) -> (bool, Option<String>) {
+        self.head().mastership_at(now)
+    }
+
+    /// See [`ServerCore::set_master_until`]; every shard.
+    pub fn set_master_until(&self, until: Option<Time>) {
+        self.for_each(|c| c.set_master_until(until));
     }
 
     /// See [`ServerCore::become_master`]; every shard.

@@ -26,7 +26,8 @@ use tokio::time::{timeout, timeout_at, Instant};
 
 use super::horizon;
 use super::{
-    Candidacy, Election, ElectionFuture, LeaseHorizon, MasterView, SessionFlag, StopGranting,
+    Candidacy, Election, ElectionFuture, LeaseHorizon, MasterView, MastershipProof, SessionFlag,
+    StopGranting,
 };
 use crate::etcd::{connect, EtcdOptions};
 
@@ -77,6 +78,7 @@ impl EtcdElection {
             stop_granting,
             session,
             horizon,
+            proof,
         } = c;
         session.set(false);
         let seed = std::process::id() as u64 ^ 0xE7CD;
@@ -95,6 +97,7 @@ impl EtcdElection {
                 stop_granting: &stop_granting,
                 session: &session,
                 horizon: &horizon,
+                proof: &proof,
             };
             let end = self.session(roles, &mut stop);
             let end = end.await;
@@ -135,6 +138,7 @@ impl EtcdElection {
             stream: Some(stream),
             leader: None,
             last_leader: None,
+            horizon_lease: None,
         })
     }
 
@@ -147,6 +151,7 @@ impl EtcdElection {
             stop_granting,
             session,
             horizon,
+            proof,
         } = r;
         let step = (self.ttl / 3).max(Duration::from_millis(100));
         let mut s = match self.open(step).await {
@@ -169,14 +174,20 @@ impl EtcdElection {
             let deadline = s.last_ok + self.ttl;
             let ended = tokio::select! {
                 r = &mut campaign, if s.leader.is_none() => match self.campaigned(&mut s, r, deadline) {
-                    None => self.take_office(&mut s, deadline, me, out, horizon).await,
+                    None => self.take_office(&mut s, (deadline, proof), me, out, horizon).await,
                     end => end,
                 },
                 _ = horizon_tick.tick(), if s.leader.is_some() => self.keep_horizon(&mut s, deadline, horizon).await,
                 _ = tokio::time::sleep_until(deadline) => {
                     Some(End::Retry(format!("no successful keep-alive for the TTL ({:?})", self.ttl)))
                 }
-                _ = tick.tick() => s.keep_alive(deadline, &self.key).await,
+                _ = tick.tick() => {
+                    let end = s.keep_alive(deadline, &self.key).await;
+                    // etcd cannot expire the lease before a TTL after the
+                    // last keep-alive that got through was sent.
+                    proof.until(s.last_ok + self.ttl);
+                    end
+                }
                 _ = obs_rx.changed() => {
                     let seen = obs_rx.borrow_and_update().clone();
                     s.observed(seen, out)
@@ -226,7 +237,7 @@ impl EtcdElection {
     async fn take_office(
         &self,
         s: &mut Session,
-        deadline: Instant,
+        (deadline, proof): (Instant, &MastershipProof),
         me: &str,
         out: &watch::Sender<MasterView>,
         lease_horizon: &LeaseHorizon,
@@ -241,8 +252,9 @@ impl EtcdElection {
             record.as_ref(),
             s.last_leader.as_deref(),
             lease_horizon.fresh(),
+            lease_horizon.now(),
         );
-        match s.record(&key, bound, deadline).await {
+        match s.record(&key, (bound, lease_horizon.now()), deadline).await {
             Ok(true) => {}
             Ok(false) => return Some(End::Retry(format!("could not write {key}"))),
             Err(end) => return Some(end),
@@ -253,6 +265,7 @@ impl EtcdElection {
             ));
         }
         tracing::info!(key = %self.key, ?predecessors, "won the election; learning from {why}");
+        proof.until(deadline);
         out.send_replace(MasterView {
             is_master: true,
             master: Some(me.to_string()),
@@ -273,7 +286,11 @@ impl EtcdElection {
         lease_horizon: &LeaseHorizon,
     ) -> Option<End> {
         let at = lease_horizon.due()?;
-        match s.record(&horizon::key(&self.key), at, deadline).await {
+        let now = lease_horizon.now();
+        match s
+            .record(&horizon::key(&self.key), (at, now), deadline)
+            .await
+        {
             Ok(true) => {
                 lease_horizon.recorded(at);
                 None
@@ -302,6 +319,7 @@ struct Roles<'a> {
     stop_granting: &'a StopGranting,
     session: &'a SessionFlag,
     horizon: &'a LeaseHorizon,
+    proof: &'a MastershipProof,
 }
 
 /// How often a master checks whether its horizon record must move on
@@ -333,20 +351,36 @@ struct Session {
     /// The leader key last seen holding the election, if this session has
     /// seen every leader since (`None` after a gap in the observation).
     last_leader: Option<Vec<u8>>,
+    /// The etcd lease of the horizon record this session last wrote.
+    horizon_lease: Option<i64>,
 }
 
 impl Session {
-    /// Writes the horizon record as the leader: `Ok(true)` once written,
-    /// `Ok(false)` if etcd did not answer (the last record still bounds the
-    /// leases), an end if this server no longer holds the election.
-    async fn record(&mut self, key: &str, at: Time, deadline: Instant) -> Result<bool, End> {
+    /// Writes the horizon record (lasting until `at`, at `now`) as the
+    /// leader: `Ok(true)` once written (the etcd lease of the record it
+    /// replaces revoked), `Ok(false)` if etcd did not answer (the last
+    /// record still bounds the leases), an end if this server no longer
+    /// holds the election.
+    async fn record(
+        &mut self,
+        key: &str,
+        (at, now): (Time, Time),
+        deadline: Instant,
+    ) -> Result<bool, End> {
         let Some(leader) = self.leader.clone() else {
             return Ok(false);
         };
         let limit = (Instant::now() + self.step).min(deadline);
-        match horizon::write(&mut self.client, key, &leader, at, limit).await {
-            Ok(true) => Ok(true),
-            Ok(false) => Err(End::Retry(format!(
+        match horizon::write(&mut self.client, key, &leader, (at, now), limit).await {
+            Ok(Some(lease)) => {
+                if let Some(old) = self.horizon_lease.replace(lease) {
+                    // In the background: the election's loop never waits.
+                    let mut c = self.client.clone();
+                    tokio::spawn(async move { horizon::revoke(&mut c, old).await });
+                }
+                Ok(true)
+            }
+            Ok(None) => Err(End::Retry(format!(
                 "lost the election key while writing {key}"
             ))),
             Err(e) => {

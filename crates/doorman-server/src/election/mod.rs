@@ -116,6 +116,37 @@ impl fmt::Debug for SessionFlag {
     }
 }
 
+/// How long the core may take itself for the master: an election with a
+/// lease (etcd) says after taking office and after each keep-alive that
+/// got through when that lease can end at the earliest; the core refuses
+/// to grant, and Discovery stops saying "master", from then on, whether
+/// or not the election task has run since (a process paused past its
+/// lease answers the requests queued meanwhile before that task notices).
+/// Elections without a lease (standalone, in-memory) never say.
+#[derive(Clone)]
+pub struct MastershipProof(Arc<ServerState>);
+
+impl MastershipProof {
+    /// `state`'s core, at `state`'s clock.
+    pub fn of(state: Arc<ServerState>) -> Self {
+        MastershipProof(state)
+    }
+
+    /// The election's lease cannot end before `deadline` (the monotonic
+    /// clock's): the core may take itself for master until then.
+    pub fn until(&self, deadline: tokio::time::Instant) {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let until = self.0.now() + Time::from_duration(left);
+        self.0.core().set_master_until(Some(until));
+    }
+}
+
+impl fmt::Debug for MastershipProof {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MastershipProof")
+    }
+}
+
 /// The core's side of the lease horizon record, for an election that
 /// keeps one: when the record is due to move on, and what was recorded.
 #[derive(Clone)]
@@ -125,6 +156,11 @@ impl LeaseHorizon {
     /// `state`'s core, at `state`'s clock.
     pub fn of(state: Arc<ServerState>) -> Self {
         LeaseHorizon(state)
+    }
+
+    /// The core's time now.
+    pub fn now(&self) -> Time {
+        self.0.now()
     }
 
     /// The horizon to record on taking office (before the first grant).
@@ -172,6 +208,9 @@ pub struct Candidacy {
     /// The lease horizon record's link to the core (used by elections
     /// that keep one).
     pub horizon: LeaseHorizon,
+    /// How long the core may take itself for master (used by elections
+    /// with a lease).
+    pub proof: MastershipProof,
 }
 
 /// How a server takes part in its node's master election: standalone

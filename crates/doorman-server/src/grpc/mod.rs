@@ -123,7 +123,7 @@ impl doorman_proto::Capacity for CapacityService {
         _request: Request<pb::DiscoveryRequest>,
     ) -> Result<Response<pb::DiscoveryResponse>, Status> {
         self.with_level(self.timed("Discovery", || {
-            let (is_master, master_address) = self.state.core().mastership();
+            let (is_master, master_address) = self.state.core().mastership(self.state.now());
             Ok(pb::DiscoveryResponse {
                 mastership: pb::Mastership { master_address },
                 is_master,

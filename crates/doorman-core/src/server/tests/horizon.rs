@@ -96,3 +96,55 @@ fn an_intermediates_record_follows_its_parents_lease() {
     // The parent stops answering: the record stays where it is.
     assert_eq!(c.horizon_due(t(30)), None);
 }
+
+#[test]
+fn a_master_whose_election_lease_may_have_run_out_grants_nothing_and_claims_nothing() {
+    let mut c = master_after(Predecessors::LeasesEndBy(Time::ZERO), None);
+    c.set_master_until(Some(t(10)));
+    assert_eq!(c.mastership_at(t(9)), (true, Some("me:1".into())));
+    get(&mut c, t(9), "a", ask("fair", 10.0, None));
+    // Paused past its lease and resumed: the election task has not run
+    // yet, but neither Discovery nor a request may take it for master.
+    assert_eq!(c.mastership_at(t(10)), (false, None));
+    let req = CapacityRequest {
+        who: client("a"),
+        resources: vec![ask("fair", 10.0, None)],
+    };
+    assert_eq!(
+        c.get_capacity(t(10), &req),
+        Err(Refusal::NotMaster(NotMaster {
+            master_address: None
+        }))
+    );
+    assert!(c.readiness(t(10)).is_err());
+    // Its keep-alive goes through: proven again.
+    c.set_master_until(Some(t(20)));
+    assert_eq!(
+        get(&mut c, t(11), "a", ask("fair", 10.0, None))
+            .lease
+            .capacity,
+        10.0
+    );
+}
+
+/// An intermediate's leases never outlive its parent's, so what it records
+/// on taking office, before any answer from the parent, covers only the
+/// next few seconds (it lay 70 s ahead: its longest lease counted the 60 s
+/// pending default, so a second failover within 70 s learned in full
+/// although every lease below had ended).
+#[test]
+fn an_intermediate_takes_office_with_a_horizon_of_seconds() {
+    let c = leaf(None);
+    assert!(
+        c.fresh_horizon(t(5)) <= t(5) + HORIZON_AHEAD,
+        "{}",
+        c.fresh_horizon(t(5))
+    );
+    // Once the parent answers, the record follows the parent's lease.
+    let mut c = leaf(None);
+    get(&mut c, t(1), "a", ask("r", 10.0, None));
+    c.set_lease_bound(Some(c.fresh_horizon(t(1))));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &["r".to_string()], &[parent_grant(100.0, 31, 8, 30)]);
+    assert_eq!(c.horizon_due(t(2)), Some(t(31) + HORIZON_AHEAD));
+}

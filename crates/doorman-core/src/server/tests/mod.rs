@@ -503,7 +503,7 @@ fn status_snapshot_lists_resources_and_leases() {
 mod intermediate {
     use super::*;
     use crate::limits::{MAX_AMOUNT, MAX_BANDS};
-    use crate::server::{UpstreamGrant, PENDING_LEARNING};
+    use crate::server::UpstreamGrant;
 
     pub(super) fn leaf(local: Option<&str>) -> ServerCore {
         let cfg = match local {
@@ -584,8 +584,8 @@ mod intermediate {
         );
         assert_eq!(
             g.lease.expiry,
-            t(0) + PENDING_LEARNING,
-            "pending leases end with learning"
+            t(1),
+            "without a lease from the parent, leases of 0 end at once"
         );
         assert!(c.take_upstream_wake());
         assert!(!c.take_upstream_wake());
@@ -758,6 +758,10 @@ mod intermediate {
         c.take_upstream_wake();
         c.upstream_request(t(1)).unwrap();
         c.upstream_response(t(1), &ids, &[parent_grant(30.0, 60, 16, 0)]);
+        // Its pending lease of 0 ended at once (it is asked for again as
+        // a new requester): it takes a lease from the parent's now.
+        get(&mut c, t(1), "a", ask("r", 30.0, None));
+        c.take_upstream_wake();
         assert_eq!(c.next_upstream_wakeup(), Some(t(17)));
         // +3 % and not beyond the lease: wait for the refresh.
         get(&mut c, t(2), "a", ask("r", 31.0, None));
