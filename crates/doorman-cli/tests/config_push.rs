@@ -145,7 +145,7 @@ async fn a_root_started_before_its_config_is_pushed_waits_for_it() {
     let s = start(o)
         .await
         .expect("starts although the key is not pushed yet");
-    let now = doorman_server::wall_clock();
+    let now = doorman_server::lease_clock();
     let why = s.state.core().readiness(now).unwrap_err();
     assert!(
         why.contains("no config at etcd key /doorman/config"),
@@ -161,7 +161,7 @@ async fn a_root_started_before_its_config_is_pushed_waits_for_it() {
         || {
             s.state
                 .core()
-                .readiness(doorman_server::wall_clock())
+                .readiness(doorman_server::lease_clock())
                 .is_ok()
         },
     )
@@ -183,7 +183,7 @@ async fn a_root_whose_etcd_is_down_at_start_waits_and_applies_its_config() {
     let why = s
         .state
         .core()
-        .readiness(doorman_server::wall_clock())
+        .readiness(doorman_server::lease_clock())
         .unwrap_err();
     assert!(
         why.contains("cannot read the config at etcd key /doorman/config yet"),
@@ -196,7 +196,7 @@ async fn a_root_whose_etcd_is_down_at_start_waits_and_applies_its_config() {
         || {
             s.state
                 .core()
-                .readiness(doorman_server::wall_clock())
+                .readiness(doorman_server::lease_clock())
                 .is_ok()
         },
     )
@@ -218,7 +218,7 @@ async fn a_root_pending_on_a_down_etcd_says_the_key_is_missing_once_etcd_answers
     let why = || {
         s.state
             .core()
-            .readiness(doorman_server::wall_clock())
+            .readiness(doorman_server::lease_clock())
             .err()
             .unwrap_or_default()
     };

@@ -89,7 +89,7 @@ async fn bulk_refresh_at_the_lease_refresh_interval() {
     let n = s.requests("GetCapacity") - before;
     assert!((2..=5).contains(&n), "{n} GetCapacity in 3.5 s");
     // Every lease was refreshed by the same request: same last-request time.
-    let st = s.0.state.core().status(doorman_server::wall_clock(), 10);
+    let st = s.0.state.core().status(doorman_server::lease_clock(), 10);
     let ages: Vec<f64> = st
         .resources
         .iter()

@@ -34,7 +34,7 @@ fn server() -> IsolatedServer {
 
 async fn client(servers: &[String], rpc_timeout: Duration, skew_ms: i64) -> Client {
     let clock: doorman_client::Clock =
-        Arc::new(move || doorman_client::wall_clock() + Time::from_millis(skew_ms));
+        Arc::new(move || doorman_client::lease_clock() + Time::from_millis(skew_ms));
     Client::builder()
         .servers(servers.iter().cloned())
         .fallback(Fallback::Pessimistic)
@@ -66,7 +66,7 @@ async fn cut_and_time_the_lease_end(skew_ms: i64) -> (Duration, Duration) {
     proxy.set(LinkMode::Drop);
     let cut = Instant::now();
     let server_end = {
-        let st = s.state.core().status(doorman_server::wall_clock(), 10);
+        let st = s.state.core().status(doorman_server::lease_clock(), 10);
         let lease = &st.resources[0].leases[0];
         Duration::from_secs_f64(lease.expires_in.max(0.0))
     };

@@ -45,6 +45,14 @@ pub const MAX_DURATION_SECS: i64 = 365 * 86_400;
 /// configuration's business.
 pub const DEFAULT_MAX_CLIENTS_PER_SERVER: u32 = 100_000;
 
+/// Default of a template's `open_server_share`: with no `[[access]]` rule
+/// to vouch for downstream servers, one downstream server's client count
+/// counts only so far as it takes at most this share of the resource
+/// from everyone else who wants it (a server claiming 2^31 clients next to
+/// one real client took all but 0.001 % with `max_clients_per_server`
+/// alone). 1 trusts client counts as the original Doorman does.
+pub const DEFAULT_OPEN_SERVER_SHARE: f64 = 0.9;
+
 /// Largest accepted amount (wants, has, capacity): far beyond any real
 /// rate, small enough that sums of many amounts stay exact enough.
 pub const MAX_AMOUNT: f64 = 1e15;

@@ -490,6 +490,11 @@ fn warn_if_rules_cannot_pass(state: &ServerState, tls: Option<&ServerTls>, auth:
             "the config has access rules but callers cannot authenticate (no --tls-client-ca, no --auth-tokens): every request will be denied"
         );
     }
+    if auth.allow_anonymous && !identities {
+        tracing::warn!("--allow-anonymous has no effect: callers cannot authenticate (no --tls-client-ca, no --auth-tokens), so every caller is anonymous and served");
+    } else if auth.allow_anonymous && rules == 0 {
+        tracing::warn!("--allow-anonymous without access rules: callers with neither a token nor a certificate may use every resource");
+    }
 }
 
 #[cfg(test)]

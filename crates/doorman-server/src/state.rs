@@ -169,6 +169,21 @@ impl ServerState {
             })
     }
 
+    /// [`ServerState::identify`] for the capacity RPCs (Doorman's and
+    /// Envoy's): no identity is refused too, when callers can
+    /// authenticate and anonymous ones are not allowed (`Auth::rpc_caller`).
+    pub fn identify_rpc(
+        &self,
+        certificate: Option<&Arc<str>>,
+        authorization: Option<&[u8]>,
+    ) -> Result<Option<Arc<str>>, AuthError> {
+        self.auth
+            .rpc_caller(certificate, authorization)
+            .inspect_err(|e| {
+                self.metrics.auth_failed(e.reason());
+            })
+    }
+
     /// Runs `step` over every shard from position 0 until it returns
     /// `None`, taking a shard's lock for each step only.
     pub fn sweep(&self, step: impl FnMut(&mut ServerCore, usize) -> Option<usize>) {

@@ -32,8 +32,8 @@ fn service() -> CapacityService {
         ..CoreOptions::default()
     };
     let core = ShardedCore::new(opts, config, 8);
-    core.become_master(doorman_server::wall_clock());
-    let clock = Arc::new(doorman_server::wall_clock);
+    core.become_master(doorman_server::lease_clock());
+    let clock = Arc::new(doorman_server::lease_clock);
     CapacityService::new(Arc::new(ServerState::new(core, Metrics::new(), clock)))
 }
 

@@ -60,12 +60,17 @@ struct Setup {
 /// A server with this test's rules over TLS: with a client CA (mutual
 /// TLS) or with bearer tokens only.
 async fn setup(mutual: bool, health_needs_identity: bool) -> Setup {
+    setup_with(mutual, health_needs_identity, false).await
+}
+
+/// [`setup`], serving anonymous callers if `allow_anonymous`.
+async fn setup_with(mutual: bool, health_needs_identity: bool, allow_anonymous: bool) -> Setup {
     let pki = Pki::new("auth");
     let cert = pki.server("server");
     let cfg = Arc::new(Config::parse(CONFIG, "auth.toml").unwrap());
     let mut o = opts(ConfigSource::Inline(cfg), &ManualClock::new());
-    // The client library's leases run on the wall clock.
-    o.clock = Arc::new(doorman_server::wall_clock);
+    // The client library and the server measure leases on one clock.
+    o.clock = Arc::new(doorman_server::lease_clock);
     o.tls = Some(TlsFiles {
         cert: cert.cert,
         key: cert.key,
@@ -76,6 +81,7 @@ async fn setup(mutual: bool, health_needs_identity: bool) -> Setup {
         tokens: Some(Arc::new(TokenFile::fixed(Tokens::parse(&tokens).unwrap()))),
         health_needs_identity,
         authenticating: false,
+        allow_anonymous,
     };
     let server = start(o).await.expect("server starts");
     Setup { pki, server }
@@ -269,7 +275,15 @@ async fn bearer_tokens_identify_callers_and_wrong_ones_are_refused() {
         (e.code(), e.message()),
         (Code::Unauthenticated, "invalid bearer token")
     );
+    // No token on a server that takes tokens: refused before any rule is
+    // looked at (so tokens protect something before rules exist), unless
+    // the server allows anonymous callers: then the rules decide.
     let e = c.get_capacity(with(None, "jobs/a")).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    assert!(e.message().contains("--allow-anonymous"), "{}", e.message());
+    let open = setup_with(false, false, true).await;
+    let mut oc = open.client(None).await;
+    let e = oc.get_capacity(with(None, "jobs/a")).await.unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied);
     assert!(
         e.message().contains("unauthenticated caller"),
@@ -299,6 +313,11 @@ async fn bearer_tokens_identify_callers_and_wrong_ones_are_refused() {
         "doorman_server_auth_failures_total{reason=\"unknown_token\"}",
     );
     assert_eq!(failures, Some(1.0));
+    let anonymous = metric(
+        &metrics,
+        "doorman_server_auth_failures_total{reason=\"anonymous\"}",
+    );
+    assert_eq!(anonymous, Some(1.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,7 +107,7 @@ async fn a_killed_master_is_replaced_within_ttl_and_the_new_one_learns() {
         b.state.core().lease_count() == 1
     })
     .await;
-    let st = b.state.core().status(doorman_server::wall_clock(), 10);
+    let st = b.state.core().status(doorman_server::lease_clock(), 10);
     assert!(st.resources[0].learning, "the new master is learning");
     assert_eq!(st.resources[0].leases[0].has, 30.0, "claimed has echoed");
     assert_eq!((r.mode(), r.capacity()), (Mode::Lease, 30.0));

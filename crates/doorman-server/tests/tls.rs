@@ -205,7 +205,7 @@ async fn node(ca: &Pki, name: &str, parent: Option<&RunningServer>) -> RunningSe
         Some(_) => Config::empty(),
     };
     let mut o = opts(ConfigSource::Inline(Arc::new(config)), &ManualClock::new());
-    o.clock = Arc::new(doorman_server::wall_clock);
+    o.clock = Arc::new(doorman_server::lease_clock);
     o.tls = Some(files(&me, Some(ca)));
     if let Some(p) = parent {
         o.parent = vec![p.grpc_addr.to_string()];

@@ -114,7 +114,7 @@ async fn three_levels_converge_within_capacity() {
         1,
         "the root sees one requester: the parent"
     );
-    let st = root.state.core().status(doorman_server::wall_clock(), 10);
+    let st = root.state.core().status(doorman_server::lease_clock(), 10);
     assert_eq!(
         st.resources[0].subclients, 8.0,
         "8 clients aggregated in its band"
@@ -204,7 +204,7 @@ async fn an_unreachable_parent_drains_its_leaves_until_it_returns() {
     eventually("leaf drained", Duration::from_secs(10), || {
         leaf.state
             .core()
-            .status(doorman_server::wall_clock(), 0)
+            .status(doorman_server::lease_clock(), 0)
             .resources
             .iter()
             .all(|r| r.capacity == 0.0)

@@ -118,6 +118,11 @@ pub struct Args {
     /// /readyz too (open by default, for probes and scrapers).
     #[arg(long)]
     http_require_identity: bool,
+    /// Serve callers with neither a token nor a client certificate,
+    /// although this server identifies callers (--auth-tokens or
+    /// --tls-client-ca): by default they are refused with UNAUTHENTICATED.
+    #[arg(long)]
+    allow_anonymous: bool,
     /// Export resource gauges per resource (label `resource`) instead of
     /// per config template, for at most --metrics-max-resources resources.
     #[arg(long)]
@@ -242,6 +247,7 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
         },
         health_needs_identity: args.http_require_identity,
         authenticating: false, // set by the server from its TLS and tokens
+        allow_anonymous: args.allow_anonymous,
     };
     opts.parent_tls = parent_tls.client_tls()?;
     if args.metrics_per_resource {

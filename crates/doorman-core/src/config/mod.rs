@@ -127,6 +127,10 @@ pub struct Template {
     /// of this template (default
     /// [`crate::limits::DEFAULT_MAX_CLIENTS_PER_SERVER`]).
     pub max_clients_per_server: u32,
+    /// Without access rules, the most of a resource one downstream
+    /// server's client count may take from the other requesters (0 < x ≤ 1;
+    /// default [`crate::limits::DEFAULT_OPEN_SERVER_SHARE`]).
+    pub open_server_share: f64,
 }
 
 /// A validated configuration with its lookup tables.

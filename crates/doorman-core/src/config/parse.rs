@@ -8,15 +8,19 @@ use std::sync::Arc;
 use doorman_algorithms::{Kind, DEFAULT_DECAY_FACTOR};
 
 use super::{Acl, AlgorithmConfig, EnvoyConfig, Problem, Template};
-use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_DURATION_SECS, MAX_TEMPLATES};
+use crate::limits::{
+    DEFAULT_MAX_CLIENTS_PER_SERVER, DEFAULT_OPEN_SERVER_SHARE, MAX_AMOUNT, MAX_DURATION_SECS,
+    MAX_TEMPLATES,
+};
 
-const TEMPLATE_KEYS: [&str; 6] = [
+const TEMPLATE_KEYS: [&str; 7] = [
     "identifier_glob",
     "capacity",
     "safe_capacity",
     "description",
     "algorithm",
     "max_clients_per_server",
+    "open_server_share",
 ];
 const ALGORITHM_KEYS: [&str; 5] = [
     "kind",
@@ -212,6 +216,7 @@ fn parse_template(
     let safe_capacity = cx.amount(t, "safe_capacity", false);
     let description = cx.string(t, "description");
     let max_clients = parse_max_clients(&mut cx, t);
+    let open_share = parse_open_share(&mut cx, t);
     let algorithm = match t.get("algorithm") {
         Some(toml::Value::Table(a)) => parse_algorithm(&mut cx, a),
         Some(other) => {
@@ -234,7 +239,21 @@ fn parse_template(
         description,
         algorithm: Arc::new(algorithm?),
         max_clients_per_server: max_clients,
+        open_server_share: open_share,
     })
+}
+
+/// `open_server_share`: a number above 0, at most 1.
+fn parse_open_share(cx: &mut Ctx<'_>, t: &toml::Table) -> f64 {
+    const FIELD: &str = "open_server_share";
+    match cx.number(t, FIELD) {
+        None => DEFAULT_OPEN_SERVER_SHARE,
+        Some(v) if v > 0.0 && v <= 1.0 => v,
+        Some(v) => {
+            cx.problem(FIELD, format!("must be above 0 and at most 1, got {v}"));
+            DEFAULT_OPEN_SERVER_SHARE
+        }
+    }
 }
 
 /// `max_clients_per_server`: a whole number from 1 to 10⁹.

@@ -38,7 +38,7 @@ impl Resource {
         }
         let inherited = self.inherited(existing, who, ask, now);
         let predecessor_out = self.predecessor_out(existing, who, ask, learning);
-        let id = self.record_demand(existing, who, ask, now);
+        let id = self.record_demand(existing, who, ask, (now, cx.vouched));
         if learning {
             self.count_first_claim(id, ask, now);
         }
@@ -295,17 +295,20 @@ impl Resource {
     }
 
     /// Records the requester's demands (a new requester gets a record). A
-    /// downstream server's claimed subclients are bounded by the template's
-    /// `max_clients_per_server`.
+    /// downstream server's claimed subclients are bounded
+    /// ([`Resource::subclient_bound`]).
     fn record_demand(
         &mut self,
         existing: Option<RequesterId>,
         who: &Who,
         ask: &ResourceAsk,
-        now: Time,
+        (now, vouched): (Time, bool),
     ) -> RequesterId {
         let demands = match who {
-            Who::Server(_) => bound_subclients(&ask.demands, self.template.max_clients_per_server),
+            Who::Server(_) => {
+                let bound = self.subclient_bound(existing, vouched);
+                bound_subclients(&ask.demands, bound)
+            }
             Who::Client(_) => Cow::Borrowed(ask.demands.as_slice()),
         };
         if let Some(id) = existing {
@@ -326,6 +329,30 @@ impl Resource {
         self.index.insert(&self.shares, who, id);
         self.expiries.insert((now, id));
         id
+    }
+
+    /// The most subclients a downstream server may claim: the template's
+    /// `max_clients_per_server`, and unless access rules vouch for who may
+    /// serve (`vouched`), no more than lets it take `open_server_share` of
+    /// the resource from the other requesters when all want more than
+    /// they get (`share / (1 − share)` times their subclients, at least 1;
+    /// alone it takes nothing from anyone and its count stands). On an
+    /// open server anyone may claim to be a downstream server with any
+    /// client count; this keeps what a liar can take to a set share. The
+    /// bounded count is also what this server reports to its parent.
+    fn subclient_bound(&self, existing: Option<RequesterId>, vouched: bool) -> u32 {
+        let max = self.template.max_clients_per_server;
+        let share = self.template.open_server_share;
+        if vouched || share >= 1.0 {
+            return max;
+        }
+        let own: f64 = existing.map_or(0.0, |id| self.shares.demands(id).iter().map(|d| d.1).sum());
+        let others = (self.shares.totals().subclients - own).max(0.0);
+        if others == 0.0 {
+            return max;
+        }
+        let open = (share / (1.0 - share) * others).floor().max(1.0);
+        max.min(open.min(f64::from(u32::MAX)) as u32)
     }
 
     /// The grant: learning mode echoes claims (within the parent's grant

@@ -379,6 +379,7 @@ impl ServerCore {
             min_request_interval: self.opts.min_request_interval,
             learning: self.learning_clock(),
             lease_bound: self.lease_bound,
+            vouched: !self.config.acl().is_empty(),
         };
         let resource = match self.resources.get_mut(&ask.resource_id) {
             Some(r) => r,

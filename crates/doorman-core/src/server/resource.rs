@@ -51,6 +51,10 @@ pub(crate) struct Context {
     pub learning: LearningClock,
     /// No lease outlives this (see `horizon.rs`).
     pub lease_bound: Option<Time>,
+    /// Access rules name who may serve: a downstream server's client count
+    /// is trusted (up to `max_clients_per_server`); else it is bounded by
+    /// the template's `open_server_share` too.
+    pub vouched: bool,
 }
 
 pub(super) fn amount(x: f64) -> Amount {

@@ -41,7 +41,8 @@ pub fn whole_pass(mut step: impl FnMut(usize) -> Option<usize>) {
 impl ServerCore {
     /// One step of the periodic cleanup from position `from`: forgets
     /// expired leases and drops resources with no lease left, no learning
-    /// mode, or a retired template whose leases are gone. Returns where the
+    /// mode and (on an intermediate) no unexpired lease from the parent,
+    /// or a retired template whose leases are gone. Returns where the
     /// next step starts, `None` when the pass is done.
     pub fn cleanup_step(&mut self, now: Time, from: usize) -> Option<usize> {
         let (mut i, mut visited, mut expired) = (from, 0, 0);
@@ -58,7 +59,15 @@ impl ServerCore {
                 visited += SWEEP_STEP / 8;
                 continue;
             }
-            if (!r.shares.is_empty() || r.in_learning(now)) && !r.retired(now) {
+            // An intermediate keeps a resource while its parent's lease
+            // lasts (the parent counts it): a requester whose lease of 0
+            // ended at once comes back to it rather than to a new
+            // resource waiting for the parent again.
+            let backed = r
+                .upstream
+                .as_ref()
+                .is_some_and(|u| u.valid_lease(now).is_some());
+            if (!r.shares.is_empty() || r.in_learning(now) || backed) && !r.retired(now) {
                 i += 1;
             } else {
                 // The last resource moves here: visit it next.

@@ -23,7 +23,9 @@ use doorman_algorithms::{Amount, Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
 use super::grants::Grants;
 use super::{Role, ServerCore};
 use crate::config::{AlgorithmConfig, Template};
-use crate::limits::{DEFAULT_MAX_CLIENTS_PER_SERVER, MAX_AMOUNT, MAX_BANDS};
+use crate::limits::{
+    DEFAULT_MAX_CLIENTS_PER_SERVER, DEFAULT_OPEN_SERVER_SHARE, MAX_AMOUNT, MAX_BANDS,
+};
 use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
 
 /// Learning mode of a resource whose algorithm is not known yet (the
@@ -259,6 +261,10 @@ impl UpstreamState {
                 .local
                 .as_ref()
                 .map_or(DEFAULT_MAX_CLIENTS_PER_SERVER, |t| t.max_clients_per_server),
+            open_server_share: self
+                .local
+                .as_ref()
+                .map_or(DEFAULT_OPEN_SERVER_SHARE, |t| t.open_server_share),
         })
     }
 }

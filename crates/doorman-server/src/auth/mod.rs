@@ -25,8 +25,14 @@ pub struct Auth {
     /// (`--http-require-identity`); by default they are open.
     pub health_needs_identity: bool,
     /// Callers can authenticate (client CA or tokens): then the status
-    /// pages need an identity even when the config has no access rules.
+    /// pages need an identity even when the config has no access rules,
+    /// and so do the capacity RPCs unless `allow_anonymous`.
     pub authenticating: bool,
+    /// Serve callers without an identity on the capacity RPCs although
+    /// callers can authenticate (`--allow-anonymous`); by default they are
+    /// refused, so configuring tokens protects something before any
+    /// access rule exists.
+    pub allow_anonymous: bool,
 }
 
 /// Why a caller could not be identified.
@@ -39,6 +45,13 @@ pub enum AuthError {
     /// none).
     #[error("invalid bearer token")]
     UnknownToken,
+    /// No token and no client certificate, on a server that identifies
+    /// its callers and does not allow anonymous ones.
+    #[error(
+        "this server identifies its callers: send a bearer token or a client certificate \
+         (or start the server with --allow-anonymous)"
+    )]
+    Anonymous,
 }
 
 impl AuthError {
@@ -47,11 +60,27 @@ impl AuthError {
         match self {
             AuthError::Malformed => "malformed",
             AuthError::UnknownToken => "unknown_token",
+            AuthError::Anonymous => "anonymous",
         }
     }
 }
 
 impl Auth {
+    /// The identity of a caller of the capacity RPCs: [`Auth::caller`],
+    /// and none is refused when callers can authenticate and anonymous
+    /// ones are not allowed.
+    pub fn rpc_caller(
+        &self,
+        certificate: Option<&Arc<str>>,
+        authorization: Option<&[u8]>,
+    ) -> Result<Option<Arc<str>>, AuthError> {
+        let who = self.caller(certificate, authorization)?;
+        if who.is_none() && self.authenticating && !self.allow_anonymous {
+            return Err(AuthError::Anonymous);
+        }
+        Ok(who)
+    }
+
     /// The caller's identity: the token's when one is sent, else the
     /// client certificate's, else none.
     pub fn caller(
@@ -107,6 +136,23 @@ mod tests {
             a.caller(None, Some(b"Basic abc")),
             Err(AuthError::Malformed)
         );
+        // Identities configured: no identity is refused unless allowed.
+        let a = Auth {
+            authenticating: true,
+            ..auth()
+        };
+        assert_eq!(a.rpc_caller(None, None), Err(AuthError::Anonymous));
+        assert_eq!(
+            a.caller(None, None),
+            Ok(None),
+            "pages decide for themselves"
+        );
+        let open = Auth {
+            allow_anonymous: true,
+            ..a
+        };
+        assert_eq!(open.rpc_caller(None, None), Ok(None));
+        assert_eq!(Auth::default().rpc_caller(None, None), Ok(None));
         let no_tokens = Auth::default();
         assert_eq!(
             no_tokens.caller(None, Some(b"Bearer 0123456789abcdef-batch")),

@@ -18,8 +18,6 @@ pub mod local;
 pub mod rlqs;
 pub mod rls;
 
-use std::sync::Arc;
-
 use doorman_algorithms::{Amount, Demand};
 use doorman_client::{ClientCore, GrantItem, RequestItem};
 use doorman_core::config::{Action, Config};
@@ -27,24 +25,14 @@ use doorman_core::limits::{id_length_problem, MAX_AMOUNT, MAX_RESOURCE_ID_BYTES}
 use doorman_core::server::{CapacityRequest, Claim, Grant, Refusal, ResourceAsk, Who};
 use doorman_core::Time;
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
-use tonic::{Request, Status};
+use tonic::Status;
 
 use crate::state::ServerState;
-use crate::tls::PeerInfo;
 
 /// Retry delay after the core refused (not the master, no config).
 const REFUSED_RETRY: Time = Time::secs(1);
 
-/// The caller's identity (token, else client certificate); a bad token is
-/// UNAUTHENTICATED.
-pub fn caller<T>(state: &ServerState, req: &Request<T>) -> Result<Option<Arc<str>>, Status> {
-    let peer = req.extensions().get::<PeerInfo>();
-    let peer = peer.and_then(|p| p.identity.as_ref());
-    let header = req.metadata().get("authorization").map(|v| v.as_bytes());
-    state
-        .identify(peer, header)
-        .map_err(|e| Status::unauthenticated(e.to_string()))
-}
+pub use crate::grpc::caller;
 
 /// PERMISSION_DENIED (counted) unless the access rules let `caller`
 /// acquire each of `ids`.

@@ -25,6 +25,18 @@ use doorman_core::server::{CapacityRequest, Grant, NotMaster};
 
 use crate::tls::PeerInfo;
 
+/// The identity of a caller of a capacity RPC (Doorman's or Envoy's):
+/// its token's, else its client certificate's; a bad token, or none where
+/// one is required, is UNAUTHENTICATED (`ServerState::identify_rpc`).
+pub fn caller<T>(state: &ServerState, req: &Request<T>) -> Result<Option<Arc<str>>, Status> {
+    let peer = req.extensions().get::<PeerInfo>();
+    let peer = peer.and_then(|p| p.identity.as_ref());
+    let header = req.metadata().get("authorization").map(|v| v.as_bytes());
+    state
+        .identify_rpc(peer, header)
+        .map_err(|e| Status::unauthenticated(e.to_string()))
+}
+
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct CapacityService {
@@ -57,15 +69,8 @@ impl CapacityService {
         Ok(checked.request)
     }
 
-    /// The caller's identity (token, else client certificate); a bad token
-    /// is UNAUTHENTICATED.
     fn caller<T>(&self, req: &Request<T>) -> Result<Option<Arc<str>>, Status> {
-        let peer = req.extensions().get::<PeerInfo>();
-        let peer = peer.and_then(|p| p.identity.as_ref());
-        let header = req.metadata().get("authorization").map(|v| v.as_bytes());
-        self.state
-            .identify(peer, header)
-            .map_err(|e| Status::unauthenticated(e.to_string()))
+        caller(&self.state, req)
     }
 
     /// A validated request, owned by its caller, decided if the access

@@ -199,7 +199,7 @@ impl Metrics {
             ),
             auth_failures: counters(
                 "doorman_server_auth_failures_total",
-                "Requests refused because their bearer token was malformed or unknown, by reason.",
+                "Requests refused because their bearer token was malformed or unknown, or because they carried no identity where one is required, by reason (malformed, unknown_token, anonymous).",
                 &["reason"],
             ),
             denied: counters(

@@ -49,11 +49,17 @@ pub(crate) const MAX_CLIENTS: f64 = 20.0;
 /// Capacity of each `burst/*` resource.
 pub(crate) const BURST_CAPACITY: f64 = 50.0;
 
+/// The templates trust downstream servers' client counts up to
+/// `max_clients_per_server` (`open_server_share = 1`, as the original
+/// Doorman does): the default open-server bound, which makes a share
+/// depend on the order of requests, is tested on its own in doorman-core
+/// (`an_unvouched_downstream_server_takes_at_most_its_open_share`); here
+/// the water-filling is checked under every attack within the bound.
 pub(crate) fn config(db: Option<f64>) -> Arc<Config> {
     let template = |glob: &str, capacity: f64| {
         format!(
             "[[resources]]\nidentifier_glob = \"{glob}\"\ncapacity = {capacity}\n\
-             max_clients_per_server = {MAX_CLIENTS}\n[resources.algorithm]\n\
+             max_clients_per_server = {MAX_CLIENTS}\nopen_server_share = 1\n[resources.algorithm]\n\
              kind = \"FAIR_SHARE\"\nlease_length = {LEASE}\nrefresh_interval = {REFRESH}\n"
         )
     };

@@ -1016,3 +1016,63 @@ fn an_intermediate_waiting_for_its_config_refuses_until_it_arrives() {
     c.replace_config(Arc::new(Config::parse(CFG, "local.toml").unwrap()));
     assert!(c.get_capacity(t(2), &req).is_ok());
 }
+
+/// On an open server (no access rules) anyone may call GetServerCapacity
+/// and claim any client count: one claiming 2^31 clients next to one real
+/// client takes at most `open_server_share` (0.9 by default) of the
+/// resource, where `max_clients_per_server` alone left the client
+/// 1/100 001 of it. With rules naming who may serve, client counts are
+/// trusted up to `max_clients_per_server`.
+#[test]
+fn an_unvouched_downstream_server_takes_at_most_its_open_share() {
+    let tmpl = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n\
+                [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n\
+                learning_mode_duration = 0\n";
+    let rules = "[[access]]\nidentities = [\"*\"]\nactions = [\"acquire\", \"serve\"]\n";
+    let round = |text: &str| {
+        let cfg = Arc::new(Config::parse(text, "t.toml").unwrap());
+        let mut c = ServerCore::new(CoreOptions::default(), cfg);
+        c.become_master(t(0));
+        let liar = CapacityRequest {
+            who: Who::Server(Arc::from("liar")),
+            resources: vec![ResourceAsk {
+                resource_id: "r".into(),
+                demands: vec![Demand::new(0, 1 << 31, 1e9).unwrap()],
+                claim: None,
+                outstanding: None,
+            }],
+        };
+        get(&mut c, t(1), "real", ask("r", 100.0, None));
+        c.get_capacity(t(1), &liar).unwrap();
+        get(&mut c, t(2), "real", ask("r", 100.0, None));
+        let took = c.get_capacity(t(2), &liar).unwrap()[0].lease.capacity;
+        let real = get(&mut c, t(3), "real", ask("r", 100.0, None))
+            .lease
+            .capacity;
+        (real, took)
+    };
+    let (real, took) = round(tmpl);
+    assert!(
+        (real - 10.0).abs() < 1e-9 && took <= 90.0 + 1e-9,
+        "open: {real}, {took}"
+    );
+    let (real, _) = round(&format!("{tmpl}{rules}"));
+    assert!(real < 0.01, "vouched for by a rule: trusted, {real}");
+    // 1 trusts client counts as the original Doorman does.
+    let (real, _) = round(&tmpl.replace(
+        "capacity = 100\n",
+        "capacity = 100\nopen_server_share = 1\n",
+    ));
+    assert!(real < 0.01, "{real}");
+    for bad in ["0", "1.5", "-1"] {
+        let text = tmpl.replace(
+            "capacity = 100\n",
+            &format!("capacity = 100\nopen_server_share = {bad}\n"),
+        );
+        let e = Config::parse(&text, "t.toml").unwrap_err().to_string();
+        assert!(
+            e.contains("open_server_share: must be above 0 and at most 1"),
+            "{e}"
+        );
+    }
+}

@@ -66,3 +66,28 @@ fn without_a_lease_from_the_parent_leases_end_at_once_and_echoes_with_their_clai
     let g = get(&mut c, t(1), "newcomer", ask("r", 10.0, None));
     assert_eq!((g.lease.capacity, g.lease.expiry), (0.0, t(1)));
 }
+
+/// A requester whose lease of 0 ended at once is forgotten by the next
+/// cleanup, but the resource keeps the parent's lease it got meanwhile:
+/// the requester's next request is decided from it (cleanup dropped the
+/// resource with its parent's lease, and each request began waiting for
+/// the parent again, for ever under a one-second refresh).
+#[test]
+fn a_resource_keeps_its_parents_lease_when_its_requesters_are_gone() {
+    let mut c = leaf(None);
+    let g = get(&mut c, t(1), "a", ask("r", 10.0, None));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (0.0, t(1)));
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &["r".to_string()], &[parent_grant(100.0, 21, 2, 0)]);
+    c.cleanup(t(2));
+    assert_eq!(c.lease_count(), 0, "the requester is forgotten");
+    assert_eq!(c.resource_count(), 1, "the resource and its lease stay");
+    let g = get(&mut c, t(2), "a", ask("r", 10.0, None));
+    assert_eq!((g.lease.capacity, g.decision), (10.0, Decision::Algorithm));
+    c.cleanup(t(22));
+    assert_eq!(
+        c.resource_count(),
+        0,
+        "dropped once the parent's lease ended"
+    );
+}
