@@ -1,9 +1,11 @@
 //! Finding and talking to the master of a Doorman node: Discovery across
 //! the configured addresses, following `mastership.master_address`
-//! redirects in any response, a deadline on every RPC. Failures are
-//! returned to the caller, which backs off (see [`crate::Backoff`]) and
-//! tries again; the next attempt starts with the next address, so a dead
-//! server is never retried forever.
+//! redirects in any response, a deadline on every RPC (the configured one,
+//! or a shorter one the caller sets for its next calls:
+//! [`Connector::set_call_deadline`]). Failures are returned to the caller,
+//! which backs off (see [`crate::Backoff`]) and tries again; the next
+//! attempt starts with the address after the one that failed, so a dead or
+//! hung server is never asked first again.
 //!
 //! Used by the client library and by intermediate servers asking their
 //! parent for capacity.
@@ -108,7 +110,10 @@ pub struct Connector {
     next: usize,
     master: Option<String>,
     channels: HashMap<String, Channel>,
+    /// The configured deadline: the most any call waits.
     timeout: Duration,
+    /// The deadline of the calls from now on (at most `timeout`).
+    call_timeout: Duration,
     observer: Option<RpcObserver>,
     tls: Option<ClientTls>,
     token: Option<BearerToken>,
@@ -116,6 +121,9 @@ pub struct Connector {
     server_level: Option<u32>,
     /// The last answer's `doorman-note` (why grants may be small).
     last_note: Option<String>,
+    /// An address whose last call got no answer in time, and until when a
+    /// redirect to it is not followed (see [`Connector::suspects`]).
+    suspect: Option<(String, tokio::time::Instant)>,
 }
 
 /// The response header in which a doorman-rs server says its level in the
@@ -154,11 +162,13 @@ impl Connector {
             master: None,
             channels: HashMap::new(),
             timeout,
+            call_timeout: timeout,
             observer: None,
             tls: None,
             token: None,
             server_level: None,
             last_note: None,
+            suspect: None,
         }
     }
 
@@ -196,9 +206,16 @@ impl Connector {
         self.master.as_deref()
     }
 
-    /// The deadline of each RPC.
+    /// The configured deadline of each RPC.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// Gives the calls from now on (Discovery included) `d`, at most the
+    /// configured deadline (a refresh waits no longer than its leases'
+    /// refresh interval: `doorman_core::schedule::request_deadline`).
+    pub fn set_call_deadline(&mut self, d: Duration) {
+        self.call_timeout = d.min(self.timeout);
     }
 
     fn client(&mut self, addr: &str) -> Result<CapacityClient<Channel>, CallError> {
@@ -245,7 +262,7 @@ impl Connector {
     {
         let client = self.client(addr)?;
         let start = tokio::time::Instant::now();
-        let result = tokio::time::timeout(self.timeout, f(client)).await;
+        let result = tokio::time::timeout(self.call_timeout, f(client)).await;
         if let Some(obs) = &self.observer {
             let code = match &result {
                 Ok(Ok(_)) => None,
@@ -271,13 +288,33 @@ impl Connector {
             Err(_) => CallError::Rpc {
                 addr: addr.to_string(),
                 code: tonic::Code::DeadlineExceeded,
-                message: format!("no answer within {:?}", self.timeout),
+                message: format!("no answer within {:?}", self.call_timeout),
             },
         };
         if !matches!(r.code(), tonic::Code::InvalidArgument) {
             self.forget(addr);
         }
+        // No answer in time: our deadline, or the gRPC deadline the
+        // channel enforces ("Timeout expired").
+        let hung = r.code() == tonic::Code::DeadlineExceeded
+            || (r.code() == tonic::Code::Cancelled && r.to_string().contains("Timeout expired"));
+        if hung {
+            let until = tokio::time::Instant::now() + 2 * self.call_timeout;
+            self.suspect = Some((addr.to_string(), until));
+        }
         Err(r)
+    }
+
+    /// True while `addr` is suspected of hanging: its last call got no
+    /// answer in time, a moment ago. A standby still names such a master
+    /// until its election lease runs out (a successor is elected a TTL
+    /// later): following that redirect would wait a whole deadline again,
+    /// so it is not followed, and the next discovery goes on to the other
+    /// addresses, where the successor will answer.
+    fn suspects(&self, addr: &str) -> bool {
+        self.suspect
+            .as_ref()
+            .is_some_and(|(a, until)| a == addr && tokio::time::Instant::now() < *until)
     }
 
     /// Finds the master with the Discovery RPC, starting at the next
@@ -288,7 +325,11 @@ impl Connector {
         let mut last_error = None;
         for i in 0..n {
             let addr = self.addrs[(start + i) % n].clone();
-            let req = outgoing(&pb::DiscoveryRequest {}, self.timeout, self.token.as_ref());
+            let req = outgoing(
+                &pb::DiscoveryRequest {},
+                self.call_timeout,
+                self.token.as_ref(),
+            );
             let r = self
                 .rpc(
                     "Discovery",
@@ -298,12 +339,16 @@ impl Connector {
                 .await;
             match r {
                 Ok(d) if d.is_master => {
+                    if self.suspects(&addr) {
+                        self.suspect = None;
+                    }
                     self.next = (start + i) % n;
                     self.master = Some(addr.clone());
                     return Ok(addr);
                 }
                 Ok(d) => {
-                    if let Some(m) = d.mastership.master_address.filter(|m| !m.is_empty()) {
+                    let named = d.mastership.master_address.filter(|m| !m.is_empty());
+                    if let Some(m) = named.filter(|m| !self.suspects(m)) {
                         self.next = (start + i + 1) % n;
                         self.master = Some(m.clone());
                         return Ok(m);
@@ -337,11 +382,20 @@ impl Connector {
                 Some(m) => m,
                 None => self.discover().await?,
             };
-            let timeout = self.timeout;
+            let timeout = self.call_timeout;
             let resp = self.rpc(method, &target, |c| f(c, timeout)).await?;
             match resp.mastership() {
-                None => return Ok(resp),
-                Some(m) => match m.master_address.clone().filter(|a| !a.is_empty()) {
+                None => {
+                    if self.suspects(&target) {
+                        self.suspect = None;
+                    }
+                    return Ok(resp);
+                }
+                Some(m) => match m
+                    .master_address
+                    .clone()
+                    .filter(|a| !a.is_empty() && !self.suspects(a))
+                {
                     Some(next) if next != target => {
                         tracing::debug!(from = %target, to = %next, "following mastership redirect");
                         self.master = Some(next);

@@ -12,6 +12,7 @@ use std::time::Duration;
 use doorman_core::client::{GrantItem, Refused, RequestItem};
 use doorman_core::config::Acl;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
+use doorman_core::schedule::request_deadline;
 use doorman_core::{Backoff, Time};
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
@@ -90,11 +91,15 @@ fn get_capacity_request(
         client_id: client_id.to_string(),
         resource: chunk
             .iter()
-            .map(|i| pb::ResourceRequest {
-                resource_id: i.resource_id.clone(),
-                priority: i.priority,
-                has: i.has.as_ref().map(|l| doorman_proto::lease_to_wire(l, now)),
-                wants: i.wants,
+            .map(|i| {
+                let claim = i.has.as_ref().map(|l| doorman_proto::claim_to_wire(l, now));
+                pb::ResourceRequest {
+                    resource_id: i.resource_id.clone(),
+                    priority: i.priority,
+                    has: claim.map(|c| c.0),
+                    wants: i.wants,
+                    has_remaining_ms: claim.and_then(|c| c.1),
+                }
             })
             .collect(),
     }
@@ -110,6 +115,12 @@ async fn refresh(
     chunk: &[RequestItem],
 ) {
     let ids: Vec<String> = chunk.iter().map(|i| i.resource_id.clone()).collect();
+    let refresh = chunk
+        .iter()
+        .filter_map(|i| i.has.map(|l| l.refresh_period()))
+        .min();
+    let deadline = request_deadline(refresh, Time::from_duration(conn.timeout()));
+    conn.set_call_deadline(deadline.to_duration());
     let r = conn
         .get_capacity(get_capacity_request(client_id, chunk, sent_at))
         .await;

@@ -24,6 +24,32 @@ use doorman_algorithms::{Lease, Time};
 /// makes the resource due before its refresh interval is up.
 pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
 
+/// The shortest deadline a refresh request gets (see [`request_deadline`]).
+pub const MIN_REQUEST_DEADLINE: Time = Time::secs(2);
+
+/// The deadline of a request renewing leases refreshed every `refresh`
+/// (the shortest among them; `None` without a lease): half of that, so a
+/// master that hangs with the request in flight leaves time to ask
+/// another before the leases end (waiting the full `max` let them run out
+/// before a successor was asked: measured with the fault harness); no
+/// shorter than [`MIN_REQUEST_DEADLINE`]; never longer than `max`, the
+/// caller's own deadline.
+///
+/// ```
+/// use doorman_core::schedule::request_deadline;
+/// use doorman_core::Time;
+/// assert_eq!(request_deadline(Some(Time::secs(8)), Time::secs(5)), Time::secs(4));
+/// assert_eq!(request_deadline(Some(Time::secs(1)), Time::secs(5)), Time::secs(2));
+/// assert_eq!(request_deadline(None, Time::secs(5)), Time::secs(5));
+/// assert_eq!(request_deadline(Some(Time::secs(30)), Time::secs(5)), Time::secs(5));
+/// ```
+pub fn request_deadline(refresh: Option<Time>, max: Time) -> Time {
+    refresh.map_or(max, |r| {
+        let half = Time::from_millis(r.as_millis() / 2);
+        half.max(MIN_REQUEST_DEADLINE).min(max)
+    })
+}
+
 /// The refresh schedule of one resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefreshSchedule {
@@ -89,13 +115,20 @@ impl RefreshSchedule {
 
     /// The answer granted `lease`: ask again at its refresh interval, or
     /// after `sooner` seconds when the grantor asked for that (a waiting
-    /// downstream server, see `doorman_core::server::Grant`).
+    /// downstream server, see `doorman_core::server::Grant`), and never
+    /// later than halfway to the lease's end: a lease cut short by the
+    /// grantor's own (a parent that failed over renewed its grantor late)
+    /// is renewed before it ends rather than a refresh interval later,
+    /// when the grantor has a longer one (measured with the fault harness:
+    /// a second at 0 for every client of a leaf after its root's master
+    /// hung). The minimum interval between requests still applies.
     pub fn granted(&mut self, now: Time, lease: &Lease, sooner: Option<i64>) {
-        let period = lease.refresh_period();
-        self.next_refresh = match sooner {
-            Some(s) => now + period.min(Time::secs(s.max(1))),
-            None => now + period,
-        };
+        let mut wait = lease.refresh_period();
+        if let Some(s) = sooner {
+            wait = wait.min(Time::secs(s.max(1)));
+        }
+        let half_left = Time::from_millis(lease.remaining(now).as_millis() / 2);
+        self.next_refresh = now + wait.min(half_left);
     }
 
     /// The request failed at `now`: retry after `backoff`, never later than
@@ -158,6 +191,24 @@ mod tests {
             expiry: t(60),
             refresh_interval: refresh,
         }
+    }
+
+    #[test]
+    fn a_lease_cut_short_is_renewed_halfway_to_its_end() {
+        let mut s = RefreshSchedule::new(t(0));
+        s.sent(t(0));
+        let short = Lease {
+            expiry: t(3),
+            ..lease(8)
+        };
+        s.granted(t(0), &short, None);
+        assert_eq!(
+            s.next_wakeup(MIN),
+            Time::from_millis(t(0).as_millis() + 1_500)
+        );
+        // A lease that lasts, renewed at its refresh interval as before.
+        s.granted(t(0), &lease(8), None);
+        assert_eq!(s.next_wakeup(MIN), t(8));
     }
 
     #[test]

@@ -47,10 +47,30 @@ pub fn lease_from_wire(
     )
 }
 
-/// The `remaining_ms` of a wire lease, if sent (negative values as zero).
+/// The `remaining_ms` of a wire lease in an answer, if sent.
 pub fn remaining(l: &doorman::Lease) -> Option<doorman_algorithms::Time> {
-    l.remaining_ms
-        .map(|ms| doorman_algorithms::Time::from_millis(ms.max(0)))
+    millis(l.remaining_ms)
+}
+
+/// Milliseconds from the wire as a time offset (negative as zero).
+pub fn millis(ms: Option<i64>) -> Option<doorman_algorithms::Time> {
+    ms.map(|ms| doorman_algorithms::Time::from_millis(ms.max(0)))
+}
+
+/// A lease a requester holds, as its request's `has` and
+/// `has_remaining_ms` at `now` (its clock): the lease as the original
+/// sends it, and what it has left beside it (in the request, not in the
+/// lease: the original client sends back the lease it got with the
+/// server's `remaining_ms` in it, so a `has` may carry a stale one).
+pub fn claim_to_wire(
+    l: &doorman_algorithms::Lease,
+    now: doorman_algorithms::Time,
+) -> (doorman::Lease, Option<i64>) {
+    let wire = doorman::Lease {
+        remaining_ms: None,
+        ..lease_to_wire(l, now)
+    };
+    (wire, Some(l.remaining(now).as_millis()))
 }
 
 impl doorman::Mastership {

@@ -45,6 +45,7 @@ fn request(client: usize) -> pb::GetCapacityRequest {
             priority: 0,
             has: None,
             wants: 10.0,
+            has_remaining_ms: None,
         }],
     }
 }

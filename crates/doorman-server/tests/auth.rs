@@ -130,6 +130,7 @@ fn serve(id: &str) -> pb::GetServerCapacityRequest {
                 wants: 50.0,
             }],
             outstanding: None,
+            has_remaining_ms: None,
         }],
     }
 }

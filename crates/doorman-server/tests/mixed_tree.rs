@@ -40,6 +40,7 @@ fn original(clients: i64, wants: f64) -> pb::GetServerCapacityRequest {
             has: None,
             wants: vec![band(1, clients, wants)],
             outstanding: None,
+            has_remaining_ms: None,
         }],
     }
 }
@@ -53,6 +54,7 @@ fn ours(clients: i64, wants: f64, has: Option<pb::Lease>) -> pb::GetServerCapaci
             has,
             wants: vec![band(0, clients, wants)],
             outstanding: Some(0.0),
+            has_remaining_ms: None,
         }],
     }
 }
@@ -92,6 +94,7 @@ async fn bands_of_our_own_intermediates_keep_their_priority() {
             has: None,
             wants: vec![band(1, 2, 160.0)],
             outstanding: Some(0.0),
+            has_remaining_ms: None,
         }],
     };
     let mut got = (0.0, 0.0);

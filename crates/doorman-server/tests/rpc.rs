@@ -69,6 +69,7 @@ async fn get_server_capacity_weights_bands_and_sends_the_algorithm() {
                 wants,
             }],
             outstanding: Some(0.0),
+            has_remaining_ms: None,
         }],
     };
     let mut last: Vec<pb::ServerCapacityResourceResponse> = vec![];
@@ -290,6 +291,7 @@ async fn bad_requests_get_invalid_argument_naming_the_field() {
                     wants: 5.0,
                 }],
                 outstanding: None,
+                has_remaining_ms: None,
             }],
         })
         .await

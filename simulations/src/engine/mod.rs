@@ -420,5 +420,6 @@ fn upstream_grant(g: &Grant) -> UpstreamGrant {
         safe_capacity: Some(g.safe_capacity),
         next_refresh_interval: g.next_refresh_interval,
         predecessor_out: g.predecessor_out,
+        predecessor_until: g.predecessor_until,
     }
 }

@@ -68,7 +68,7 @@ impl Sim {
                     .map(|i| ResourceAsk {
                         resource_id: i.resource_id.clone(),
                         demands: vec![Demand::client(i.priority, amount(i.wants))],
-                        claim: i.has.map(|l| Claim::of(&l, amount(l.capacity))),
+                        claim: i.has.map(|l| Claim::held(&l, amount(l.capacity), now)),
                         outstanding: None,
                     })
                     .collect(),
@@ -105,7 +105,7 @@ impl Sim {
                             .iter()
                             .filter_map(|&(p, n, w)| Demand::new(p, n, w).ok())
                             .collect(),
-                        claim: a.has.map(|l| Claim::of(&l, amount(l.capacity))),
+                        claim: a.has.map(|l| Claim::held(&l, amount(l.capacity), now)),
                         outstanding: Some(amount(a.outstanding)),
                     })
                     .collect(),

@@ -90,6 +90,7 @@ fn request(a: &Args) -> pb::GetCapacityRequest {
                 remaining_ms: None,
             }),
             wants: a.wants,
+            has_remaining_ms: None,
         }],
     }
 }

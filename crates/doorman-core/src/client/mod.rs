@@ -112,7 +112,7 @@ impl Default for CoreOptions {
         CoreOptions {
             min_refresh_interval: Time::secs(1),
             fallback: Fallback::Pessimistic,
-            retry_interval: Time::secs(5),
+            retry_interval: Time::secs(1),
             refused_retry_interval: Time::secs(60),
         }
     }

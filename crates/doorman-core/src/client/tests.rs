@@ -148,7 +148,7 @@ fn resources_left_out_of_a_response_are_retried() {
     c.add("a", 0, 1.0, t(0));
     let req = c.poll_request(t(0)).unwrap();
     c.on_response(t(0), &ids(&req), &[]);
-    assert_eq!(c.next_wakeup(t(0)), Some(t(5_000)));
+    assert_eq!(c.next_wakeup(t(0)), Some(t(1_000)));
 }
 
 #[test]

@@ -12,7 +12,7 @@
 use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Time};
 
 use super::deadlines::{for_due, refile};
-use super::record::Record;
+use super::record::{Record, LEGACY_REFRESH};
 use super::resource::{Context, Resource};
 
 impl Resource {
@@ -63,10 +63,18 @@ impl Resource {
 /// request, and it gets as long again. The interval is the longer of the
 /// one it was given and the resource's `regular` one (a waiting requester
 /// told to come back sooner is not absent for coming back at its regular
-/// time), plus the minimum request interval (a repeat inside it does not
-/// count as a request).
+/// time), and for an original Doorman client at least [`LEGACY_REFRESH`]
+/// (it asks every 5 s whatever it is told: with a 1 s interval it counted
+/// as absent between any two requests, its demand was capped at what it
+/// held, and of two such clients one kept the whole capacity and the
+/// other got 0 for good, measured with the fault harness), plus the
+/// minimum request interval (a repeat inside it does not count as a
+/// request).
 fn absent_deadline(rec: &Record, regular: i64, min_request_interval: Time) -> Time {
-    let interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
+    let mut interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
+    if rec.legacy {
+        interval = interval.max(LEGACY_REFRESH);
+    }
     rec.last_request + interval + interval + min_request_interval
 }
 

@@ -37,7 +37,7 @@ impl Resource {
             );
         }
         let inherited = self.inherited(existing, who, ask, now);
-        let predecessor_out = self.predecessor_out(existing, who, ask, learning);
+        let predecessor = self.predecessor_out(existing, who, ask, (learning, now));
         let id = self.record_demand(existing, who, ask, (now, cx.vouched));
         if learning {
             self.count_first_claim(id, ask, now);
@@ -82,11 +82,15 @@ impl Resource {
             (None, None) => Time::ZERO,
         };
         self.store(id, &lease, now, inherit_until, ask.outstanding);
+        if let (Some(c), Some(rec)) = (ask.claim, self.shares.get_mut(id)) {
+            rec.legacy = c.remaining.is_none();
+        }
         self.reindex_absent(id, cx);
         let mut grant = self.grant(ask, lease, decision, now);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
-            grant.predecessor_out = predecessor_out;
+            grant.predecessor_out = predecessor.map(|p| p.0);
+            grant.predecessor_until = predecessor.map(|p| p.1);
         }
         grant
     }
@@ -261,18 +265,23 @@ impl Resource {
     /// so knows every lease it has out: what it counts as taken by that
     /// node, the most its predecessors' sub-leases can still hold (they
     /// never outlive the grants they came from, and a shrunk node's are
-    /// counted through `outstanding`).
+    /// counted through `outstanding`), and until when (the end of the
+    /// latest grant it counts them from: `now` if none).
     fn predecessor_out(
         &self,
         existing: Option<RequesterId>,
         who: &Who,
         ask: &ResourceAsk,
-        learning: bool,
-    ) -> Option<f64> {
+        (learning, now): (bool, Time),
+    ) -> Option<(f64, Time)> {
         if learning || ask.claim.is_some() || !matches!(who, Who::Server(_)) {
             return None;
         }
-        Some(existing.map_or(0.0, |id| self.shares.taken(id)))
+        let Some(id) = existing else {
+            return Some((0.0, now));
+        };
+        let until = self.shares.get(id).map_or(now, Record::forget_at);
+        Some((self.shares.taken(id), until.max(now)))
     }
 
     /// While learning, the lease a requester claims when this master first
@@ -321,6 +330,7 @@ impl Resource {
             last_request: now,
             refresh_interval: 0,
             claim_counted: false,
+            legacy: false,
             server: None,
             absent_at: Time::ZERO,
             expiry_key: now,
@@ -496,6 +506,7 @@ impl Resource {
             note: None,
             next_refresh_interval: None,
             predecessor_out: None,
+            predecessor_until: None,
         }
     }
 }

@@ -32,18 +32,48 @@ use doorman_algorithms::Time;
 use super::upstream::PENDING_LEARNING;
 use super::{Role, ServerCore};
 
-/// Move the bound on when it is less than this beyond the longest lease a
-/// master may hand out now.
+/// A root moves its bound on when it is less than this beyond the longest
+/// lease it may hand out now.
 pub const HORIZON_RENEW_BEFORE: Time = Time::secs(5);
 
-/// How far beyond the longest lease a new bound is put (so a record is
-/// written about every `HORIZON_AHEAD − HORIZON_RENEW_BEFORE`).
+/// How far beyond the longest lease a root puts a new bound (so it writes
+/// a record about every `HORIZON_AHEAD − HORIZON_RENEW_BEFORE`).
 pub const HORIZON_AHEAD: Time = Time::secs(10);
 
+/// An intermediate's leases never outlive its parent's, which it renews
+/// every refresh interval: its record follows its latest upstream expiry
+/// this closely (written about every renewal), so a successor learns only
+/// until its predecessor's leases have really ended. With a root's lead a
+/// successor learned for the whole learning period after every failover
+/// of an intermediate (the record was always 10 s ahead of a lease of
+/// 10 s): its clients, whose leases had ended with the hung master's,
+/// got 0 for 10 s (measured with the fault harness).
+pub const INTERMEDIATE_LEAD: HorizonLead = HorizonLead {
+    ahead: Time::secs(2),
+    renew_before: Time::secs(1),
+};
+
+/// How far ahead of what its leases need a master records its horizon,
+/// and how close the record may come before it is moved on (and, if it
+/// cannot be, the master steps down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HorizonLead {
+    /// A new bound is put this far beyond what is needed.
+    pub ahead: Time,
+    /// The bound is moved on when it is less than this beyond it.
+    pub renew_before: Time,
+}
+
+/// A root's lead.
+pub const ROOT_LEAD: HorizonLead = HorizonLead {
+    ahead: HORIZON_AHEAD,
+    renew_before: HORIZON_RENEW_BEFORE,
+};
+
 /// A new master trusting a record ends learning this much after the
-/// recorded time: its clock may run ahead of its requesters' (which
-/// judge lease expiries) by up to this much.
-pub const HORIZON_CLOCK_MARGIN: Time = Time::secs(2);
+/// recorded time (the record is an etcd lease's remaining TTL, already
+/// rounded up by the shell; this covers the hosts' clock rates).
+pub const HORIZON_CLOCK_MARGIN: Time = Time::secs(1);
 
 /// What a new master knows about the leases handed out before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -113,7 +143,17 @@ impl ServerCore {
             let backed = self.latest_upstream_expiry.max(self.latest_echo_end);
             needed = needed.min(backed);
         }
-        (bound < needed + HORIZON_RENEW_BEFORE).then(|| needed + HORIZON_AHEAD)
+        let lead = self.horizon_lead();
+        (bound < needed + lead.renew_before).then(|| needed + lead.ahead)
+    }
+
+    /// This master's lead on its horizon: [`ROOT_LEAD`] or
+    /// [`INTERMEDIATE_LEAD`].
+    pub fn horizon_lead(&self) -> HorizonLead {
+        match self.opts.role {
+            Role::Root => ROOT_LEAD,
+            Role::Intermediate => INTERMEDIATE_LEAD,
+        }
     }
 
     /// The horizon a master records when it takes office (before its first
@@ -126,8 +166,8 @@ impl ServerCore {
     /// record never moves back).
     pub fn fresh_horizon(&self, now: Time) -> Time {
         match self.opts.role {
-            Role::Root => now + self.longest_lease() + HORIZON_AHEAD,
-            Role::Intermediate => now + HORIZON_AHEAD,
+            Role::Root => now + self.longest_lease() + ROOT_LEAD.ahead,
+            Role::Intermediate => now + INTERMEDIATE_LEAD.ahead,
         }
     }
 
@@ -181,7 +221,7 @@ mod tests {
         // ends the clock margin later.
         assert_eq!(
             end(Predecessors::LeasesEndBy(Time::from_secs(1020))),
-            Time::from_secs(1022)
+            Time::from_secs(1021)
         );
         // A record further out than the duration does not lengthen learning.
         assert_eq!(

@@ -31,7 +31,10 @@ use indexmap::IndexMap;
 
 use doorman_algorithms::Time;
 
-pub use horizon::{Predecessors, HORIZON_AHEAD, HORIZON_CLOCK_MARGIN, HORIZON_RENEW_BEFORE};
+pub use horizon::{
+    HorizonLead, Predecessors, HORIZON_AHEAD, HORIZON_CLOCK_MARGIN, HORIZON_RENEW_BEFORE,
+    INTERMEDIATE_LEAD, ROOT_LEAD,
+};
 pub use request::{
     CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };
@@ -440,6 +443,7 @@ impl ServerCore {
             note: None,
             next_refresh_interval: None,
             predecessor_out: None,
+            predecessor_until: None,
         }
     }
 

@@ -18,6 +18,10 @@ pub(crate) struct Record {
     /// The lease it claimed when first answered by this master in
     /// learning mode has been counted (`UpstreamState::learning_bound`).
     pub claim_counted: bool,
+    /// Its last claim carried no remaining length: an original Doorman
+    /// client, which refreshes at most every [`LEGACY_REFRESH`] whatever
+    /// interval it is given (`absent.rs`).
+    pub legacy: bool,
     /// What only a downstream server has, once it has been answered. Boxed:
     /// end clients, most of the leases, carry 8 bytes for it instead of 40.
     pub server: Option<Box<ServerPart>>,
@@ -29,6 +33,11 @@ pub(crate) struct Record {
     /// [`Record::forget_at`] (`Resource::expire`).
     pub expiry_key: Time,
 }
+
+/// The original Doorman client's slowest regular refresh: it never asks
+/// more often than this (its `MinimumRefreshInterval`), however short the
+/// refresh interval it is given.
+pub(crate) const LEGACY_REFRESH: Time = Time::secs(5);
 
 /// What a server keeps only for a downstream server.
 #[derive(Debug, Clone)]

@@ -209,6 +209,10 @@ pub struct Grant {
     /// most capacity its predecessors' sub-leases can still hold (what this
     /// server counted as taken by it, 0 if nothing).
     pub predecessor_out: Option<f64>,
+    /// Until when that holds, on this server's clock: the end of the
+    /// latest grant it counted it from (their sub-leases never outlive
+    /// them); from then on nothing of the predecessors' can be out.
+    pub predecessor_until: Option<Time>,
 }
 
 /// Why a grant may be small, told to the requester beside the lease.

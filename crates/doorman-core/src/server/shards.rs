@@ -246,6 +246,11 @@ impl ShardedCore {
             .max()
     }
 
+    /// See [`ServerCore::horizon_lead`] (the same in every shard).
+    pub fn horizon_lead(&self) -> super::HorizonLead {
+        self.shard(0).horizon_lead()
+    }
+
     /// See [`ServerCore::fresh_horizon`] (the latest any shard needs).
     pub fn fresh_horizon(&self, now: Time) -> Time {
         (0..self.shards.len())

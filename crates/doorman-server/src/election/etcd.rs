@@ -18,7 +18,6 @@
 use std::time::Duration;
 
 use doorman_algorithms::Time;
-use doorman_core::server::HORIZON_RENEW_BEFORE;
 use doorman_core::Backoff;
 use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOptions};
 use tokio::sync::watch;
@@ -277,7 +276,7 @@ impl EtcdElection {
 
     /// Moves the horizon record on when the core says it is due. If it
     /// cannot, the last record keeps bounding the leases, which get shorter
-    /// as it nears; once it is within `HORIZON_RENEW_BEFORE` the master
+    /// as it nears; once it is within its `renew_before` the master
     /// steps down rather than hand out leases that end at once.
     async fn keep_horizon(
         &self,
@@ -298,7 +297,7 @@ impl EtcdElection {
             Ok(false)
                 if lease_horizon
                     .left()
-                    .is_some_and(|l| l < HORIZON_RENEW_BEFORE) =>
+                    .is_some_and(|l| l < lease_horizon.renew_before()) =>
             {
                 Some(End::Retry(
                     "the lease horizon record could not be moved on and leases would end now"
@@ -323,7 +322,8 @@ struct Roles<'a> {
 }
 
 /// How often a master checks whether its horizon record must move on
-/// (well within `HORIZON_RENEW_BEFORE`).
+/// (well within a root's `HORIZON_RENEW_BEFORE`; about every upstream
+/// renewal for an intermediate).
 const HORIZON_CHECK: Duration = Duration::from_secs(1);
 
 impl Election for EtcdElection {

@@ -168,6 +168,12 @@ impl LeaseHorizon {
         self.0.core().fresh_horizon(self.0.now())
     }
 
+    /// How close the record may come before the master steps down rather
+    /// than hand out leases that end at once (`HorizonLead::renew_before`).
+    pub fn renew_before(&self) -> Time {
+        self.0.core().horizon_lead().renew_before
+    }
+
     /// The horizon to record now, if the record must move on.
     pub fn due(&self) -> Option<Time> {
         self.0.core().horizon_due(self.0.now())

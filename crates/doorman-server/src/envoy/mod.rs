@@ -99,7 +99,7 @@ pub fn refresh(
     let ids: Vec<String> = items.iter().map(|i| i.resource_id.clone()).collect();
     let req = CapacityRequest {
         who: who.clone(),
-        resources: items.iter().map(ask).collect(),
+        resources: items.iter().map(|i| ask(i, now)).collect(),
     };
     let out = state.decide_in_process(&req);
     match &out {
@@ -119,8 +119,9 @@ pub fn refresh(
     Some(out)
 }
 
-/// The core's request entry for one item of a client core's request.
-fn ask(item: &RequestItem) -> ResourceAsk {
+/// The core's request entry for one item of a client core's request at
+/// `now` (its claim says what it has left, as our client library's do).
+fn ask(item: &RequestItem, now: Time) -> ResourceAsk {
     let amount = |v: f64| match Amount::new("wants", v.clamp(0.0, MAX_AMOUNT)) {
         Ok(a) => a,
         Err(_) => Amount::ZERO,
@@ -128,7 +129,7 @@ fn ask(item: &RequestItem) -> ResourceAsk {
     ResourceAsk {
         resource_id: item.resource_id.clone(),
         demands: vec![Demand::client(item.priority, amount(item.wants))],
-        claim: item.has.map(|l| Claim::of(&l, amount(l.capacity))),
+        claim: item.has.map(|l| Claim::held(&l, amount(l.capacity), now)),
         outstanding: None,
     }
 }

@@ -115,6 +115,9 @@ pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacit
             safe_capacity: Some(g.safe_capacity),
             next_refresh_interval: g.next_refresh_interval,
             predecessor_outstanding: g.predecessor_out,
+            predecessor_remaining_ms: g
+                .predecessor_until
+                .map(|u| (u - g.at).max(Time::ZERO).as_millis()),
         })
         .collect();
     pb::GetServerCapacityResponse {
@@ -186,21 +189,25 @@ pub fn upstream_request(
         server_id: node_id.to_string(),
         resource: asks
             .iter()
-            .map(|a| pb::ServerCapacityResourceRequest {
-                resource_id: a.resource_id.clone(),
-                has: a.has.as_ref().map(|l| doorman_proto::lease_to_wire(l, now)),
-                wants: a
-                    .bands
-                    .iter()
-                    .map(
-                        |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
-                            priority,
-                            num_clients,
-                            wants,
-                        },
-                    )
-                    .collect(),
-                outstanding: Some(a.outstanding),
+            .map(|a| {
+                let claim = a.has.as_ref().map(|l| doorman_proto::claim_to_wire(l, now));
+                pb::ServerCapacityResourceRequest {
+                    resource_id: a.resource_id.clone(),
+                    has: claim.map(|c| c.0),
+                    has_remaining_ms: claim.and_then(|c| c.1),
+                    wants: a
+                        .bands
+                        .iter()
+                        .map(
+                            |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
+                                priority,
+                                num_clients,
+                                wants,
+                            },
+                        )
+                        .collect(),
+                    outstanding: Some(a.outstanding),
+                }
             })
             .collect(),
     }
@@ -219,6 +226,8 @@ pub fn upstream_grants(resp: &pb::GetServerCapacityResponse, sent_at: Time) -> V
             predecessor_out: r
                 .predecessor_outstanding
                 .filter(|p| p.is_finite() && *p >= 0.0),
+            predecessor_until: doorman_proto::millis(r.predecessor_remaining_ms)
+                .map(|left| sent_at + left),
         })
         .collect()
 }
@@ -246,6 +255,7 @@ mod tests {
             note: Some(GrantNote::Learning { seconds_left: 42.0 }),
             next_refresh_interval: None,
             predecessor_out: None,
+            predecessor_until: None,
         };
         let grants: Vec<Grant> = (0..1000).map(grant).collect();
         let h = note_header(&Ok(grants)).unwrap();
@@ -278,6 +288,7 @@ mod tests {
             note: None,
             next_refresh_interval: Some(2),
             predecessor_out: Some(60.0),
+            predecessor_until: Some(doorman_core::Time::secs(9)),
         };
         let mut wire = server_response(Ok(vec![grant]));
         // The lease's 6 s left cross too, and count from when the
@@ -287,6 +298,12 @@ mod tests {
         let sent_at = doorman_core::Time::secs(4) - doorman_core::Time::secs(3600);
         let g = &upstream_grants(&wire, sent_at)[0];
         assert_eq!(g.lease.expiry, sent_at + doorman_core::Time::secs(6));
+        // The predecessors' word holds 5 s more, on the receiver's clock.
+        assert_eq!(wire.response[0].predecessor_remaining_ms, Some(5_000));
+        assert_eq!(
+            g.predecessor_until,
+            Some(sent_at + doorman_core::Time::secs(5))
+        );
         assert_eq!(
             (g.next_refresh_interval, g.predecessor_out),
             (Some(2), Some(60.0))

@@ -139,9 +139,14 @@ fn amount(reason: &'static str, field: Field, value: f64) -> Result<Amount, Reje
 
 /// The lease an entry claims: its capacity checked, its refresh interval,
 /// end and remaining length as sent (the end in whole seconds on the
-/// wire, any value, saturating; a negative remaining length as zero; the
-/// interval is bounded where it is used).
-fn claim(entry: usize, lease: Option<&pb::Lease>) -> Result<Option<Claim>, Rejected> {
+/// wire, any value, saturating; the remaining length from the entry's
+/// `has_remaining_ms`, never from the lease, which the original client
+/// sends back as it got it; negative as zero; the interval is bounded
+/// where it is used).
+fn claim(
+    entry: usize,
+    (lease, remaining_ms): (Option<&pb::Lease>, Option<i64>),
+) -> Result<Option<Claim>, Rejected> {
     lease
         .map(|l| {
             let has = amount("has", Field::at(entry, ".has.capacity"), l.capacity)?;
@@ -149,7 +154,7 @@ fn claim(entry: usize, lease: Option<&pb::Lease>) -> Result<Option<Claim>, Rejec
                 has,
                 refresh: l.refresh_interval,
                 expiry: doorman_core::Time::from_secs(l.expiry_time),
-                remaining: doorman_proto::remaining(l),
+                remaining: doorman_proto::millis(remaining_ms),
             })
         })
         .transpose()
@@ -219,7 +224,7 @@ fn client_entry<'a>(
     Ok(ResourceAsk {
         resource_id: r.resource_id.clone(),
         demands: vec![Demand::client(r.priority, wants)],
-        claim: claim(i, r.has.as_ref())?,
+        claim: claim(i, (r.has.as_ref(), r.has_remaining_ms))?,
         outstanding: None,
     })
 }
@@ -271,7 +276,7 @@ fn server_entry<'a>(
     Ok(ResourceAsk {
         resource_id: r.resource_id.clone(),
         demands,
-        claim: claim(i, r.has.as_ref())?,
+        claim: claim(i, (r.has.as_ref(), r.has_remaining_ms))?,
         outstanding,
     })
 }
@@ -321,6 +326,7 @@ mod tests {
             priority: 0,
             has: None,
             wants,
+            has_remaining_ms: None,
         }
     }
 
@@ -354,6 +360,22 @@ mod tests {
             let c = ask.claim.unwrap();
             assert_eq!((c.has.get(), c.refresh, c.expiry), (3.0, 4, end));
         }
+        // What the claim has left comes from the entry, never from the
+        // lease: the original client sends the lease back as it got it,
+        // with a stale copy of the server's `remaining_ms` in it.
+        let mut stale = rr("a", 1.0);
+        stale.has = Some(pb::Lease {
+            expiry_time: 1_700_000_090,
+            refresh_interval: 4,
+            capacity: 3.0,
+            remaining_ms: Some(9_000),
+        });
+        let r = get_capacity(&req("c", vec![stale.clone()])).unwrap();
+        assert_eq!(r.request.resources[0].claim.unwrap().remaining, None);
+        stale.has_remaining_ms = Some(2_500);
+        let r = get_capacity(&req("c", vec![stale])).unwrap();
+        let c = r.request.resources[0].claim.unwrap();
+        assert_eq!(c.remaining, Some(Time::from_millis(2_500)));
     }
 
     #[test]
@@ -416,6 +438,7 @@ mod tests {
                 has: None,
                 wants: bands,
                 outstanding: None,
+                has_remaining_ms: None,
             }],
         };
         let ok = get_server_capacity(&sreq(vec![band(3, 4.0)])).unwrap();
@@ -449,7 +472,7 @@ mod tests {
             bands in proptest::collection::vec((proptest::num::i64::ANY, proptest::num::i64::ANY, proptest::num::f64::ANY), 0..5),
         ) {
             let resources: Vec<pb::ResourceRequest> = ids.iter().zip(wants.iter().cycle())
-                .map(|(id, w)| pb::ResourceRequest { resource_id: id.clone(), priority: 0, has: Some(pb::Lease { expiry_time: -1, refresh_interval: -1, capacity: *w, remaining_ms: None }), wants: *w })
+                .map(|(id, w)| pb::ResourceRequest { resource_id: id.clone(), priority: 0, has: Some(pb::Lease { expiry_time: -1, refresh_interval: -1, capacity: *w, remaining_ms: None }), wants: *w, has_remaining_ms: None })
                 .collect();
             if let Err(e) = get_capacity(&req(&client, resources)) {
                 proptest::prop_assert_eq!(e.code(), tonic::Code::InvalidArgument);
@@ -461,6 +484,7 @@ mod tests {
                     has: None,
                     wants: bands.iter().map(|b| pb::PriorityBandAggregate { priority: b.0, num_clients: b.1, wants: b.2 }).collect(),
                     outstanding: wants.first().copied(),
+                    has_remaining_ms: None,
                 }).collect(),
             };
             if let Err(e) = get_server_capacity(&sreq) {

@@ -54,6 +54,7 @@ pub fn rr(id: &str, wants: f64, has: Option<f64>) -> pb::ResourceRequest {
             remaining_ms: None,
         }),
         wants,
+        has_remaining_ms: None,
     }
 }
 

@@ -190,6 +190,7 @@ impl World {
                 priority: 0,
                 has,
                 wants,
+                has_remaining_ms: None,
             }],
         };
         self.send_client(req)
@@ -292,6 +293,7 @@ impl World {
                 has,
                 wants,
                 outstanding,
+                has_remaining_ms: None,
             }],
         };
         self.send_server(req)
@@ -367,6 +369,7 @@ impl World {
                             priority: 0,
                             has: None,
                             wants: 10.0,
+                            has_remaining_ms: None,
                         }
                     })
                     .collect();

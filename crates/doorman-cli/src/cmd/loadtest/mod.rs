@@ -223,6 +223,7 @@ impl Shared {
                     priority: 0,
                     has: has.filter(|l| l.expiry_time > now),
                     wants: self.opts.wants,
+                    has_remaining_ms: None,
                 })
                 .collect(),
         }

@@ -5,6 +5,17 @@
 use super::intermediate::{leaf_granted, parent_grant};
 use super::*;
 
+/// A request of our client library, whose claims say what they have left
+/// (an original client's do not: see
+/// `an_original_client_refreshing_every_5_s_is_not_absent`).
+fn ours(resource: &str, wants: f64, has: f64) -> ResourceAsk {
+    let mut a = ask(resource, wants, Some(has));
+    if let Some(c) = a.claim.as_mut() {
+        c.remaining = Some(Time::secs(3600));
+    }
+    a
+}
+
 /// Σ wants of the one resource in this intermediate's next upstream ask.
 fn wants_upstream(c: &mut ServerCore, now: i64) -> f64 {
     let asks = c.upstream_asks(t(now));
@@ -14,7 +25,7 @@ fn wants_upstream(c: &mut ServerCore, now: i64) -> f64 {
 #[test]
 fn an_absent_requester_stops_asking_the_parent_for_more_than_it_holds() {
     let mut c = leaf_granted(150.0, parent_grant(100.0, 200, 8, 0));
-    let g = get(&mut c, t(2), "a", ask("r", 150.0, Some(0.0)));
+    let g = get(&mut c, t(2), "a", ours("r", 150.0, 0.0));
     assert_eq!((g.lease.capacity, g.lease.refresh_interval), (100.0, 4));
     // Its refresh is due at 6; by 10 it has missed it by a whole interval.
     c.cleanup(t(9));
@@ -69,7 +80,7 @@ fn a_waiting_requester_that_keeps_its_regular_interval_is_not_absent() {
 fn a_requester_that_stops_is_absent_at_its_last_deadline() {
     let mut c = leaf_granted(150.0, parent_grant(100.0, 200, 8, 0));
     for now in [2, 6, 10, 14] {
-        get(&mut c, t(now), "a", ask("r", 150.0, Some(100.0)));
+        get(&mut c, t(now), "a", ours("r", 150.0, 100.0));
         c.cleanup(t(now + 1));
         assert_eq!(wants_upstream(&mut c, now + 1), 150.0, "at {}", now + 1);
     }
@@ -78,4 +89,39 @@ fn a_requester_that_stops_is_absent_at_its_last_deadline() {
     assert_eq!(wants_upstream(&mut c, 21), 150.0);
     c.cleanup(t(22));
     assert_eq!(wants_upstream(&mut c, 22), 100.0, "capped at its 100");
+}
+
+/// The original Doorman client asks every 5 s whatever interval it is
+/// given. Two of them told to come back every second are not absent
+/// between their requests, and share the capacity (each was capped at what
+/// it held while the other asked: one kept everything, the other got 0
+/// for good; measured with the fault harness).
+#[test]
+fn an_original_client_refreshing_every_5_s_is_not_absent() {
+    let text = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 25\n[resources.algorithm]\n\
+                kind = \"FAIR_SHARE\"\nlease_length = 10\nrefresh_interval = 1\n\
+                learning_mode_duration = 0\n";
+    let cfg = Arc::new(Config::parse(text, "t.toml").unwrap());
+    let mut c = ServerCore::new(CoreOptions::default(), cfg);
+    c.become_master(t(0));
+    let mut held = [0.0, 0.0];
+    get(&mut c, t(0), "go-0", ask("r", 30.0, None));
+    held[0] = get(&mut c, t(1), "go-0", ask("r", 30.0, None))
+        .lease
+        .capacity;
+    held[1] = get(&mut c, t(3), "go-1", ask("r", 30.0, None))
+        .lease
+        .capacity;
+    assert_eq!(held, [25.0, 0.0], "the first comer holds it all");
+    for round in 1..6 {
+        let now = 1 + 5 * round;
+        for (i, who) in ["go-0", "go-1"].into_iter().enumerate() {
+            let at = t(now + 2 * i as i64);
+            c.cleanup(at);
+            held[i] = get(&mut c, at, who, ask("r", 30.0, Some(held[i])))
+                .lease
+                .capacity;
+        }
+    }
+    assert_eq!(held, [12.5, 12.5]);
 }

@@ -15,13 +15,13 @@ fn master_after(predecessors: Predecessors, bound: Option<Time>) -> ServerCore {
 #[test]
 fn learning_ends_when_the_predecessors_leases_have_ended() {
     // "fair" learns 30 s; the predecessors' leases all end at t=12, and
-    // learning 2 s later (the clock margin).
+    // learning 1 s later (the margin).
     let mut c = master_after(Predecessors::LeasesEndBy(t(12)), None);
     let g = get(&mut c, t(1), "a", ask("fair", 80.0, Some(20.0)));
     assert_eq!((g.lease.capacity, g.decision), (20.0, Decision::Learning));
-    let g = get(&mut c, t(13), "b", ask("fair", 80.0, None));
+    let g = get(&mut c, t(12), "b", ask("fair", 80.0, None));
     assert_eq!((g.lease.capacity, g.decision), (0.0, Decision::Learning));
-    let g = get(&mut c, t(14), "b", ask("fair", 80.0, None));
+    let g = get(&mut c, t(13), "b", ask("fair", 80.0, None));
     assert_eq!((g.lease.capacity, g.decision), (50.0, Decision::Algorithm));
 }
 
@@ -89,9 +89,10 @@ fn an_intermediates_record_follows_its_parents_lease() {
     c.upstream_request(t(1)).unwrap();
     c.upstream_response(t(1), &ids, &[parent_grant(50.0, 31, 8, 0)]);
     // Its leases never outlive the parent's (t=31): the record need not
-    // go further than that.
-    assert_eq!(c.horizon_due(t(2)), Some(t(31) + HORIZON_AHEAD));
-    c.set_lease_bound(Some(t(31) + HORIZON_AHEAD));
+    // go further than that (and its own lead, a couple of seconds).
+    let ahead = INTERMEDIATE_LEAD.ahead;
+    assert_eq!(c.horizon_due(t(2)), Some(t(31) + ahead));
+    c.set_lease_bound(Some(t(31) + ahead));
     assert_eq!(c.horizon_due(t(3)), None);
     // The parent stops answering: the record stays where it is.
     assert_eq!(c.horizon_due(t(30)), None);
@@ -136,7 +137,7 @@ fn a_master_whose_election_lease_may_have_run_out_grants_nothing_and_claims_noth
 fn an_intermediate_takes_office_with_a_horizon_of_seconds() {
     let c = leaf(None);
     assert!(
-        c.fresh_horizon(t(5)) <= t(5) + HORIZON_AHEAD,
+        c.fresh_horizon(t(5)) <= t(5) + INTERMEDIATE_LEAD.ahead,
         "{}",
         c.fresh_horizon(t(5))
     );
@@ -146,5 +147,5 @@ fn an_intermediate_takes_office_with_a_horizon_of_seconds() {
     c.set_lease_bound(Some(c.fresh_horizon(t(1))));
     c.upstream_request(t(1)).unwrap();
     c.upstream_response(t(1), &["r".to_string()], &[parent_grant(100.0, 31, 8, 30)]);
-    assert_eq!(c.horizon_due(t(2)), Some(t(31) + HORIZON_AHEAD));
+    assert_eq!(c.horizon_due(t(2)), Some(t(31) + INTERMEDIATE_LEAD.ahead));
 }

@@ -556,6 +556,7 @@ mod intermediate {
             safe_capacity: Some(4.0),
             next_refresh_interval: None,
             predecessor_out: None,
+            predecessor_until: None,
         }
     }
 

@@ -167,3 +167,49 @@ fn with_less_than_the_predecessors_had_the_bound_holds_claims_back() {
         50.0
     );
 }
+
+/// The parent's word holds only until the grants the predecessors'
+/// sub-leases came from end: from then on nothing of theirs is out, and a
+/// learning master hands out all it holds. A hung master's clients, whose
+/// leases ended with its own, got 0 until learning ended (10 s, measured
+/// with the fault harness).
+#[test]
+fn once_the_predecessors_grants_have_ended_a_learning_master_hands_out_everything() {
+    let mut c = leaf(None);
+    get(&mut c, t(1), "z", ask("r", 0.0, None));
+    let grant = UpstreamGrant {
+        predecessor_out: Some(100.0),
+        predecessor_until: Some(t(6)),
+        ..parent_grant(100.0, 100, 8, 60)
+    };
+    c.upstream_request(t(1)).unwrap();
+    c.upstream_response(t(1), &["r".to_string()], &[grant]);
+    // Before t=6 the predecessors' 100 may still be out: nothing new.
+    let g = get(&mut c, t(5), "a", ask("r", 40.0, None));
+    assert_eq!((g.decision, g.lease.capacity), (Decision::Learning, 0.0));
+    // After, still learning, but everything is free.
+    let g = get(&mut c, t(6), "a", ask("r", 40.0, None));
+    assert_eq!((g.decision, g.lease.capacity), (Decision::Learning, 40.0));
+}
+
+/// The parent says until when: what it counts as taken by a node lasts as
+/// long as the node's latest grant.
+#[test]
+fn the_word_on_the_predecessors_ends_with_their_latest_grant() {
+    let mut c = core_with(0);
+    let grant = |c: &mut ServerCore, now, has| {
+        c.get_capacity(t(now), &node("n", 30.0, has))
+            .unwrap()
+            .remove(0)
+    };
+    let g = grant(&mut c, 1, None);
+    assert_eq!(g.predecessor_out, Some(0.0), "a node it does not know");
+    let g = grant(&mut c, 2, Some(g.lease.capacity));
+    let end = g.lease.expiry;
+    // A new master of the node asks without a claim.
+    let g = grant(&mut c, 3, None);
+    assert_eq!(
+        (g.predecessor_out, g.predecessor_until),
+        (Some(30.0), Some(end))
+    );
+}

@@ -1,0 +1,123 @@
+//! What a server counts for the original Go clients: their leases, read
+//! from the status API of the leaf they ask (every 250 ms while the tree
+//! runs). The original client keeps its last capacity until an answer
+//! changes it, even past its lease's end (it has no timer at a lease's
+//! end and no deadline on an RPC), so the auditor counts it for no more
+//! than the lease the server counts, and reports the rest as the
+//! original client's own overrun.
+//!
+//! Must not: change anything on the servers it reads.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::audit::Steps;
+use crate::clock::mono;
+
+/// One reading: when, whose lease, how much, and how long it had left.
+pub type Reading = (f64, String, f64, f64);
+
+/// Readings, shared with the poller.
+pub type Readings = Arc<Mutex<Vec<Reading>>>;
+
+/// Polls the status API of `servers` (their HTTP addresses) until `stop`,
+/// recording every client lease on `resource`.
+pub async fn poll(
+    servers: Vec<SocketAddr>,
+    resource: String,
+    out: Readings,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        for http in &servers {
+            if let Some(body) = get(*http, "/api/v1/status").await {
+                record(&body, &resource, &out);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+fn record(body: &str, resource: &str, out: &Readings) {
+    let t = mono();
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return;
+    };
+    let resources = v.get("resources").and_then(|r| r.as_array());
+    let Some(r) = resources
+        .into_iter()
+        .flatten()
+        .find(|r| r["id"] == resource)
+    else {
+        return;
+    };
+    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+    for l in r["leases"].as_array().into_iter().flatten() {
+        if l["kind"] != "client" {
+            continue;
+        }
+        let (Some(id), Some(has), Some(left)) = (
+            l["id"].as_str(),
+            l["has"].as_f64(),
+            l["expires_in"].as_f64(),
+        ) else {
+            continue;
+        };
+        out.push((t, id.to_string(), has, left));
+    }
+}
+
+async fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let call = async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+        let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        s.write_all(req.as_bytes()).await.ok()?;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).await.ok()?;
+        let text = String::from_utf8(buf).ok()?;
+        text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+    };
+    tokio::time::timeout(Duration::from_secs(1), call)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The lease `client` held by the server's word, from `readings` (each
+/// lasting until its end or the next reading); `None` before the first.
+pub fn leased(readings: &[Reading], client: &str) -> Option<Steps> {
+    let mine: Vec<&Reading> = readings.iter().filter(|r| r.1 == client).collect();
+    let first = mine.first()?;
+    let mut s = Steps::default();
+    s.set(first.0 - 1e6, f64::INFINITY);
+    for (i, r) in mine.iter().enumerate() {
+        s.set(r.0, if r.3 > 0.0 { r.2 } else { 0.0 });
+        let end = r.0 + r.3.max(0.0);
+        if mine.get(i + 1).is_none_or(|n| n.0 > end) {
+            s.set(end, 0.0);
+        }
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_lasts_until_its_end_or_the_next_reading() {
+        let r = |t: f64, has: f64, left: f64| (t, "go-0".to_string(), has, left);
+        let readings = [r(10.0, 12.5, 3.0), r(10.25, 12.5, 2.75), r(20.0, 5.0, 8.0)];
+        let s = leased(&readings, "go-0").unwrap();
+        assert!(s.at(5.0).is_infinite(), "unknown before the first reading");
+        assert_eq!((s.at(10.1), s.at(12.9), s.at(13.1)), (12.5, 12.5, 0.0));
+        assert_eq!((s.at(20.0), s.at(27.9), s.at(28.1)), (5.0, 5.0, 0.0));
+        assert!(leased(&readings, "go-1").is_none());
+    }
+}

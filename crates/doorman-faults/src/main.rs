@@ -1,0 +1,71 @@
+//! `doorman-faults`: the fault-injection harness. `run` starts a tree of
+//! real `doorman` processes, a real etcd and real clients (our Rust
+//! library, the Python package, the original Go client), each on its own
+//! network namespace with its own (fakeable) wall clock, injects faults on
+//! a seeded schedule, and audits from the clients' reports that Σ of what
+//! they use never exceeds the capacity. `client` is the Rust client the
+//! harness runs. See docs/operations.md, "Faults we test".
+//!
+//! Must not: run anywhere but on its own namespaces and bridge.
+
+mod audit;
+mod client;
+mod clock;
+mod faults;
+mod leases;
+mod net;
+mod procs;
+mod report;
+mod run;
+mod schedule;
+mod tree;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "doorman-faults",
+    about = "Fault-injection harness for a tree of real doorman processes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Runs the tree under a schedule of faults and audits it (needs root:
+    /// network namespaces; iproute2, nftables, faketime and etcd).
+    Run(run::Args),
+    /// One Rust client of the tree (started by `run`).
+    Client(client::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("doorman-faults: cannot start a runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match cli.cmd {
+        Cmd::Run(a) => rt.block_on(run::run(a)),
+        Cmd::Client(a) => rt.block_on(client::run(a)).map(|()| true),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("doorman-faults: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! `doorman-faults run`: start the tree, let it settle, run the schedule
+//! slot by slot (apply, wait, mend, let it settle), stop everything by its
+//! pid, then hand what happened to the report.
+//!
+//! Must not: judge (`report.rs` and `audit.rs` do).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args as ClapArgs;
+
+use crate::clock::mono;
+use crate::faults::{self, Applied};
+use crate::leases;
+use crate::report::{self, Happened, SlotRun};
+use crate::schedule::{self, Fault, Slot};
+use crate::tree::{Kind, Layout, Programs, Terms, World, FALLBACK_SHARE, LEGACY_RESOURCE};
+
+/// `run`'s options.
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Args {
+    /// Seed of the schedule (which order, which targets, which offsets).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run random faults for this many seconds instead of the short
+    /// schedule (every kind once, about five minutes).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// No faults at all (for `--duration`: a quiet run, e.g. to count
+    /// config-watch reconnects).
+    #[arg(long)]
+    pub quiet: bool,
+    /// The `doorman` binary (default: beside this one).
+    #[arg(long)]
+    pub doorman: Option<PathBuf>,
+    /// etcd (default: `ETCD_BIN`, else `etcd` on the PATH).
+    #[arg(long)]
+    pub etcd: Option<PathBuf>,
+    /// A Python with the doorman_client package: adds Python clients.
+    #[arg(long)]
+    pub python: Option<PathBuf>,
+    /// The original Doorman's `goclient`: adds Go clients on a leaf of
+    /// their own.
+    #[arg(long)]
+    pub goclient: Option<PathBuf>,
+    /// Where logs, the report and the time series go (default: a new
+    /// directory under the system's temporary directory, kept).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run these slots instead of a schedule (repeatable): faults joined
+    /// by `+`, e.g. `pause:root+capacity-down` (see `schedule::parse_slot`).
+    #[arg(long)]
+    pub slot: Vec<String>,
+    /// Seconds the tree runs before the first fault.
+    #[arg(long, default_value_t = 20.0)]
+    pub warmup: f64,
+}
+
+fn programs(a: &Args) -> anyhow::Result<Programs> {
+    let harness = std::env::current_exe().context("where is this binary")?;
+    let beside = |name: &str| harness.with_file_name(name);
+    let etcd = a
+        .etcd
+        .clone()
+        .or_else(|| std::env::var_os("ETCD_BIN").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("etcd"));
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    Ok(Programs {
+        doorman: a.doorman.clone().unwrap_or_else(|| beside("doorman")),
+        harness,
+        etcd,
+        python: a.python.clone(),
+        pyclient: repo.join("clients/pyclient.py"),
+        goclient: a.goclient.clone(),
+    })
+}
+
+/// Runs the tree and the schedule; `Ok(false)` when the audit failed.
+pub async fn run(a: Args) -> anyhow::Result<bool> {
+    let programs = programs(&a)?;
+    let layout = Layout::default_tree(&programs, Terms::default());
+    let slots = match (a.quiet, a.duration) {
+        _ if !a.slot.is_empty() => a
+            .slot
+            .iter()
+            .map(|s| schedule::parse_slot(s, &layout))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        (true, d) => vec![quiet(d.unwrap_or(60.0))],
+        (false, Some(d)) => schedule::long(&layout, a.seed, d),
+        (false, None) => schedule::short(&layout, a.seed),
+    };
+    let out = match &a.out {
+        Some(d) => d.clone(),
+        None => tempfile::Builder::new()
+            .prefix("doorman-faults-")
+            .tempdir()?
+            .keep(),
+    };
+    std::fs::create_dir_all(&out)?;
+    eprintln!(
+        "doorman-faults: seed {}, {} slots, logs in {}",
+        a.seed,
+        slots.len(),
+        out.display()
+    );
+    let tag = std::process::id();
+    let mut world = World::start(layout, programs, &out, tag)?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let readings = leases::Readings::default();
+    let go_leaves = go_leaves(&world);
+    let poller = tokio::spawn(leases::poll(
+        go_leaves,
+        LEGACY_RESOURCE.into(),
+        readings.clone(),
+        stopped,
+    ));
+    let happened = drive(&mut world, &slots, a.warmup).await;
+    let _ = stop.send(true);
+    let _ = poller.await;
+    let slow = world.stop();
+    let mut happened = happened?;
+    happened.readings = readings.lock().map(|r| r.clone()).unwrap_or_default();
+    report::report(&world, happened, &slow, &out)
+}
+
+/// The HTTP addresses of the replicas of the leaves the Go clients ask.
+fn go_leaves(w: &World) -> Vec<std::net::SocketAddr> {
+    let leaves: Vec<usize> = w
+        .clients
+        .iter()
+        .filter(|c| c.spec.kind == Kind::Go)
+        .map(|c| c.spec.leaf)
+        .collect();
+    w.servers
+        .iter()
+        .filter(|s| leaves.contains(&s.node))
+        .map(|s| s.http)
+        .collect()
+}
+
+fn quiet(seconds: f64) -> Slot {
+    Slot {
+        faults: Vec::new(),
+        duration: 0.0,
+        length: seconds,
+    }
+}
+
+/// The warmup and every slot; what was done when.
+async fn drive(w: &mut World, slots: &[Slot], warmup: f64) -> anyhow::Result<Happened> {
+    let start = mono();
+    let mut h = Happened::new(w, start);
+    tokio::time::sleep(Duration::from_secs_f64(warmup)).await;
+    for (k, slot) in slots.iter().enumerate() {
+        let names: Vec<String> = slot
+            .faults
+            .iter()
+            .map(|f| schedule::name(f, &w.layout))
+            .collect();
+        eprintln!(
+            "doorman-faults: slot {} at {:.0} s: {}",
+            k + 1,
+            mono() - start,
+            names.join(" + ")
+        );
+        let at = mono();
+        let mut applied = Vec::new();
+        for f in &slot.faults {
+            let a = faults::apply(w, f).await?;
+            h.config_changed(w, f, mono(), false);
+            applied.push((f.clone(), a));
+        }
+        tokio::time::sleep(Duration::from_secs_f64(slot.duration)).await;
+        let mut notes = Vec::new();
+        for (f, a) in &applied {
+            let m = faults::heal(w, a).await?;
+            h.config_changed(w, f, mono(), true);
+            notes.extend(m.stale_claim);
+            if let Applied::Nothing(why) = a {
+                notes.push(format!(
+                    "{}: not applied: {why}",
+                    schedule::name(f, &w.layout)
+                ));
+            }
+        }
+        let left = slot.length - (mono() - at);
+        tokio::time::sleep(Duration::from_secs_f64(left.max(0.0))).await;
+        h.slots.push(SlotRun {
+            names,
+            faults: slot.faults.clone(),
+            at,
+            duration: slot.duration,
+            until: mono(),
+            notes,
+        });
+    }
+    Ok(h)
+}
+
+/// The capacity in force after a config fault is applied or mended.
+pub fn capacity_after(w: &World, f: &Fault, mended: bool) -> Option<f64> {
+    let full = w.layout.terms.capacity;
+    match f {
+        Fault::CapacityDown | Fault::RemoveTemplate if !mended => Some(FALLBACK_SHARE * full),
+        Fault::CapacityDown | Fault::RemoveTemplate | Fault::ChangeAlgorithm => Some(full),
+        _ => None,
+    }
+}
