@@ -1,8 +1,8 @@
 //! Finding and talking to the master of a Doorman node: Discovery across
 //! the configured addresses, following `mastership.master_address`
 //! redirects in any response, a deadline on every RPC (the configured one,
-//! or a shorter one the caller sets for its next calls:
-//! [`Connector::set_call_deadline`]). Failures are returned to the caller,
+//! or a shorter one for a request renewing leases:
+//! [`Connector::deadline_for`]). Failures are returned to the caller,
 //! which backs off (see [`crate::Backoff`]) and tries again; the next
 //! attempt starts with the address after the one that failed, so a dead or
 //! hung server is never asked first again.
@@ -16,6 +16,9 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
+use doorman_algorithms::Lease;
+use doorman_core::schedule::request_deadline;
+use doorman_core::Time;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use tonic::transport::Channel;
@@ -211,11 +214,14 @@ impl Connector {
         self.timeout
     }
 
-    /// Gives the calls from now on (Discovery included) `d`, at most the
-    /// configured deadline (a refresh waits no longer than its leases'
-    /// refresh interval: `doorman_core::schedule::request_deadline`).
-    pub fn set_call_deadline(&mut self, d: Duration) {
-        self.call_timeout = d.min(self.timeout);
+    /// Gives the calls from now on (Discovery included) the deadline of a
+    /// request renewing `leases`: half their shortest refresh interval, at
+    /// least 1 s, at most the configured deadline
+    /// (`doorman_core::schedule::request_deadline`).
+    pub fn deadline_for<'a>(&mut self, leases: impl IntoIterator<Item = &'a Lease>) {
+        let refresh = leases.into_iter().map(Lease::refresh_period).min();
+        let d = request_deadline(refresh, Time::from_duration(self.timeout));
+        self.call_timeout = d.to_duration().min(self.timeout);
     }
 
     fn client(&mut self, addr: &str) -> Result<CapacityClient<Channel>, CallError> {

@@ -12,7 +12,6 @@ use std::time::Duration;
 use doorman_core::client::{GrantItem, Refused, RequestItem};
 use doorman_core::config::Acl;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
-use doorman_core::schedule::request_deadline;
 use doorman_core::{Backoff, Time};
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
@@ -115,12 +114,7 @@ async fn refresh(
     chunk: &[RequestItem],
 ) {
     let ids: Vec<String> = chunk.iter().map(|i| i.resource_id.clone()).collect();
-    let refresh = chunk
-        .iter()
-        .filter_map(|i| i.has.map(|l| l.refresh_period()))
-        .min();
-    let deadline = request_deadline(refresh, Time::from_duration(conn.timeout()));
-    conn.set_call_deadline(deadline.to_duration());
+    conn.deadline_for(chunk.iter().filter_map(|i| i.has.as_ref()));
     let r = conn
         .get_capacity(get_capacity_request(client_id, chunk, sent_at))
         .await;

@@ -25,7 +25,7 @@ use doorman_algorithms::{Lease, Time};
 pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
 
 /// The shortest deadline a refresh request gets (see [`request_deadline`]).
-pub const MIN_REQUEST_DEADLINE: Time = Time::secs(2);
+pub const MIN_REQUEST_DEADLINE: Time = Time::secs(1);
 
 /// The deadline of a request renewing leases refreshed every `refresh`
 /// (the shortest among them; `None` without a lease): half of that, so a
@@ -39,7 +39,7 @@ pub const MIN_REQUEST_DEADLINE: Time = Time::secs(2);
 /// use doorman_core::schedule::request_deadline;
 /// use doorman_core::Time;
 /// assert_eq!(request_deadline(Some(Time::secs(8)), Time::secs(5)), Time::secs(4));
-/// assert_eq!(request_deadline(Some(Time::secs(1)), Time::secs(5)), Time::secs(2));
+/// assert_eq!(request_deadline(Some(Time::secs(1)), Time::secs(5)), Time::secs(1));
 /// assert_eq!(request_deadline(None, Time::secs(5)), Time::secs(5));
 /// assert_eq!(request_deadline(Some(Time::secs(30)), Time::secs(5)), Time::secs(5));
 /// ```

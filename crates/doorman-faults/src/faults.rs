@@ -200,3 +200,13 @@ async fn resume(w: &mut World, i: usize) -> anyhow::Result<Option<String>> {
         _ => None,
     })
 }
+
+/// The capacity in force after a config fault is applied or mended.
+pub fn capacity_after(w: &World, f: &Fault, mended: bool) -> Option<f64> {
+    let full = w.layout.terms.capacity;
+    match f {
+        Fault::CapacityDown | Fault::RemoveTemplate if !mended => Some(FALLBACK_SHARE * full),
+        Fault::CapacityDown | Fault::RemoveTemplate | Fault::ChangeAlgorithm => Some(full),
+        _ => None,
+    }
+}

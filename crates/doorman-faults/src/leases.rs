@@ -73,7 +73,8 @@ fn record(body: &str, resource: &str, out: &Readings) {
     }
 }
 
-async fn get(addr: SocketAddr, path: &str) -> Option<String> {
+/// One HTTP/1.0 GET: the body, if an answer came within a second.
+pub async fn get(addr: SocketAddr, path: &str) -> Option<String> {
     let call = async {
         let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
         let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");

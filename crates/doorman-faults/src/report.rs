@@ -49,6 +49,8 @@ pub struct Happened {
     pub slots: Vec<SlotRun>,
     /// The Go clients' leases by their leaf's word.
     pub readings: Vec<crate::leases::Reading>,
+    /// Each root replica's lost config watches at the end.
+    pub watch_restarts: Vec<(String, f64)>,
 }
 
 impl Happened {
@@ -61,12 +63,13 @@ impl Happened {
             capacity,
             slots: Vec::new(),
             readings: Vec::new(),
+            watch_restarts: Vec::new(),
         }
     }
 
     /// A config fault was applied (or mended) at `t`.
     pub fn config_changed(&mut self, w: &World, f: &Fault, t: f64, mended: bool) {
-        if let Some(c) = crate::run::capacity_after(w, f, mended) {
+        if let Some(c) = crate::faults::capacity_after(w, f, mended) {
             self.capacity.set(t, c);
         }
     }
@@ -215,6 +218,21 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
         slow.iter()
             .map(|s| format!("{s} did not exit within 2 s of SIGTERM")),
     );
+    // Without etcd faults nothing may drop a config watch (etcd closes a
+    // connection that pings too often).
+    let etcd_faults = h
+        .slots
+        .iter()
+        .flat_map(|s| &s.faults)
+        .any(|f| matches!(f, Fault::EtcdDown | Fault::EtcdCut(_)));
+    for (who, n) in &h.watch_restarts {
+        println!("{who}: config watch restarts {n}");
+        if !etcd_faults && *n != 0.0 {
+            failures.push(format!(
+                "{who} lost its config watch {n} times without an etcd fault"
+            ));
+        }
+    }
     print(&rows, &h, over_s, &failures, w);
     if overrun_s > 0.0 {
         println!(
@@ -276,11 +294,7 @@ fn print(rows: &[FaultReport], h: &Happened, over_s: f64, failures: &[String], w
             println!("note: {n}");
         }
     }
-    let kinds: Vec<String> = w
-        .clients
-        .iter()
-        .map(|c| c.spec.name.clone())
-        .collect();
+    let kinds: Vec<String> = w.clients.iter().map(|c| c.spec.name.clone()).collect();
     println!("clients: {}", kinds.join(", "));
     println!("over the capacity in the whole run: {over_s:.3} s");
     match failures {

@@ -14,8 +14,8 @@ use crate::clock::mono;
 use crate::faults::{self, Applied};
 use crate::leases;
 use crate::report::{self, Happened, SlotRun};
-use crate::schedule::{self, Fault, Slot};
-use crate::tree::{Kind, Layout, Programs, Terms, World, FALLBACK_SHARE, LEGACY_RESOURCE};
+use crate::schedule::{self, Slot};
+use crate::tree::{Kind, Layout, Programs, Terms, World, LEGACY_RESOURCE};
 
 /// `run`'s options.
 #[derive(Debug, Clone, ClapArgs)]
@@ -118,10 +118,27 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
     let happened = drive(&mut world, &slots, a.warmup).await;
     let _ = stop.send(true);
     let _ = poller.await;
+    let restarts = watch_restarts(&world).await;
     let slow = world.stop();
     let mut happened = happened?;
     happened.readings = readings.lock().map(|r| r.clone()).unwrap_or_default();
+    happened.watch_restarts = restarts;
     report::report(&world, happened, &slow, &out)
+}
+
+/// How often each root replica's config watch was lost
+/// (`doorman_server_config_watch_restarts_total`), by replica.
+async fn watch_restarts(w: &World) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for s in w.servers.iter().filter(|s| s.node == 0) {
+        let text = leases::get(s.http, "/metrics").await.unwrap_or_default();
+        let n = text
+            .lines()
+            .find_map(|l| l.strip_prefix("doorman_server_config_watch_restarts_total "))
+            .and_then(|v| v.trim().parse().ok());
+        out.push((s.proc.spec.name.clone(), n.unwrap_or(f64::NAN)));
+    }
+    out
 }
 
 /// The HTTP addresses of the replicas of the leaves the Go clients ask.
@@ -196,14 +213,4 @@ async fn drive(w: &mut World, slots: &[Slot], warmup: f64) -> anyhow::Result<Hap
         });
     }
     Ok(h)
-}
-
-/// The capacity in force after a config fault is applied or mended.
-pub fn capacity_after(w: &World, f: &Fault, mended: bool) -> Option<f64> {
-    let full = w.layout.terms.capacity;
-    match f {
-        Fault::CapacityDown | Fault::RemoveTemplate if !mended => Some(FALLBACK_SHARE * full),
-        Fault::CapacityDown | Fault::RemoveTemplate | Fault::ChangeAlgorithm => Some(full),
-        _ => None,
-    }
 }

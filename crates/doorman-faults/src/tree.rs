@@ -46,12 +46,21 @@ pub struct Terms {
     pub wants: f64,
 }
 
+/// The default tree's terms: 10 s leases, refreshed every 2 s at the root
+/// (1 s below), an election TTL of 3 s. They keep the margin rule for
+/// failing over without a dip (docs/operations.md, "Lease and refresh
+/// settings"): what a lease has left at the clients, at least the lease
+/// less the refresh intervals above them (10 − 2 − 1 = 7 s), exceeds the
+/// time a hung master's subtree needs to reach its successor (the TTL, a
+/// keep-alive period, a request deadline: 3 + 1 + 1 = 5 s). With a root
+/// refresh of 4 s it does not (4 s left), and a paused master cost its
+/// subtree up to 11 s (measured).
 impl Default for Terms {
     fn default() -> Self {
         Terms {
             capacity: 100.0,
             lease: 10,
-            refresh: 4,
+            refresh: 2,
             ttl: 3,
             wants: 30.0,
         }

@@ -162,11 +162,7 @@ impl ServerState {
         certificate: Option<&Arc<str>>,
         authorization: Option<&[u8]>,
     ) -> Result<Option<Arc<str>>, AuthError> {
-        self.auth
-            .caller(certificate, authorization)
-            .inspect_err(|e| {
-                self.metrics.auth_failed(e.reason());
-            })
+        self.counted(self.auth.caller(certificate, authorization))
     }
 
     /// [`ServerState::identify`] for the capacity RPCs (Doorman's and
@@ -177,11 +173,12 @@ impl ServerState {
         certificate: Option<&Arc<str>>,
         authorization: Option<&[u8]>,
     ) -> Result<Option<Arc<str>>, AuthError> {
-        self.auth
-            .rpc_caller(certificate, authorization)
-            .inspect_err(|e| {
-                self.metrics.auth_failed(e.reason());
-            })
+        self.counted(self.auth.rpc_caller(certificate, authorization))
+    }
+
+    /// `r`, its failure counted by reason.
+    fn counted<T>(&self, r: Result<T, AuthError>) -> Result<T, AuthError> {
+        r.inspect_err(|e| self.metrics.auth_failed(e.reason()))
     }
 
     /// Runs `step` over every shard from position 0 until it returns

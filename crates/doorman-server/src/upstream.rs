@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use doorman_client::Connector;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
-use doorman_core::schedule::request_deadline;
 use doorman_core::server::UpstreamAsk;
 use doorman_core::{Backoff, Time};
 use tokio::sync::watch;
@@ -114,12 +113,7 @@ async fn ask_parent(
     backoff: &mut Backoff,
 ) {
     let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
-    let refresh = chunk
-        .iter()
-        .filter_map(|a| a.has.map(|l| l.refresh_period()))
-        .min();
-    let deadline = request_deadline(refresh, Time::from_duration(conn.timeout()));
-    conn.set_call_deadline(deadline.to_duration());
+    conn.deadline_for(chunk.iter().filter_map(|a| a.has.as_ref()));
     let r = conn
         .get_server_capacity(upstream_request(node_id, chunk, sent_at))
         .await;

@@ -54,6 +54,30 @@ fn is_master(s: &IsolatedServer) -> bool {
     s.state.core().is_master()
 }
 
+/// Asks for "r" once as client "probe" (so the resource exists): what it
+/// got, and how long the server still learns.
+fn probe(s: &IsolatedServer) -> (f64, f64) {
+    use doorman_core::server::{CapacityRequest, ResourceAsk, Who};
+    let now = doorman_server::lease_clock();
+    let ask = ResourceAsk {
+        resource_id: "r".into(),
+        demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
+        claim: None,
+        outstanding: None,
+    };
+    let req = CapacityRequest {
+        who: Who::Client(Arc::from("probe")),
+        resources: vec![ask],
+    };
+    let got = s.state.core().decide(now, &req).grants.expect("answered");
+    let left = s.state.core().status(now, 0).resources[0].learning_remaining;
+    (got[0].lease.capacity, left)
+}
+
+fn learning_left(s: &IsolatedServer) -> f64 {
+    probe(s).1
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_key_elect_exactly_one_master() {
     let e = etcd();
@@ -355,24 +379,6 @@ learning_mode_duration = 60
         None,
         "a fresh etcd has no record"
     );
-    // Asks for "r" once (so the resource exists), then reads how long it
-    // still learns.
-    let learning_left = |s: &IsolatedServer| {
-        use doorman_core::server::{CapacityRequest, ResourceAsk, Who};
-        let now = doorman_server::lease_clock();
-        let ask = ResourceAsk {
-            resource_id: "r".into(),
-            demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
-            claim: None,
-            outstanding: None,
-        };
-        let req = CapacityRequest {
-            who: Who::Client(Arc::from("probe")),
-            resources: vec![ask],
-        };
-        s.state.core().decide(now, &req).grants.expect("answered");
-        s.state.core().status(now, 0).resources[0].learning_remaining
-    };
 
     // a: TTL 2 s; b: TTL 25 s, so that after b dies its key (and so
     // b's mastership) lasts longer than its record reaches: b's record is
@@ -514,22 +520,7 @@ learning_mode_duration = 60
     .await;
     a.kill();
     eventually("b is master", Duration::from_secs(8), || is_master(&b)).await;
-    let now = doorman_server::lease_clock();
-    let ask = doorman_core::server::ResourceAsk {
-        resource_id: "r".into(),
-        demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
-        claim: None,
-        outstanding: None,
-    };
-    let req = doorman_core::server::CapacityRequest {
-        who: doorman_core::server::Who::Client(Arc::from("probe")),
-        resources: vec![ask],
-    };
-    let g = b.state.core().decide(now, &req).grants.expect("answered");
-    assert_eq!(
-        g[0].lease.capacity, 0.0,
-        "a newcomer gets nothing while b learns"
-    );
-    let left = b.state.core().status(now, 0).resources[0].learning_remaining;
+    let (got, left) = probe(&b);
+    assert_eq!(got, 0.0, "a newcomer gets nothing while b learns");
     assert!(left > 3.0, "b learns for a's leases: {left} s");
 }
