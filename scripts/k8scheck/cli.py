@@ -25,6 +25,9 @@ def main(doc):
                     help="smoke-test only these overlays (default: all)")
     ap.add_argument("--no-smoke", action="store_true", help="render and static checks only")
     ap.add_argument("--keep", action="store_true", help="keep the smoke test's files and logs")
+    ap.add_argument("--image", default=os.environ.get("DOORMAN_IMAGE"),
+                    help="run the doorman containers from this image with podman (default: "
+                         "$DOORMAN_IMAGE; without it, as host processes of DOORMAN_BIN)")
     args = ap.parse_args()
     timeout = float(os.environ.get("SMOKE_TIMEOUT", "60"))
 
@@ -89,7 +92,7 @@ def main(doc):
     if not args.no_smoke:
         for o in args.overlay or OVERLAYS:
             if o in rendered:
-                smoke(o, rendered[o], certs, args.keep, timeout)
+                smoke(o, rendered[o], certs, args.keep, timeout, args.image)
 
     print(f"k8s-check: {R.passed} passed, {R.failed} failed")
     return 1 if R.failed else 0

@@ -3,6 +3,14 @@ ports, the names they may dial), build each container's command line as
 the kubelet does (rewriting only addresses and mount paths), start, probe,
 scrape and stop them; plus the HTTP and metric helpers the checks use.
 
+Two ways to run a container of the doorman image: with `image` (the
+built image, DOORMAN_IMAGE) as a podman container with the pod's user,
+groups, read-only root, capabilities and its volumes mounted at their
+mountPaths (only addresses are rewritten: --network host); without it,
+as a host process of DOORMAN_BIN (mount paths rewritten too). Containers
+of other images (etcd) run as host processes either way: no etcd image
+can be pulled here.
+
 Must not report results (smoke decides what passes) and must not stop any
 process it did not start.
 """
@@ -41,7 +49,14 @@ class Pod:
         self.ports = {}      # containerPort -> local port
         self.dirs = {}       # volume name -> local directory
         self.procs = []      # (container name, Popen, log path)
+        self.containers = []  # podman container names (image mode)
         self.dir = None
+
+    def security(self, c):
+        """The pod's and the container's securityContext, merged."""
+        merged = dict(self.spec.get("securityContext", {}))
+        merged.update(c.get("securityContext", {}))
+        return merged
 
     def container_port(self, ref):
         for c in self.spec["containers"]:
@@ -52,8 +67,9 @@ class Pod:
 
 
 class Smoke:
-    def __init__(self, overlay, objs, certs, tmp, timeout):
+    def __init__(self, overlay, objs, certs, tmp, timeout, image=None):
         self.overlay = overlay
+        self.image = image
         self.objs = objs
         self.certs = certs
         self.tmp = tmp
@@ -129,6 +145,22 @@ class Smoke:
             self.rewrites.append(f"{pod.name} {where}: {value}  ->  {new.replace(self.tmp, '$TMP')}")
         return new
 
+    def fs_group(self, pod):
+        """The group a container of the image reads its volumes as."""
+        if not self.image:
+            return None
+        return pod.spec.get("securityContext", {}).get("fsGroup")
+
+    def write_volume(self, pod, d, files, mode):
+        atomic_write(d, files, mode, self.fs_group(pod))
+
+    def empty_dir(self, pod, d, mode):
+        os.makedirs(d, mode=mode)
+        group = self.fs_group(pod)
+        if group is not None:
+            os.chown(d, -1, group)
+            os.chmod(d, 0o2770)
+
     def materialise(self, pod, pki):
         for v in pod.spec.get("volumes", []):
             d = os.path.join(pod.dir, "volumes", v["name"])
@@ -137,19 +169,23 @@ class Smoke:
                 data = dict(cm.get("data") or {})
                 if v["configMap"].get("items"):
                     data = {i["path"]: data[i["key"]] for i in v["configMap"]["items"]}
-                atomic_write(d, data, v["configMap"].get("defaultMode", 0o644))
+                self.write_volume(pod, d, data, v["configMap"].get("defaultMode", 0o644))
             elif "secret" in v:
-                atomic_write(d, pki.files[v["secret"]["secretName"]],
-                             v["secret"].get("defaultMode", 0o644))
+                self.write_volume(pod, d, pki.files[v["secret"]["secretName"]],
+                                  v["secret"].get("defaultMode", 0o644))
             elif "emptyDir" in v:
-                os.makedirs(d)
+                self.empty_dir(pod, d, 0o755)
             else:
                 raise ValueError(f"{pod.name}: volume {v['name']}: kind not supported by the test")
             pod.dirs[v["name"]] = d
         for t in pod.w["spec"].get("volumeClaimTemplates", []):
             d = os.path.join(pod.dir, "volumes", t["metadata"]["name"])
-            os.makedirs(d, mode=0o700)
+            self.empty_dir(pod, d, 0o700)
             pod.dirs[t["metadata"]["name"]] = d
+
+    def in_image(self, c):
+        """Whether container c runs from the built doorman image."""
+        return bool(self.image) and image_name(c) == "doorman"
 
     def command_line(self, pod, c):
         """command + args + env as the kubelet builds them, then rewritten."""
@@ -168,7 +204,7 @@ class Smoke:
                 env[e["name"]] = fields[e["valueFrom"]["fieldRef"]["fieldPath"]]
             else:
                 raise ValueError(f"{pod.name}: env {e['name']}: valueFrom not supported by the test")
-        image = c["image"].split("@")[0].split(":")[0].rsplit("/", 1)[-1]
+        image = image_name(c)
         binaries = {"/usr/local/bin/doorman": doorman_bin(), "/usr/local/bin/etcd": etcd_bin()}
         entrypoints = {"doorman": ["/usr/local/bin/doorman"]}  # deploy/Dockerfile
         command = c.get("command") or entrypoints.get(image)
@@ -182,19 +218,54 @@ class Smoke:
             raise ValueError(f"{pod.name}: {argv[0]}: no local binary for it")
         mounts = sorted(((m["mountPath"], pod.dirs[m["name"]]) for m in c.get("volumeMounts", [])),
                         key=lambda x: -len(x[0]))
-        argv = [binaries[argv[0]]] + [self.rewrite(a, pod, mounts, "arg") for a in argv[1:]]
+        if self.in_image(c):
+            mounts = []  # mounted where the manifest says
+        else:
+            argv[0] = binaries[argv[0]]
+        argv = argv[:1] + [self.rewrite(a, pod, mounts, "arg") for a in argv[1:]]
         env = {k: self.rewrite(v, pod, mounts, f"env {k}") for k, v in env.items()}
         for k, v in list(env.items()) + [("argv", " ".join(argv))]:
             if re.search(r"0\.0\.0\.0|\[::\]", v):
                 raise ValueError(f"{pod.name}: {k} still binds a wildcard address: {v}")
         return argv, env
 
+    def podman_run(self, pod, c, argv, env):
+        """`podman run` of container c from the image, as the kubelet would
+        run it (user, groups, read-only root, capabilities, volumes, env)."""
+        sc = pod.security(c)
+        name = f"k8s-check-{self.overlay}-{pod.name}-{c['name']}"
+        run = ["podman", "run", "--rm", "--pull=never", "--name", name, "--network", "host",
+               "--hostname", pod.name, "--entrypoint", argv[0]]
+        if "runAsUser" in sc:
+            run += ["--user", f"{sc['runAsUser']}:{sc.get('runAsGroup', sc['runAsUser'])}"]
+        if "fsGroup" in pod.spec.get("securityContext", {}):
+            run += ["--group-add", str(pod.spec["securityContext"]["fsGroup"])]
+        if sc.get("readOnlyRootFilesystem"):
+            run.append("--read-only")
+        if sc.get("allowPrivilegeEscalation") is False:
+            run += ["--security-opt", "no-new-privileges"]
+        for cap in sc.get("capabilities", {}).get("drop", []):
+            run += ["--cap-drop", cap.lower()]
+        for m in c.get("volumeMounts", []):
+            ro = ":ro" if m.get("readOnly") else ""
+            run += ["-v", f"{pod.dirs[m['name']]}:{m['mountPath']}{ro}"]
+        for k, v in env.items():
+            run += ["-e", f"{k}={v}"]
+        subprocess.run(["podman", "rm", "-f", "--ignore", name], capture_output=True)
+        pod.containers.append(name)
+        return run + [self.image] + argv[1:]
+
     def start(self, pod, pki):
         self.materialise(pod, pki)
         for c in pod.spec["containers"]:
             argv, env = self.command_line(pod, c)
+            if self.in_image(c):
+                argv, env = self.podman_run(pod, c, argv, env), {}
             full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": pod.dir,
                         "HOSTNAME": pod.name}
+            for k in ("CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "TMPDIR"):
+                if k in os.environ:
+                    full_env[k] = os.environ[k]
             full_env.update(env)
             logpath = os.path.join(pod.dir, f"{c['name']}.log")
             logf = open(logpath, "w")
@@ -257,11 +328,26 @@ class Smoke:
                 slow.append(f"{pod.name}/{cn} (pid {p.pid}) still running {grace} s after SIGTERM")
                 p.kill()
                 p.wait()
+        for pod in self.pods:
+            for name in pod.containers:
+                subprocess.run(["podman", "rm", "-f", "--ignore", name], capture_output=True)
         return slow
+
+    def container_pids(self):
+        """Host pids of the image's containers (their PID 1)."""
+        pids = set()
+        for pod in self.pods:
+            for name in pod.containers:
+                out = subprocess.run(["podman", "inspect", "--format", "{{.State.Pid}}", name],
+                                     capture_output=True, text=True).stdout.strip()
+                if out.isdigit() and out != "0":
+                    pids.add(out)
+        return pids
 
     def listening_outside_loopback(self):
         """Sockets our processes listen on that are not on 127.0.0.1."""
         pids = {str(p.pid) for pod in self.pods for _, p, _ in pod.procs}
+        pids |= self.container_pids()
         if not shutil.which("ss"):
             return None
         out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout
@@ -271,6 +357,11 @@ class Smoke:
             if found and not line.split()[3].startswith("127.0.0.1:"):
                 bad.append(line)
         return bad
+
+
+def image_name(c):
+    """A container's image without registry, tag or digest: `doorman`, `etcd`."""
+    return c["image"].split("@")[0].split(":")[0].rsplit("/", 1)[-1]
 
 
 def http_get(url, timeout=2.0, ctx=None):

@@ -76,19 +76,27 @@ class Pki:
                                ("ca.crt", "ca.crt"))}
 
 
-def atomic_write(dirpath, files, mode):
+def atomic_write(dirpath, files, mode, group=None):
     """The kubelet's AtomicWriter: files in a timestamped directory, a
     `..data` symlink to it swapped atomically, and per-key symlinks
-    through `..data`."""
+    through `..data`. With `group` (the pod's fsGroup, for a container
+    that runs as another user), the files and directories belong to that
+    group, as the kubelet makes them."""
     os.makedirs(dirpath, exist_ok=True)
     stamp = time.strftime("..%Y_%m_%d_%H_%M_%S.") + secrets.token_hex(4)
     target = os.path.join(dirpath, stamp)
     os.mkdir(target)
+    if group is not None:
+        for d in (dirpath, target):
+            os.chown(d, -1, group)
+            os.chmod(d, 0o2755)
     for key, content in files.items():
         p = os.path.join(target, key)
         with open(p, "w") as f:
             f.write(content)
         os.chmod(p, mode)
+        if group is not None:
+            os.chown(p, -1, group)
     old = os.path.realpath(os.path.join(dirpath, "..data")) if os.path.islink(
         os.path.join(dirpath, "..data")) else None
     tmp = os.path.join(dirpath, "..data_tmp")

@@ -17,23 +17,25 @@ import time
 from .common import R, REPO, log
 from .objects import find, secret_names
 from .pods import Smoke, metric_value
-from .provision import Pki, atomic_write
+from .provision import Pki
 from .tools import doorman_bin, run_bin
 
 
-def smoke(overlay, objs, certs, keep, timeout):
+def smoke(overlay, objs, certs, keep, timeout, image=None):
     label = f"smoke {overlay}"
     base = os.path.join(REPO, "target", "tmp")
     os.makedirs(base, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f"k8s-check-{overlay}-", dir=base)
-    s = Smoke(overlay, objs, certs, tmp, timeout)
+    s = Smoke(overlay, objs, certs, tmp, timeout, image)
     failed_before = R.failed
     try:
         s.plan()
         pki = Pki(os.path.join(tmp, "pki"), certs)
         pki.files = {name: pki.secret(name) for name in sorted(secret_names(objs))}
         names = ", ".join(f"{p.name}" for p in s.pods)
-        log(f"{label}: starting {len(s.pods)} pods in {tmp}: {names}")
+        how = (f"doorman containers from the image {image} (podman), etcd as host processes"
+               if image else f"every container as a host process ({doorman_bin()})")
+        log(f"{label}: starting {len(s.pods)} pods in {tmp}: {names}; {how}")
         # Kubernetes starts every pod at once; so do we.
         for pod in s.pods:
             s.start(pod, pki)
@@ -190,7 +192,7 @@ def config_reload(s, label):
                 if k.endswith(".toml"):
                     data[k] += "\n# changed by scripts/k8s-check.py\n"
                     new_hash[pod.name] = hashlib.sha256(data[k].encode()).hexdigest()
-            atomic_write(pod.dirs[v["name"]], data, v["configMap"].get("defaultMode", 0o644))
+            s.write_volume(pod, pod.dirs[v["name"]], data, v["configMap"].get("defaultMode", 0o644))
     deadline = time.time() + 15
     pending = set(new_hash)
     while time.time() < deadline and pending:
@@ -226,7 +228,8 @@ def secret_rotation(s, pki, label):
     for pod in roots:
         for v in pod.spec["volumes"]:
             if v.get("secret", {}).get("secretName") == secret:
-                atomic_write(pod.dirs[v["name"]], files, v["secret"].get("defaultMode", 0o644))
+                s.write_volume(pod, pod.dirs[v["name"]], files,
+                               v["secret"].get("defaultMode", 0o644))
     deadline = time.time() + 15
     pending = {p.name for p in roots}
     while time.time() < deadline and pending:

@@ -3,7 +3,7 @@
 //! original's read from youtube/doorman `go/server/doorman/server.go`: one
 //! band at priority 1, `num_clients`, `wants`, no `has`, no `outstanding`).
 //! FAIR_SHARE must split the capacity by clients, whichever server they sit
-//! behind. `scripts/mixed-tree.sh` runs the same tree with the real Go
+//! behind. `scripts/original-interop.py` runs the same tree with the real Go
 //! binaries.
 
 mod common;
