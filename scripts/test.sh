@@ -53,6 +53,9 @@ if echo "$core_tree" | grep -E '^(tokio|tonic|hyper|axum|etcd-client|tracing-sub
   exit 1
 fi
 
+log "cargo doc (broken intra-doc links are errors)"
+RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps --quiet
+
 log "no module cycles"
 python3 scripts/module-cycles.py crates/*/src simulations/src
 

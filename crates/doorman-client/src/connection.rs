@@ -129,14 +129,7 @@ pub struct Connector {
     suspect: Option<(String, tokio::time::Instant)>,
 }
 
-/// The response header in which a doorman-rs server says its level in the
-/// tree (0: the root); an original Doorman server sends none.
-pub const LEVEL_HEADER: &str = "doorman-level";
-
-/// The response header in which a doorman-rs server says why grants may be
-/// small, as `RESOURCE: NOTE; …` (learning mode, N s left; no valid lease
-/// from the parent).
-pub const NOTE_HEADER: &str = "doorman-note";
+pub use doorman_proto::{LEVEL_HEADER, NOTE_HEADER};
 
 /// The note about `resource` in a `doorman-note` header's value.
 pub fn note_for(header: Option<&str>, resource: &str) -> Option<String> {

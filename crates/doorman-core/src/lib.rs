@@ -17,9 +17,9 @@
 //! types (`doorman-server`'s `grpc/`, `doorman-client`'s task, the
 //! simulator), so this crate does not depend on the generated protobufs.
 //!
-//! Must not: read a clock, sleep, spawn, touch a socket or a file other
-//! than through [`config::Config::read`], or panic on anything a request or a
-//! config can contain.
+//! Must not: read a clock, sleep, spawn, touch a socket or a file (a config
+//! arrives as text, [`config::Config::parse`]), or panic on anything a
+//! request or a config can contain.
 
 pub mod backoff;
 pub mod client;

@@ -297,7 +297,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         let (t, state, stop) = (t.clone(), state.clone(), stop_rx.clone());
         tasks.push(crate::auth::token_file::spawn_watch(
             t,
-            state,
+            move |ok| state.metrics.token_reload(ok),
             opts.reload_interval,
             stop,
         ));

@@ -20,7 +20,9 @@ use std::sync::Arc;
 use doorman_algorithms::{Amount, Lease, Time};
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::Config;
-use doorman_core::server::{CoreOptions, Grant, Predecessors, Role, ServerCore, UpstreamGrant};
+use doorman_core::server::{
+    take_office, CoreOptions, Grant, HorizonRecord, Role, ServerCore, UpstreamGrant,
+};
 use doorman_core::Backoff;
 
 use crate::scenario::Scenario;
@@ -140,8 +142,9 @@ pub struct Node {
     link: Link,
     backoff: Backoff,
     /// The node's horizon record: no lease any of its masters handed out
-    /// expires after it (none before the first master writes one).
-    horizon: Option<Time>,
+    /// expires after its time (none before the first master writes one),
+    /// and the server id of the master that wrote it.
+    horizon: Option<(Time, String)>,
     /// Capacity RPCs its masters answered (GetCapacity from clients,
     /// GetServerCapacity from children).
     pub served: u64,
@@ -357,19 +360,22 @@ impl Sim {
     }
 }
 
-/// Task `task` of `node` just elected master: a fresh core, learning
-/// until the leases its predecessors recorded in `horizon` (the node's
-/// horizon record; none before the node's first master: learning lasts its
-/// full duration) have ended, and its server id `<node>/t<task>`. Before it
-/// serves it records its own horizon, never earlier than the one there, as
-/// `doorman server` does with its etcd key (`election/etcd.rs`).
+/// Task `task` of `node` just elected master: a fresh core, and its
+/// server id `<node>/t<task>`. It takes office as `doorman server` does
+/// (`doorman_core::server::take_office`, called by `election/etcd.rs`):
+/// learning until the leases its predecessors recorded in `horizon` (the
+/// node's horizon record; none before the node's first master: learning
+/// lasts its full duration) have ended, and before it serves it records
+/// its own horizon, never earlier than the one there. Every task sees
+/// every leader take office here, so the last leader seen is the record's
+/// writer.
 fn master_core(
     role: Role,
     node: &str,
     task: usize,
     config: &Arc<Config>,
     now: Time,
-    horizon: &mut Option<Time>,
+    horizon: &mut Option<(Time, String)>,
 ) -> (ServerCore, String) {
     let server_id = format!("{node}/t{task}");
     let options = CoreOptions {
@@ -378,19 +384,27 @@ fn master_core(
         min_request_interval: MIN_REQUEST_INTERVAL,
     };
     let mut core = ServerCore::new(options, config.clone());
-    let predecessors = horizon.map_or(Predecessors::Unknown, Predecessors::LeasesEndBy);
-    let bound = core.fresh_horizon(now).max(horizon.unwrap_or(Time::ZERO));
-    *horizon = Some(bound);
-    core.set_lease_bound(Some(bound));
-    core.become_master_after(now, predecessors);
+    let record = horizon
+        .as_ref()
+        .map(|(until, writer)| HorizonRecord::Within {
+            left: (*until > now).then(|| *until - now),
+            writer: writer.as_bytes().to_vec(),
+        });
+    let last_leader = horizon.as_ref().map(|(_, writer)| writer.as_bytes());
+    let office = take_office(record.as_ref(), last_leader, core.fresh_horizon(now), now);
+    *horizon = Some((office.bound, server_id.clone()));
+    core.set_lease_bound(Some(office.bound));
+    core.become_master_after(now, office.predecessors);
     (core, server_id)
 }
 
 /// Moves a master's horizon record on when it is due (see
 /// `doorman_core::server::ServerCore::horizon_due`).
-fn keep_horizon(core: &mut ServerCore, now: Time, horizon: &mut Option<Time>) {
+fn keep_horizon(core: &mut ServerCore, now: Time, horizon: &mut Option<(Time, String)>) {
     if let Some(h) = core.horizon_due(now) {
-        *horizon = Some(h);
+        if let Some((until, _)) = horizon.as_mut() {
+            *until = h;
+        }
         core.set_lease_bound(Some(h));
     }
 }

@@ -16,6 +16,7 @@ mod decide;
 mod grants;
 mod horizon;
 mod index;
+mod office;
 mod record;
 mod reload;
 mod request;
@@ -35,6 +36,7 @@ pub use horizon::{
     HorizonLead, Predecessors, HORIZON_AHEAD, HORIZON_CLOCK_MARGIN, HORIZON_RENEW_BEFORE,
     INTERMEDIATE_LEAD, ROOT_LEAD,
 };
+pub use office::{take_office, HorizonRecord, Office, PLAUSIBLE_AHEAD};
 pub use request::{
     CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };

@@ -15,7 +15,6 @@ use tokio::sync::watch;
 
 use super::Tokens;
 use crate::hangup::Look;
-use crate::state::ServerState;
 
 /// The tokens in use and the file they come from.
 #[derive(Debug)]
@@ -97,16 +96,16 @@ impl TokenFile {
         }
     }
 
-    /// Reloads, logging and counting the outcome.
-    fn reload_logged(&self, state: &ServerState, look: Look) {
+    /// Reloads, logging the outcome and telling `counted` (true: loaded).
+    fn reload_logged(&self, counted: &impl Fn(bool), look: Look) {
         match self.reload(look == Look::Hangup) {
             TokenReload::Unchanged => {}
             TokenReload::Loaded(n) => {
-                state.metrics.token_reload(true);
+                counted(true);
                 tracing::info!(entries = n, "bearer tokens reloaded ({})", look.why());
             }
             TokenReload::Rejected(e) => {
-                state.metrics.token_reload(false);
+                counted(false);
                 tracing::error!(error = %e, "new bearer tokens rejected ({}); the old ones stay in use", look.why());
             }
         }
@@ -123,15 +122,16 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Tokens, String> {
     Tokens::parse(text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Watches the token file every `interval` and on SIGHUP.
+/// Watches the token file every `interval` and on SIGHUP; `counted` is
+/// told each reload's outcome (true: loaded), for the metrics.
 pub fn spawn_watch(
     tokens: Arc<TokenFile>,
-    state: Arc<ServerState>,
+    counted: impl Fn(bool) + Send + 'static,
     interval: Duration,
     stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(crate::hangup::watch_files(interval, stop, move |look| {
-        tokens.reload_logged(&state, look)
+        tokens.reload_logged(&counted, look)
     }))
 }
 

@@ -1,6 +1,6 @@
 //! The config-source boundary: where a server's resource config comes from
 //! (a file, an etcd key, or given inline), reading it at start, and keeping
-//! the running config in step with it ([`file`], [`etcd`]). A root whose
+//! the running config in step with it ([`mod@file`], [`etcd`]). A root whose
 //! file is missing or empty, or whose etcd key is not pushed yet, starts
 //! without a config, refuses requests and is not ready until one arrives.
 //! Every change is

@@ -18,6 +18,7 @@
 use std::time::Duration;
 
 use doorman_algorithms::Time;
+use doorman_core::server::{take_office, Office};
 use doorman_core::Backoff;
 use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOptions};
 use tokio::sync::watch;
@@ -247,7 +248,11 @@ impl EtcdElection {
             Ok(r) => r,
             Err(e) => return Some(End::Retry(e)),
         };
-        let (predecessors, bound, why) = horizon::conclude(
+        let Office {
+            predecessors,
+            bound,
+            why,
+        } = take_office(
             record.as_ref(),
             s.last_leader.as_deref(),
             lease_horizon.fresh(),

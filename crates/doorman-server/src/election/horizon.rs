@@ -9,48 +9,30 @@
 //! master writes the record before it hands out any lease that could
 //! outlive it, and only while it holds the election (a transaction on its
 //! leader key's creation revision), so a deposed master can never move it.
-//! A new master reads it (the rules are in `doorman_core::server`
-//! `horizon.rs`) and trusts it only if its writer is the last leader it
-//! saw take the election: a master that kept no record (an older version)
-//! may have served since.
+//! A new master reads it and concludes what it may with
+//! `doorman_core::server::take_office` (the rules are there: trusted only
+//! if plausible and written by the last leader it saw take the election,
+//! since a master that kept no record, an older version, may have served
+//! since).
 //!
 //! The key is outside the election's prefix (`<election key>/`), so it is
 //! never taken for a candidate. A record in the format of older versions
 //! (`<milliseconds since the epoch> <writer>`, a wall-clock time) is not
 //! trusted: that master learns for its full learning period once.
 //!
-//! Must not: write without the leader key's guard, or trust a record that
-//! is implausible, in the old format, or written by anyone but the last
-//! leader seen.
+//! Must not: write without the leader key's guard, or decide what a
+//! record means (the core does).
 
 use std::time::Duration;
 
 use doorman_algorithms::Time;
-use doorman_core::server::Predecessors;
+use doorman_core::server::HorizonRecord;
 use etcd_client::{Client, Compare, CompareOp, LeaderKey, Txn, TxnOp};
 use tokio::time::{timeout_at, Instant};
-
-/// Records more than this beyond a fresh one are taken for garbage.
-const PLAUSIBLE_AHEAD: Time = Time::secs(3600);
 
 /// The record's key for election key `election`.
 pub(super) fn key(election: &str) -> String {
     format!("{election}.horizon")
-}
-
-/// A record as read.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Record {
-    /// No lease of its writer's outlives this long from the read (`None`:
-    /// the etcd lease has ended, and so have they all).
-    Within {
-        /// What is left, by etcd's word (plus its rounding).
-        left: Option<Time>,
-        /// The writer's leader key.
-        writer: Vec<u8>,
-    },
-    /// A record of an older version (a wall-clock time) or not a record.
-    Unreadable,
 }
 
 /// The value of a record of etcd lease `lease` written by `writer`.
@@ -79,44 +61,6 @@ fn ttl_for(until: Time, now: Time) -> i64 {
     (ms + 999) / 1000 + 1
 }
 
-/// What a new master may conclude at `now` from `record`: the
-/// predecessors' leases end by its time if the record is plausible (not
-/// more than an hour beyond `fresh`, the horizon this master would write
-/// now) and its writer is `last_leader`, the last leader this server saw.
-/// Also the horizon to write: never earlier than a plausible record.
-pub(super) fn conclude(
-    record: Option<&Record>,
-    last_leader: Option<&[u8]>,
-    fresh: Time,
-    now: Time,
-) -> (Predecessors, Time, &'static str) {
-    let (left, writer) = match record {
-        None => return (Predecessors::Unknown, fresh, "no lease horizon record yet"),
-        Some(Record::Unreadable) => {
-            let why = "the lease horizon record is in an older format or unreadable";
-            return (Predecessors::Unknown, fresh, why);
-        }
-        Some(Record::Within { left, writer }) => (left, writer),
-    };
-    // Ended: every lease of the writer's has (long ago, as far as the
-    // learning clock's margin is concerned).
-    let until = left.map_or(Time::ZERO, |l| now + l);
-    if until > fresh + PLAUSIBLE_AHEAD {
-        let why = "the lease horizon record is implausible";
-        return (Predecessors::Unknown, fresh, why);
-    }
-    let bound = fresh.max(until);
-    if last_leader != Some(writer.as_slice()) {
-        let why = "the lease horizon record was not written by the last leader seen";
-        return (Predecessors::Unknown, bound, why);
-    }
-    (
-        Predecessors::LeasesEndBy(until),
-        bound,
-        "the lease horizon record",
-    )
-}
-
 fn timed_out<T>(what: String) -> impl FnOnce(tokio::time::error::Elapsed) -> Result<T, String> {
     move |_| Err(format!("{what} timed out"))
 }
@@ -127,7 +71,7 @@ pub(super) async fn read(
     client: &mut Client,
     key: &str,
     limit: Instant,
-) -> Result<Option<Record>, String> {
+) -> Result<Option<HorizonRecord>, String> {
     let resp = timeout_at(limit, client.get(key, None))
         .await
         .or_else(timed_out(format!("reading {key}")))?
@@ -136,7 +80,7 @@ pub(super) async fn read(
         return Ok(None);
     };
     let Some((lease, writer)) = parse(kv.value()) else {
-        return Ok(Some(Record::Unreadable));
+        return Ok(Some(HorizonRecord::Unreadable));
     };
     let ttl = timeout_at(limit, client.lease_time_to_live(lease, None))
         .await
@@ -146,7 +90,7 @@ pub(super) async fn read(
     // etcd says -1 once the lease has ended (or if it never knew it), and
     // rounds what is left down to whole seconds.
     let left = (ttl >= 0).then(|| Time::secs(ttl + 1));
-    Ok(Some(Record::Within { left, writer }))
+    Ok(Some(HorizonRecord::Within { left, writer }))
 }
 
 /// Writes a record lasting until `until` (at `now`) if `leader` still holds
@@ -192,51 +136,6 @@ pub(super) async fn revoke(client: &mut Client, lease: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn within(left: Option<i64>, writer: &[u8]) -> Record {
-        Record::Within {
-            left: left.map(Time::secs),
-            writer: writer.to_vec(),
-        }
-    }
-
-    #[test]
-    fn a_record_is_trusted_only_when_plausible_and_written_by_the_last_leader() {
-        let now = Time::from_secs(1_800_000_000);
-        let fresh = now + Time::secs(20);
-        let r = within(Some(15), b"/k/1");
-        let (p, bound, _) = conclude(Some(&r), Some(b"/k/1"), fresh, now);
-        assert_eq!(
-            (p, bound),
-            (Predecessors::LeasesEndBy(now + Time::secs(15)), fresh)
-        );
-        // The etcd lease has ended: every lease of the writer's has.
-        let r = within(None, b"/k/1");
-        assert_eq!(
-            conclude(Some(&r), Some(b"/k/1"), fresh, now).0,
-            Predecessors::LeasesEndBy(Time::ZERO)
-        );
-        // Another writer (an older master kept no record since), or none seen.
-        for seen in [Some(&b"/k/2"[..]), None] {
-            assert_eq!(
-                conclude(Some(&r), seen, fresh, now).0,
-                Predecessors::Unknown
-            );
-        }
-        // Far in the future, an old format: not trusted.
-        let far = within(Some(7200), b"/k/1");
-        for r in [far, Record::Unreadable] {
-            let (p, bound, _) = conclude(Some(&r), Some(b"/k/1"), fresh, now);
-            assert_eq!((p, bound), (Predecessors::Unknown, fresh));
-        }
-        // A record beyond a fresh one is kept (it never moves back).
-        let later = within(Some(80), b"/k/1");
-        assert_eq!(
-            conclude(Some(&later), Some(b"/k/1"), fresh, now).1,
-            now + Time::secs(80)
-        );
-        assert_eq!(conclude(None, None, fresh, now).0, Predecessors::Unknown);
-    }
 
     #[test]
     fn values_and_ttls() {

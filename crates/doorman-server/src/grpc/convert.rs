@@ -100,7 +100,7 @@ pub fn note_header(r: &Result<Vec<Grant>, NotMaster>) -> Option<MetadataValue<As
 pub const MAX_NOTE_BYTES: usize = 4096;
 
 /// The name of [`note_header`]'s header.
-pub use doorman_client::connection::NOTE_HEADER;
+pub use doorman_proto::NOTE_HEADER;
 
 /// A GetServerCapacity answer: like GetCapacity's, plus the algorithm once
 /// this server knows it.

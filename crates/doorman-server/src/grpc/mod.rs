@@ -114,7 +114,7 @@ impl CapacityService {
         r.map(|mut resp| {
             if let Some(level) = self.state.level() {
                 resp.metadata_mut()
-                    .insert(doorman_client::connection::LEVEL_HEADER, level.into());
+                    .insert(doorman_proto::LEVEL_HEADER, level.into());
             }
             resp
         })

@@ -4,7 +4,7 @@
 //! (the process lives) and `/readyz` (it can serve now, or why not). The
 //! pages and metrics are built by `build.rs` (own low-priority threads)
 //! from a snapshot taken step by step ([`ServerState::status`],
-//! [`ServerState::gauges`]), so they neither hold the core lock for long
+//! [`ServerState::scrape`]), so they neither hold the core lock for long
 //! nor take CPU from the RPCs first.
 //!
 //! Must not: change server state.
