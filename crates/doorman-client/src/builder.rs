@@ -14,7 +14,6 @@ use doorman_core::limits::{id_length_problem, MAX_ID_BYTES};
 use doorman_core::{Backoff, Time};
 use tokio::sync::Notify;
 
-use crate::auth::BearerToken;
 use crate::client::Client;
 use crate::connection::Connector;
 use crate::error::ClientError;
@@ -22,6 +21,7 @@ use crate::identity::{default_client_id, lease_clock, Clock};
 use crate::metrics::ClientMetrics;
 use crate::registry::{ClientShared, ClientState};
 use crate::tls::ClientTls;
+use doorman_net::BearerToken;
 
 /// Builds a [`Client`].
 pub struct ClientBuilder {

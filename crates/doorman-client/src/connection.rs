@@ -23,8 +23,8 @@ use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use tonic::transport::Channel;
 
-use crate::auth::{outgoing, BearerToken};
 use crate::tls::{endpoint, ClientTls};
+use doorman_net::bearer::{outgoing, BearerToken};
 
 type Client = CapacityClient<Channel>;
 

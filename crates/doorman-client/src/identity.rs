@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use doorman_core::Time;
+pub use doorman_net::hostname;
 
 /// Where the client gets the time ([`lease_clock`] by default).
 pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
@@ -36,17 +37,6 @@ pub fn wall_clock() -> Time {
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(0);
-
-/// This machine's host name (`/proc/sys/kernel/hostname`, else
-/// `$HOSTNAME`, else `localhost`).
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into())
-}
 
 /// `<hostname>:<pid>:<n>`, unique per `Client` in a process.
 pub fn default_client_id() -> String {

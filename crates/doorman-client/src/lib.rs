@@ -27,7 +27,6 @@
 //! Must not: decide refreshes or capacity itself (`doorman-core` does).
 
 mod acquire;
-mod auth;
 pub mod blocking;
 mod builder;
 mod client;
@@ -41,7 +40,7 @@ mod rate;
 mod registry;
 mod resource;
 mod task;
-pub mod tls;
+pub use doorman_net::tls;
 pub mod tower;
 mod wants;
 
@@ -53,12 +52,13 @@ pub mod limiter {
 }
 
 pub use acquire::AcquireError;
-pub use auth::BearerToken;
 pub use builder::ClientBuilder;
 pub use client::Client;
 pub use connection::{CallError, Connector};
 pub use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
 pub use doorman_core::Backoff;
+pub use doorman_net::BearerToken;
+pub use doorman_net::{ClientTls, TlsFileError};
 pub use error::ClientError;
 pub use gauge::{GaugeOptions, GaugePermit, GaugeResource};
 pub use identity::{default_client_id, hostname, lease_clock, wall_clock, Clock};
@@ -66,4 +66,3 @@ pub use metrics::ClientMetrics;
 pub use observe::{CapacityState, ConnectionState, Phase};
 pub use rate::{RateOptions, RateResource};
 pub use resource::{Kind, Wants};
-pub use tls::{ClientTls, TlsFileError};

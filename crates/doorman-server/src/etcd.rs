@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_client::tls::{pem_certs, pem_key, TlsFileError};
+use doorman_net::tls::{pem_certs, pem_key, TlsFileError};
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -175,7 +175,7 @@ impl EtcdOptions {
             Some(id) => format!("certificate {id}"),
             None => {
                 let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
-                format!("{user}@{} (unauthenticated)", doorman_client::hostname())
+                format!("{user}@{} (unauthenticated)", doorman_net::hostname())
             }
         }
     }

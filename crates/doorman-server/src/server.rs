@@ -76,9 +76,9 @@ pub struct ServerOptions {
     pub tls: Option<TlsFiles>,
     /// TLS towards the parent (its CA, and this server's certificate to
     /// present).
-    pub parent_tls: Option<doorman_client::ClientTls>,
+    pub parent_tls: Option<doorman_net::ClientTls>,
     /// Bearer token sent to the parent (`--parent-token-file`).
-    pub parent_token: Option<doorman_client::BearerToken>,
+    pub parent_token: Option<doorman_net::BearerToken>,
     /// Bearer tokens accepted from callers, and whether the health pages
     /// need an identity.
     pub auth: Auth,
@@ -197,7 +197,7 @@ pub fn default_server_id(addr: SocketAddr) -> String {
     if !addr.ip().is_unspecified() {
         return addr.to_string();
     }
-    format!("{}:{}", doorman_client::hostname(), addr.port())
+    format!("{}:{}", doorman_net::hostname(), addr.port())
 }
 
 /// Starts a server: reads the config, binds the listeners, and starts every

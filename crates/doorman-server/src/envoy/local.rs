@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use doorman_client::limiter::{TokenBucket, UsageWindow};
-use doorman_client::{ClientCore, CoreOptions};
+use doorman_core::client::{ClientCore, CoreOptions};
 use doorman_core::config::Unit;
 use doorman_core::server::{Decision, Who};
 use tokio::sync::watch;

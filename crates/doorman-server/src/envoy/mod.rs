@@ -19,7 +19,7 @@ pub mod rlqs;
 pub mod rls;
 
 use doorman_algorithms::{Amount, Demand};
-use doorman_client::{ClientCore, GrantItem, RequestItem};
+use doorman_core::client::{ClientCore, GrantItem, RequestItem};
 use doorman_core::config::{Action, Config};
 use doorman_core::limits::{id_length_problem, MAX_AMOUNT, MAX_RESOURCE_ID_BYTES};
 use doorman_core::server::{CapacityRequest, Claim, Grant, Refusal, ResourceAsk, Who};

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use doorman_client::{ClientCore, CoreOptions};
+use doorman_core::client::{ClientCore, CoreOptions};
 use doorman_core::config::{Config, Unit, Unmatched};
 use doorman_core::server::{Decision, Grant, Who};
 use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
-use doorman_client::tls::{pem_certs, pem_key, TlsFileError};
+use doorman_net::tls::{pem_certs, pem_key, TlsFileError};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use tokio::sync::watch;

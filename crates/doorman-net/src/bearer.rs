@@ -48,7 +48,7 @@ impl BearerToken {
 }
 
 /// A request carrying the RPC deadline and, if given, the bearer token.
-pub(crate) fn outgoing<T: Clone>(
+pub fn outgoing<T: Clone>(
     msg: &T,
     timeout: std::time::Duration,
     token: Option<&BearerToken>,
