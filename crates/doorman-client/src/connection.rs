@@ -316,6 +316,13 @@ impl Connector {
             .is_some_and(|(a, until)| a == addr && tokio::time::Instant::now() < *until)
     }
 
+    /// `addr` answered as master: no longer suspected of hanging.
+    fn answered(&mut self, addr: &str) {
+        if self.suspects(addr) {
+            self.suspect = None;
+        }
+    }
+
     /// Finds the master with the Discovery RPC, starting at the next
     /// address in rotation.
     pub async fn discover(&mut self) -> Result<String, CallError> {
@@ -338,9 +345,7 @@ impl Connector {
                 .await;
             match r {
                 Ok(d) if d.is_master => {
-                    if self.suspects(&addr) {
-                        self.suspect = None;
-                    }
+                    self.answered(&addr);
                     self.next = (start + i) % n;
                     self.master = Some(addr.clone());
                     return Ok(addr);
@@ -385,9 +390,7 @@ impl Connector {
             let resp = self.rpc(method, &target, |c| f(c, timeout)).await?;
             match resp.mastership() {
                 None => {
-                    if self.suspects(&target) {
-                        self.suspect = None;
-                    }
+                    self.answered(&target);
                     return Ok(resp);
                 }
                 Some(m) => match m

@@ -97,7 +97,7 @@ fn get_capacity_request(
                     priority: i.priority,
                     has: claim.map(|c| c.0),
                     wants: i.wants,
-                    has_remaining_ms: claim.and_then(|c| c.1),
+                    has_remaining_ms: claim.map(|c| c.1),
                 }
             })
             .collect(),

@@ -75,12 +75,12 @@ pub fn millis(ms: Option<i64>) -> Option<doorman_algorithms::Time> {
 pub fn claim_to_wire(
     l: &doorman_algorithms::Lease,
     now: doorman_algorithms::Time,
-) -> (doorman::Lease, Option<i64>) {
+) -> (doorman::Lease, i64) {
     let wire = doorman::Lease {
         remaining_ms: None,
         ..lease_to_wire(l, now)
     };
-    (wire, Some(l.remaining(now).as_millis()))
+    (wire, l.remaining(now).as_millis())
 }
 
 impl doorman::Mastership {

@@ -179,6 +179,21 @@ pub fn algorithm_from_proto(a: &pb::Algorithm) -> AlgorithmConfig {
     )
 }
 
+/// One entry's demand bands, `(priority, clients, wants)` each, as the
+/// wire's `PriorityBandAggregate`s.
+pub fn bands_to_wire(bands: &[(i64, i64, f64)]) -> Vec<pb::PriorityBandAggregate> {
+    bands
+        .iter()
+        .map(
+            |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
+                priority,
+                num_clients,
+                wants,
+            },
+        )
+        .collect()
+}
+
 /// An intermediate server's bulk request to its parent, sent at `now`.
 pub fn upstream_request(
     node_id: &str,
@@ -194,18 +209,8 @@ pub fn upstream_request(
                 pb::ServerCapacityResourceRequest {
                     resource_id: a.resource_id.clone(),
                     has: claim.map(|c| c.0),
-                    has_remaining_ms: claim.and_then(|c| c.1),
-                    wants: a
-                        .bands
-                        .iter()
-                        .map(
-                            |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
-                                priority,
-                                num_clients,
-                                wants,
-                            },
-                        )
-                        .collect(),
+                    has_remaining_ms: claim.map(|c| c.1),
+                    wants: bands_to_wire(&a.bands),
                     outstanding: Some(a.outstanding),
                 }
             })

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use doorman_core::server::{CapacityRequest, CoreOptions, Decision, ServerCore, Who};
 use doorman_core::Time;
 use doorman_proto::doorman as pb;
-use doorman_server::grpc::validate;
+use doorman_server::grpc::{convert, validate};
 use proptest::prelude::*;
 
 use super::fair::{counted, LastAsk};
@@ -276,16 +276,7 @@ impl World {
             Claim::Omits => None,
             Claim::Invents(x) => Some(self.made_up_lease(*x)),
         };
-        let wants = bands
-            .iter()
-            .map(
-                |&(priority, num_clients, wants)| pb::PriorityBandAggregate {
-                    priority,
-                    num_clients,
-                    wants,
-                },
-            )
-            .collect();
+        let wants = convert::bands_to_wire(bands);
         let req = pb::GetServerCapacityRequest {
             server_id: name,
             resource: vec![pb::ServerCapacityResourceRequest {
