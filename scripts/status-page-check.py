@@ -112,9 +112,13 @@ def check(addrs):
         wait(f"{http} up", lambda: page(http, "/healthz") == "ok\n")
     subprocess.run([BIN, "get", "--server", leaf_grpc, "--resource", "db/users",
                     "--wants", "10"], check=True, capture_output=True, timeout=30)
-    wait("the leaf's lease from its parent",
+    # The leaf learns its level from its parent's answers, and the parent
+    # its own from the root's: the first answer the leaf gets may come
+    # before the parent has heard from the root, so wait for the level too.
+    wait("the leaf's lease from its parent and its level",
          lambda: "parent lease" in page(leaf_http, "/debug/status")
-         and "Parent link: ok" in page(leaf_http, "/debug/status"))
+         and "Parent link: ok" in page(leaf_http, "/debug/status")
+         and "level <b>2</b>" in page(leaf_http, "/debug/status"))
     os.makedirs(ART, exist_ok=True)
     dom = browser(f"http://{leaf_http}/debug/status", os.path.join(ART, "status-leaf.png"))
     expect(dom, ["level <b>2</b>, intermediate", "this server is the master",
