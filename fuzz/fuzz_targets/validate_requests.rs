@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use doorman_core::config::Config;
-use doorman_core::server::{CoreOptions, ServerCore};
+use doorman_core::server::{CoreOptions, ServerCore, Sharded};
 use doorman_core::Time;
 use doorman_proto::doorman as pb;
 use doorman_server::grpc::validate;

@@ -24,6 +24,6 @@ pub fn run(
     let t = Instant::now();
     let mut sim = engine::Sim::new(scenario, seed)?;
     sim.run();
-    let summary = summary::summarize(&sim, seed, t.elapsed().as_secs_f64());
+    let summary = summary::summarize(&mut sim, seed, t.elapsed().as_secs_f64());
     Ok((sim, summary))
 }

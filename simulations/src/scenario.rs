@@ -31,6 +31,11 @@ pub struct Scenario {
     /// Tasks (replicas) per node; one is master.
     #[serde(default = "one")]
     pub tasks: usize,
+    /// Shards of each master's core, as `doorman server --core-shards`
+    /// (default: the server's default on a 2-CPU host). Any count decides
+    /// alike; the simulator drives the same sharded entry points.
+    #[serde(default = "default_shards")]
+    pub shards: usize,
     /// Clients per leaf node.
     pub clients_per_leaf: usize,
     /// RPC delay, milliseconds, uniform in [min, max].
@@ -57,6 +62,12 @@ fn default_settle() -> u64 {
 }
 fn one() -> usize {
     1
+}
+/// `doorman-server` `default_shards()` on 2 CPUs (the machine the
+/// scenarios are measured on); fixed here so a run never depends on the
+/// host it runs on.
+fn default_shards() -> usize {
+    8
 }
 fn default_delay() -> [u64; 2] {
     [1, 10]

@@ -327,7 +327,7 @@ fn reconvergence(sim: &Sim, band: &Band) -> (Option<f64>, Option<f64>, usize) {
 }
 
 /// Computes the summary of a finished run.
-pub fn summarize(sim: &Sim, seed: u64, wall_clock_s: f64) -> Summary {
+pub fn summarize(sim: &mut Sim, seed: u64, wall_clock_s: f64) -> Summary {
     let cap = sim.capacity;
     let settle = sim.scenario.settle as f64;
     let doc = doc_figures(sim.samples.iter(), cap, settle);

@@ -1,5 +1,6 @@
 //! The `doorman` binary as a user runs it.
 
+use doorman_core::server::Sharded;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};

@@ -1,6 +1,7 @@
 //! `doorman config push|get` against a real etcd, with two running servers
 //! reading their config from the key.
 
+use doorman_core::server::Sharded;
 use std::process::Command;
 use std::time::Duration;
 

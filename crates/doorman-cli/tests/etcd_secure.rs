@@ -5,6 +5,7 @@
 //! config through the same etcd with a least-privilege user. Connections
 //! without the password or without TLS are refused by etcd.
 
+use doorman_core::server::Sharded;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;

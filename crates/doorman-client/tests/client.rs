@@ -2,6 +2,7 @@
 //! Servers run in their own runtime on their own thread, so killing one
 //! closes every socket, as a crashed process would.
 
+use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

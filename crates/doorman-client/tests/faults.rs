@@ -4,6 +4,7 @@
 //! a lease after the server has ended it (or the server would hand the
 //! capacity to someone else while it is still in use).
 
+use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -22,7 +22,7 @@ use doorman_algorithms::{Demand, Time};
 use doorman_core::config::Config;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::server::{
-    CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Who, DECIDE_STEP,
+    CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Sharded, Who, DECIDE_STEP,
 };
 
 const TEMPLATES: usize = 50_000;
@@ -94,9 +94,10 @@ fn largest_request(c: &mut Criterion, name: &str, cfg: Arc<Config>, id: impl Fn(
             fresh,
             |mut core| {
                 let asks = &req.resources[..DECIDE_STEP];
-                let n = core
-                    .decide_asks(Time::secs(1), &req.who, asks)
-                    .map(|g| g.len());
+                let n = core.with_shard(0, |node, s| {
+                    s.decide_asks(node, Time::secs(1), &req.who, asks)
+                        .map(|g| g.len())
+                });
                 (core, n)
             },
             BatchSize::LargeInput,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use doorman_algorithms::{Demand, Time};
 use doorman_core::config::Config;
-use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Who};
+use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Sharded, Who};
 
 const RESOURCES: usize = 100_000;
 
@@ -53,19 +53,19 @@ fn bench(c: &mut Criterion) {
     g.bench_function("held/status_step", |b| {
         b.iter(|| {
             let mut out = Vec::new();
-            core.status_step(now, 100, 0, &mut out);
+            core.with_shard(0, |n, s| s.status_step(n, now, 100, 0, &mut out));
             out.len()
         })
     });
     g.bench_function("held/gauges_step", |b| {
         b.iter(|| {
             let mut out = Vec::new();
-            core.gauges_step(now, 0, &mut out);
+            core.with_shard(0, |n, s| s.gauges_step(n, now, 0, &mut out));
             out.len()
         })
     });
     g.bench_function("held/cleanup_step", |b| {
-        b.iter(|| core.cleanup_step(now, 0))
+        b.iter(|| core.with_shard(0, |n, s| s.cleanup_step(n, now, 0)))
     });
     g.bench_function("held/reload", |b| b.iter(|| core.replace_config(config())));
     g.bench_function("held/readiness", |b| b.iter(|| core.readiness(now).is_ok()));

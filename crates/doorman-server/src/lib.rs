@@ -20,6 +20,7 @@
 pub mod auth;
 pub mod config_source;
 pub mod config_version;
+pub mod core_locks;
 pub mod election;
 pub mod envoy;
 pub mod etcd;

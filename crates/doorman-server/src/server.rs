@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_core::server::{default_shards, CoreOptions, Role, ShardedCore};
+use doorman_core::server::{CoreOptions, Role, Sharded};
 use doorman_core::Time;
 use doorman_proto::CapacityServer;
 use tokio::net::TcpListener;
@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use crate::auth::Auth;
 pub use crate::config_source::ConfigSource;
 use crate::config_source::LoadError;
+use crate::core_locks::{default_shards, LockedCore};
 use crate::election::{Candidacy, Election, MasterView, Standalone};
 use crate::grpc::{transport, CapacityService};
 use crate::http::serve::HttpLimits;
@@ -53,7 +54,7 @@ pub struct ServerOptions {
     /// See [`CoreOptions::min_request_interval`].
     pub min_request_interval: Duration,
     /// How many shards the core's resources are split into, each behind
-    /// its own lock (see [`ShardedCore`]).
+    /// its own lock (see [`LockedCore`]).
     pub core_shards: usize,
     /// How often to look at the config file for changes.
     pub reload_interval: Duration,
@@ -345,9 +346,9 @@ fn build_state(
         server_id: server_id.to_string(),
         min_request_interval: Time::from_duration(opts.min_request_interval),
     };
-    let core = ShardedCore::new(core_opts, config, opts.core_shards);
+    let core = LockedCore::new(core_opts, config, opts.core_shards);
     if opts.election.is_standalone() {
-        core.become_master((opts.clock)());
+        (&core).become_master((opts.clock)());
     }
     let mut state = ServerState::new(core, Metrics::new(), opts.clock.clone());
     state.auth = opts.auth.clone();

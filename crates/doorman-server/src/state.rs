@@ -12,13 +12,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use doorman_core::server::{CapacityRequest, Grant, Refusal, ServerCore, ShardedCore, Status};
+use doorman_core::server::{CapacityRequest, Grant, Node, Refusal, ResourceShard, Sharded, Status};
 use doorman_core::Time;
 
 use doorman_core::config::Action;
 
 use crate::auth::{Auth, AuthError};
 use crate::config_version::ConfigVersion;
+use crate::core_locks::LockedCore;
 use crate::metrics::{Metrics, ResourceSeries, Scrape};
 use crate::parent_link::ParentLink;
 
@@ -27,7 +28,7 @@ pub type Clock = std::sync::Arc<dyn Fn() -> Time + Send + Sync>;
 
 /// State shared by the gRPC service, the HTTP endpoints and background tasks.
 pub struct ServerState {
-    core: ShardedCore,
+    core: LockedCore,
     /// Wakes the upstream task (a new resource must be asked for at once).
     pub upstream_wake: tokio::sync::Notify,
     /// The server's metrics.
@@ -57,7 +58,7 @@ impl std::fmt::Debug for ServerState {
 
 impl ServerState {
     /// Wraps a core.
-    pub fn new(core: ShardedCore, metrics: Metrics, clock: Clock) -> Self {
+    pub fn new(core: LockedCore, metrics: Metrics, clock: Clock) -> Self {
         ServerState {
             core,
             upstream_wake: tokio::sync::Notify::new(),
@@ -72,8 +73,9 @@ impl ServerState {
         }
     }
 
-    /// The core (each of its calls takes the locks it needs).
-    pub fn core(&self) -> &ShardedCore {
+    /// The core (each of its calls takes the locks it needs; its entry
+    /// points are [`Sharded`]'s).
+    pub fn core(&self) -> &LockedCore {
         &self.core
     }
 
@@ -142,7 +144,7 @@ impl ServerState {
     /// through the core ([`ShardedCore::decide`]: one lock per shard and
     /// step), waking the upstream task if needed.
     pub fn decide_in_process(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
-        let decided = self.core.decide(self.now(), req);
+        let decided = self.core().decide(self.now(), req);
         if decided.wake_upstream {
             self.upstream_wake.notify_one();
         }
@@ -183,14 +185,14 @@ impl ServerState {
 
     /// Runs `step` over every shard from position 0 until it returns
     /// `None`, taking a shard's lock for each step only.
-    pub fn sweep(&self, step: impl FnMut(&mut ServerCore, usize) -> Option<usize>) {
-        self.core.sweep(step);
+    pub fn sweep(&self, step: impl FnMut(&Node, &mut ResourceShard, usize) -> Option<usize>) {
+        self.core().sweep(step);
     }
 
     /// A status snapshot (at most `max_leases` leases per resource), taken
     /// step by step.
     pub fn status(&self, max_leases: usize) -> Status {
-        let mut status = self.core.status(self.now(), max_leases);
+        let mut status = self.core().status(self.now(), max_leases);
         status.config_version = self.config_version().map(|v| v.to_string());
         status.level = self.level();
         status.parent_link = self.parent_link.as_ref().map(ParentLink::get);
@@ -203,10 +205,10 @@ impl ServerState {
     pub fn scrape(&self) -> Scrape {
         let now = self.now();
         let mut gauges = Vec::with_capacity(self.core().resource_count());
-        self.sweep(|core, from| core.gauges_step(now, from, &mut gauges));
-        let core = self.core();
+        self.sweep(|n, s, from| s.gauges_step(n, now, from, &mut gauges));
+        let mut core = self.core();
         let parent = self.parent_link.as_ref().map(ParentLink::get);
-        let (is_master, master) = core.mastership(now);
+        let (is_master, master) = core.mastership_at(now);
         Scrape {
             gauges,
             counters: core.counters(),
@@ -227,8 +229,8 @@ impl ServerState {
     /// leases of resources in use), then a parent that has never answered.
     pub fn readiness(&self) -> Result<(), String> {
         let now = self.now();
-        self.core.readiness(now)?;
-        let is_master = self.core.is_master();
+        self.core().readiness(now)?;
+        let is_master = self.core().is_master();
         let link = self.parent_link.as_ref().map(ParentLink::get);
         match link.as_ref().and_then(crate::parent_link::unready) {
             Some(why) if is_master => Err(why),
@@ -238,6 +240,6 @@ impl ServerState {
 
     /// One whole cleanup pass, step by step.
     pub fn cleanup(&self) {
-        self.core.cleanup(self.now());
+        self.core().cleanup(self.now());
     }
 }

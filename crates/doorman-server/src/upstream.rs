@@ -7,6 +7,7 @@
 //!
 //! Must not: decide anything (the core does).
 
+use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use doorman_core::config::Config;
-use doorman_core::server::{CoreOptions, ShardedCore};
+use doorman_core::server::{CoreOptions, Sharded};
 use doorman_proto::doorman as pb;
 use doorman_proto::Capacity;
+use doorman_server::core_locks::LockedCore;
 use doorman_server::grpc::CapacityService;
 use doorman_server::metrics::Metrics;
 use doorman_server::state::ServerState;
@@ -31,8 +32,8 @@ fn service() -> CapacityService {
         min_request_interval: Time::ZERO,
         ..CoreOptions::default()
     };
-    let core = ShardedCore::new(opts, config, 8);
-    core.become_master(doorman_server::lease_clock());
+    let core = LockedCore::new(opts, config, 8);
+    (&core).become_master(doorman_server::lease_clock());
     let clock = Arc::new(doorman_server::lease_clock);
     CapacityService::new(Arc::new(ServerState::new(core, Metrics::new(), clock)))
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::assert_redirects;
+use doorman_core::server::Sharded;
 use doorman_testkit::{eventually, eventually_async};
 
 use std::sync::Arc;
@@ -270,9 +271,9 @@ async fn a_leaving_master_stops_granting_before_a_successor_can_win() {
     .await;
 
     // Held on purpose across the awaits below: the test is that nothing
-    // can proceed past "stop granting" while a shard of the core is held
-    // (stepping down takes every shard in turn).
-    let held = m_state.core().shard(0);
+    // can proceed past "stop granting" while the core's node is held
+    // (stepping down changes it, under its lock).
+    let held = m_state.core().read_node();
     let stopping = tokio::spawn(m.shutdown());
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_millis(100)).await;

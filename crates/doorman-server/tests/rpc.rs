@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use doorman_core::server::Sharded;
 use doorman_proto::doorman as pb;
 use tonic::Code;
 

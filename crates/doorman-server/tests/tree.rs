@@ -7,6 +7,7 @@
 //! clients (here ≤ 2 s through two levels) within lease − refresh − 1 s of
 //! whole-second rounding: 6 − 2 − 1 = 3 s (see docs/architecture.md).
 
+use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

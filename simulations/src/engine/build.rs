@@ -36,7 +36,7 @@ fn node(
     depth: usize,
     parent: Option<usize>,
     cfg: &Arc<Config>,
-    tasks: usize,
+    (tasks, shards): (usize, usize),
     start: Time,
     rng: &mut Rng,
 ) -> Node {
@@ -51,7 +51,7 @@ fn node(
         Arc::new(Config::empty())
     };
     let mut horizon = None;
-    let (core, _) = master_core(role, &name, 0, &config, start, &mut horizon);
+    let (core, _) = master_core(role, (&name, 0), &config, shards, start, &mut horizon);
     Node {
         id: Arc::from(name.as_str()),
         name,
@@ -61,6 +61,7 @@ fn node(
         role,
         config,
         tasks,
+        shards,
         master: Some(0),
         view: Some(0),
         dead: None,
@@ -82,8 +83,8 @@ fn tree(
     start: Time,
     rng: &mut Rng,
 ) -> (Vec<Node>, Vec<usize>) {
-    let tasks = scenario.tasks.max(1);
-    let mut nodes = vec![node("root".into(), 0, None, cfg, tasks, start, rng)];
+    let size = (scenario.tasks.max(1), scenario.shards.max(1));
+    let mut nodes = vec![node("root".into(), 0, None, cfg, size, start, rng)];
     let mut level = vec![0usize];
     for (d, fan) in scenario.tree.iter().enumerate() {
         let mut next = Vec::new();
@@ -94,7 +95,7 @@ fn tree(
                 } else {
                     format!("{}.{i}", nodes[p].name)
                 };
-                nodes.push(node(name, d + 1, Some(p), cfg, tasks, start, rng));
+                nodes.push(node(name, d + 1, Some(p), cfg, size, start, rng));
                 next.push(nodes.len() - 1);
             }
         }

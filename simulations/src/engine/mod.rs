@@ -21,7 +21,7 @@ use doorman_algorithms::{Amount, Lease, Time};
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::Config;
 use doorman_core::server::{
-    take_office, CoreOptions, Grant, HorizonRecord, Role, ServerCore, UpstreamGrant,
+    take_office, CoreOptions, Grant, HorizonRecord, Role, ServerCore, Sharded, UpstreamGrant,
 };
 use doorman_core::Backoff;
 
@@ -125,6 +125,8 @@ pub struct Node {
     role: Role,
     config: Arc<Config>,
     tasks: usize,
+    /// Shards of each master's core.
+    shards: usize,
     /// The task that is master, if any.
     master: Option<usize>,
     /// The master the standbys name (the election key's value): the dead
@@ -152,12 +154,12 @@ pub struct Node {
 
 impl Node {
     /// Live leases in the master's core (its state grows with these).
-    pub fn lease_count(&self) -> usize {
+    pub fn lease_count(&mut self) -> usize {
         self.core.lease_count()
     }
 
     /// Resources with state in the master's core.
-    pub fn resource_count(&self) -> usize {
+    pub fn resource_count(&mut self) -> usize {
         self.core.resource_count()
     }
 }
@@ -371,9 +373,9 @@ impl Sim {
 /// writer.
 fn master_core(
     role: Role,
-    node: &str,
-    task: usize,
+    (node, task): (&str, usize),
     config: &Arc<Config>,
+    shards: usize,
     now: Time,
     horizon: &mut Option<(Time, String)>,
 ) -> (ServerCore, String) {
@@ -383,7 +385,7 @@ fn master_core(
         server_id: server_id.clone(),
         min_request_interval: MIN_REQUEST_INTERVAL,
     };
-    let mut core = ServerCore::new(options, config.clone());
+    let mut core = ServerCore::with_shards(options, config.clone(), shards);
     let record = horizon
         .as_ref()
         .map(|(until, writer)| HorizonRecord::Within {
@@ -393,13 +395,12 @@ fn master_core(
     let last_leader = horizon.as_ref().map(|(_, writer)| writer.as_bytes());
     let office = take_office(record.as_ref(), last_leader, core.fresh_horizon(now), now);
     *horizon = Some((office.bound, server_id.clone()));
-    core.set_lease_bound(Some(office.bound));
-    core.become_master_after(now, office.predecessors);
+    core.become_master_after(now, office.predecessors, Some(office.bound));
     (core, server_id)
 }
 
 /// Moves a master's horizon record on when it is due (see
-/// `doorman_core::server::ServerCore::horizon_due`).
+/// `doorman_core::server::Sharded::horizon_due`).
 fn keep_horizon(core: &mut ServerCore, now: Time, horizon: &mut Option<(Time, String)>) {
     if let Some(h) = core.horizon_due(now) {
         if let Some((until, _)) = horizon.as_mut() {

@@ -8,6 +8,7 @@
 
 use doorman_algorithms::{Demand, Time};
 use doorman_core::client::GrantItem;
+use doorman_core::server::Sharded;
 use doorman_core::server::{CapacityRequest, Claim, Grant, ResourceAsk, UpstreamGrant, Who};
 
 use super::link::Step;

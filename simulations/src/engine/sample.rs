@@ -5,6 +5,7 @@
 //! Must not: change the world.
 
 use doorman_core::client::Mode;
+use doorman_core::server::Sharded;
 
 use super::{Sample, Sim};
 

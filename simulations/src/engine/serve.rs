@@ -14,7 +14,7 @@
 //! the caller does next (`link.rs`, `rpc.rs`).
 
 use doorman_algorithms::Time;
-use doorman_core::server::Refusal;
+use doorman_core::server::{Refusal, Sharded};
 
 use super::{Caller, Ev, Reply, RpcMsg, Sim, RPC_TIMEOUT};
 
@@ -109,7 +109,7 @@ impl Sim {
             return Reply::Failed;
         }
         let is_master = n.master == Some(task);
-        let reply = match msg {
+        match msg {
             RpcMsg::Discovery => Reply::Discovery {
                 is_master,
                 master: if is_master { Some(task) } else { n.view },
@@ -120,16 +120,16 @@ impl Sim {
             }
             RpcMsg::Capacity(req) => {
                 n.served += 1;
-                match n.core.get_capacity(now, &req) {
+                let decided = n.core.decide(now, &req);
+                if decided.wake_upstream {
+                    self.schedule_upstream(node, Some(now));
+                }
+                match decided.grants {
                     Ok(grants) => Reply::Grants(grants),
-                    Err(Refusal::NotMaster(_)) => Reply::Redirect(n.view),
+                    Err(Refusal::NotMaster(_)) => Reply::Redirect(self.nodes[node].view),
                     Err(Refusal::NoConfig(_)) => Reply::Failed,
                 }
             }
-        };
-        if n.core.take_upstream_wake() {
-            self.schedule_upstream(node, Some(now));
         }
-        reply
     }
 }

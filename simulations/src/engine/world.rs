@@ -10,6 +10,7 @@
 //! Must not: decide anything about leases (the real cores do).
 
 use doorman_algorithms::Time;
+use doorman_core::server::Sharded;
 
 use super::build::backoff;
 use super::{keep_horizon, master_core, Ev, Mark, MarkKind, Sim};
@@ -137,7 +138,14 @@ impl Sim {
         }
         let b = backoff(&mut self.rng);
         let n = &mut self.nodes[node];
-        let (core, _) = master_core(n.role, &n.name, task, &n.config, now, &mut n.horizon);
+        let (core, _) = master_core(
+            n.role,
+            (&n.name, task),
+            &n.config,
+            n.shards,
+            now,
+            &mut n.horizon,
+        );
         n.core = core;
         n.master = Some(task);
         n.view = Some(task);

@@ -17,7 +17,7 @@
 //!   [`HORIZON_CLOCK_MARGIN`] for clocks) or after `learning_mode_duration`,
 //!   whichever comes first;
 //! * with a lease bound (the record this master keeps), no lease outlives
-//!   it; [`ServerCore::horizon_due`] says when to move the record on, well
+//!   it; [`Node::horizon_due`] says when to move the record on, well
 //!   before any lease would be cut short by it. A root's leases reach at
 //!   most its longest `lease_length` ahead; an intermediate's never outlive
 //!   its parent's, so its record follows its latest upstream expiry too:
@@ -30,7 +30,7 @@
 use doorman_algorithms::Time;
 
 use super::upstream::PENDING_LEARNING;
-use super::{Role, ServerCore};
+use super::{Node, ResourceShard, Role};
 
 /// A root moves its bound on when it is less than this beyond the longest
 /// lease it may hand out now.
@@ -107,41 +107,41 @@ impl LearningClock {
     }
 }
 
-impl ServerCore {
-    /// This server won the election at `now`, knowing `predecessors`:
-    /// fresh empty state, each resource learning until
-    /// [`LearningClock::end`]. Set the lease bound (if this server keeps a
-    /// record) before the first request.
-    pub fn become_master_after(&mut self, now: Time, predecessors: Predecessors) {
-        self.become_master(now);
-        self.predecessors = predecessors;
-    }
+/// What an intermediate's shards have seen of their parent, folded over
+/// every shard: the horizon depends on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpstreamReach {
+    /// The longest `lease_length` a parent has sent, seconds.
+    pub longest_parent_lease: i64,
+    /// The latest expiry of a lease from the parent, or end of a claim
+    /// echoed without one (an intermediate in learning mode).
+    pub backed: Time,
+}
 
-    /// No lease this server hands out from now on expires after `bound`
-    /// (the horizon it has recorded); `None`: no bound (a server that keeps
-    /// no record).
-    pub fn set_lease_bound(&mut self, bound: Option<Time>) {
-        self.lease_bound = bound;
+impl UpstreamReach {
+    /// The reach of two shards together.
+    pub fn max(self, other: UpstreamReach) -> UpstreamReach {
+        UpstreamReach {
+            longest_parent_lease: self.longest_parent_lease.max(other.longest_parent_lease),
+            backed: self.backed.max(other.backed),
+        }
     }
+}
 
-    /// The bound set by [`ServerCore::set_lease_bound`].
-    pub fn lease_bound(&self) -> Option<Time> {
-        self.lease_bound
-    }
-
+impl Node {
     /// The horizon to record now, if the recorded one (the lease bound) is
     /// getting close to what the longest lease could reach: the shell
-    /// writes it, then calls [`ServerCore::set_lease_bound`] with it. `None`
+    /// writes it, then calls [`Node::set_lease_bound`] with it. `None`
     /// without a bound, when not master, or while the bound is far enough.
-    pub fn horizon_due(&self, now: Time) -> Option<Time> {
+    /// `reach`: what the shards have seen of the parent.
+    pub fn horizon_due(&self, now: Time, reach: UpstreamReach) -> Option<Time> {
         let bound = self.lease_bound?;
         if !self.is_master {
             return None;
         }
-        let mut needed = now + self.longest_lease();
+        let mut needed = now + self.longest_lease(reach);
         if self.opts.role == Role::Intermediate {
-            let backed = self.latest_upstream_expiry.max(self.latest_echo_end);
-            needed = needed.min(backed);
+            needed = needed.min(reach.backed);
         }
         let lead = self.horizon_lead();
         (bound < needed + lead.renew_before).then(|| needed + lead.ahead)
@@ -158,19 +158,34 @@ impl ServerCore {
 
     /// The horizon a master records when it takes office (before its first
     /// grant): beyond any lease it may hand out before its first
-    /// [`ServerCore::horizon_due`] check. A root's leases reach its longest
+    /// [`Node::horizon_due`] check. A root's leases reach its longest
     /// lease ahead; an intermediate's never outlive its parent's, and it
     /// holds none yet, so it records [`HORIZON_AHEAD`] and moves the
     /// record on as the parent's leases (and the claims it echoes) need.
     /// The shell records the later of this and the predecessors' record (a
     /// record never moves back).
-    pub fn fresh_horizon(&self, now: Time) -> Time {
+    pub fn fresh_horizon(&self, now: Time, reach: UpstreamReach) -> Time {
         match self.opts.role {
-            Role::Root => now + self.longest_lease() + ROOT_LEAD.ahead,
+            Role::Root => now + self.longest_lease(reach) + ROOT_LEAD.ahead,
             Role::Intermediate => now + INTERMEDIATE_LEAD.ahead,
         }
     }
 
+    /// The longest lease this server may hand out: its config's longest;
+    /// on an intermediate server also its parent's longest seen so far and
+    /// the pending default (before the parent's first answer).
+    fn longest_lease(&self, reach: UpstreamReach) -> Time {
+        let mut secs = self.config.longest_lease();
+        if self.opts.role == Role::Intermediate {
+            secs = secs
+                .max(reach.longest_parent_lease)
+                .max(PENDING_LEARNING.whole_secs());
+        }
+        Time::secs(secs)
+    }
+}
+
+impl ResourceShard {
     /// An intermediate echoed, in learning mode, a claim that ends at
     /// `end`: the horizon may have to cover it (see
     /// `Resource::lease_cap`).
@@ -178,24 +193,11 @@ impl ServerCore {
         self.latest_echo_end = self.latest_echo_end.max(end);
     }
 
-    /// The longest lease this server may hand out: its config's longest;
-    /// on an intermediate server also its parent's longest seen so far and
-    /// the pending default (before the parent's first answer).
-    fn longest_lease(&self) -> Time {
-        let mut secs = self.config.longest_lease();
-        if self.opts.role == Role::Intermediate {
-            secs = secs
-                .max(self.longest_parent_lease)
-                .max(PENDING_LEARNING.whole_secs());
-        }
-        Time::secs(secs)
-    }
-
-    /// When learning ends for this master's resources.
-    pub(crate) fn learning_clock(&self) -> LearningClock {
-        LearningClock {
-            since: self.master_since,
-            predecessors: self.predecessors,
+    /// What this shard has seen of the parent.
+    pub fn upstream_reach(&self) -> UpstreamReach {
+        UpstreamReach {
+            longest_parent_lease: self.longest_parent_lease,
+            backed: self.latest_upstream_expiry.max(self.latest_echo_end),
         }
     }
 }

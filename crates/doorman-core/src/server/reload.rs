@@ -7,26 +7,11 @@
 //!
 //! Must not: forget a live lease. Leases handed out keep counting against
 //! the capacity whatever the reload does.
-
-use std::sync::Arc;
-
-use super::ServerCore;
-use crate::config::Config;
-
-impl ServerCore {
-    /// Replaces the config (already validated). Leases and learning end
-    /// times survive; resources re-bind to their new templates (a new
-    /// capacity applies at the next decision, and leases already handed out
-    /// keep counting against it). A resource no template matches any more
-    /// keeps its old template until its last live lease expires, and no
-    /// lease handed out meanwhile outlives that; then it is served as
-    /// unmatched. A reload never lets Σ of unexpired grants jump.
-    ///
-    /// Returns the old config, so the caller can drop it (50 000 templates
-    /// take milliseconds to free) after releasing the core.
-    pub fn replace_config(&mut self, config: Arc<Config>) -> Arc<Config> {
-        self.config_pending = None;
-        self.config_gen += 1;
-        std::mem::replace(&mut self.config, config)
-    }
-}
+//!
+//! The rule is [`Node::replace_config`](super::Node::replace_config):
+//! leases and learning end times survive; resources re-bind to their new
+//! templates (a new capacity applies at the next decision, and leases
+//! already handed out keep counting against it). A resource no template
+//! matches any more keeps its old template until its last live lease
+//! expires, and no lease handed out meanwhile outlives that; then it is
+//! served as unmatched. A reload never lets Σ of unexpired grants jump.

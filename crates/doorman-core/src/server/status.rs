@@ -9,7 +9,7 @@ use serde::Serialize;
 use doorman_algorithms::Time;
 
 use super::resource::Resource;
-use super::ServerCore;
+use super::Node;
 use crate::config::Template;
 
 /// The whole server.
@@ -206,9 +206,10 @@ pub struct UpstreamGauge {
     pub expires_in: Option<f64>,
 }
 
-impl ServerCore {
-    /// Everything but the resources (and so `leases` = 0): cheap, O(templates).
-    /// Fill `resources` with [`ServerCore::status_step`].
+impl Node {
+    /// Everything but the resources and the counters (and so `leases` =
+    /// 0): cheap, O(templates). Fill `resources` with
+    /// [`ResourceShard::status_step`](super::ResourceShard::status_step).
     pub fn status_header(&self, now: Time) -> Status {
         Status {
             server_id: self.opts.server_id.clone(),
@@ -233,7 +234,7 @@ impl ServerCore {
                 .map(|t| template_status(t))
                 .collect(),
             resources: Vec::new(),
-            unmatched_requests: self.counters.unmatched_requests,
+            unmatched_requests: 0,
             leases: 0,
         }
     }

@@ -14,7 +14,7 @@ use doorman_algorithms::Time;
 
 use super::resource::Resource;
 use super::status::{resource_gauge, resource_status};
-use super::{ResourceGauge, ResourceStatus, ServerCore, Status};
+use super::{Node, ResourceGauge, ResourceShard, ResourceStatus};
 
 /// Resources visited per cleanup or metrics step (about a millisecond of
 /// work at most; see BENCHMARKS.md).
@@ -24,7 +24,7 @@ pub const SWEEP_STEP: usize = 1024;
 pub const STATUS_STEP: usize = 128;
 
 /// Resources of one request decided per hold of the core's lock
-/// ([`ServerCore::decide_asks`]): a request at the protocol's limit of
+/// ([`ResourceShard::decide_asks`]): a request at the protocol's limit of
 /// 10 000 new resources takes about 31 ms in one piece (BENCHMARKS.md), so
 /// in steps of 512 each hold stays near 1.6 ms.
 pub const DECIDE_STEP: usize = 512;
@@ -38,21 +38,21 @@ pub fn whole_pass(mut step: impl FnMut(usize) -> Option<usize>) {
     }
 }
 
-impl ServerCore {
+impl ResourceShard {
     /// One step of the periodic cleanup from position `from`: forgets
     /// expired leases and drops resources with no lease left, no learning
     /// mode and (on an intermediate) no unexpired lease from the parent,
     /// or a retired template whose leases are gone. Returns where the
     /// next step starts, `None` when the pass is done.
-    pub fn cleanup_step(&mut self, now: Time, from: usize) -> Option<usize> {
+    pub fn cleanup_step(&mut self, node: &Node, now: Time, from: usize) -> Option<usize> {
         let (mut i, mut visited, mut expired) = (from, 0, 0);
         while visited < SWEEP_STEP {
             let Some((id, r)) = self.resources.get_index_mut(i) else {
                 break;
             };
             visited += 1;
-            r.freshen(&self.config, self.config_gen, id);
-            expired += r.expire(now, self.opts.min_request_interval);
+            r.freshen(&node.config, node.config_gen, id);
+            expired += r.expire(now, node.opts.min_request_interval);
             if r.keys_due(now) {
                 // A mass expiry, more keys than one call handles: this
                 // resource again, at the cost of an eighth of a step.
@@ -78,35 +78,20 @@ impl ServerCore {
         (i < self.resources.len()).then_some(i)
     }
 
-    /// A whole cleanup pass in one call (tests and the simulator; a server
-    /// goes step by step).
-    pub fn cleanup(&mut self, now: Time) {
-        whole_pass(|from| self.cleanup_step(now, from));
-    }
-
     /// One step of a status snapshot: appends up to [`STATUS_STEP`]
     /// resources from position `from` to `out` (at most `max_leases` leases
     /// each). Returns where the next step starts.
     pub fn status_step(
         &mut self,
+        node: &Node,
         now: Time,
         max_leases: usize,
         from: usize,
         out: &mut Vec<ResourceStatus>,
     ) -> Option<usize> {
-        self.read_step(from, STATUS_STEP, out, |id, r| {
+        self.read_step(node, from, STATUS_STEP, out, |id, r| {
             resource_status(id, r, now, max_leases)
         })
-    }
-
-    /// A whole snapshot in one call (tests and the simulator; a server
-    /// goes step by step), listing at most `max_leases` leases per resource.
-    pub fn status(&mut self, now: Time, max_leases: usize) -> Status {
-        let mut status = self.status_header(now);
-        let resources = &mut status.resources;
-        whole_pass(|from| self.status_step(now, max_leases, from, resources));
-        status.finish();
-        status
     }
 
     /// One step of the per-resource metrics: appends up to [`SWEEP_STEP`]
@@ -114,17 +99,21 @@ impl ServerCore {
     /// step starts.
     pub fn gauges_step(
         &mut self,
+        node: &Node,
         now: Time,
         from: usize,
         out: &mut Vec<ResourceGauge>,
     ) -> Option<usize> {
-        self.read_step(from, SWEEP_STEP, out, |id, r| resource_gauge(id, r, now))
+        self.read_step(node, from, SWEEP_STEP, out, |id, r| {
+            resource_gauge(id, r, now)
+        })
     }
 
     /// Appends `row` of up to `len` resources from position `from`, each
     /// re-bound to the running config first.
     fn read_step<T>(
         &mut self,
+        node: &Node,
         from: usize,
         len: usize,
         out: &mut Vec<T>,
@@ -133,7 +122,7 @@ impl ServerCore {
         let end = (from + len).min(self.resources.len());
         for i in from..end {
             if let Some((id, r)) = self.resources.get_index_mut(i) {
-                r.freshen(&self.config, self.config_gen, id);
+                r.freshen(&node.config, node.config_gen, id);
                 out.push(row(id, r));
             }
         }

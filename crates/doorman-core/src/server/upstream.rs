@@ -21,7 +21,7 @@ use std::sync::Arc;
 use doorman_algorithms::{Amount, Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
 
 use super::grants::Grants;
-use super::{Role, ServerCore};
+use super::{Node, ResourceShard};
 use crate::config::{AlgorithmConfig, Template};
 use crate::limits::{
     DEFAULT_MAX_CLIENTS_PER_SERVER, DEFAULT_OPEN_SERVER_SHARE, MAX_AMOUNT, MAX_BANDS,
@@ -354,21 +354,10 @@ pub(super) fn keep_while_learning(bands: &mut [(i64, i64, f64)], held: f64) {
     }
 }
 
-impl ServerCore {
-    /// True for a server with a parent.
-    pub fn is_intermediate(&self) -> bool {
-        self.opts.role == Role::Intermediate
-    }
-
-    /// True (once) when a new resource appeared that the parent should be
-    /// asked about at once.
-    pub fn take_upstream_wake(&mut self) -> bool {
-        std::mem::take(&mut self.upstream_wake)
-    }
-
+impl ResourceShard {
     /// When the upstream task should next wake.
-    pub fn next_upstream_wakeup(&self) -> Option<Time> {
-        if !self.is_master || !self.is_intermediate() {
+    pub fn next_upstream_wakeup(&self, node: &Node) -> Option<Time> {
+        if !node.is_master || !node.is_intermediate() {
             return None;
         }
         self.resources
@@ -379,21 +368,10 @@ impl ServerCore {
             .min()
     }
 
-    /// If any resource with clients is due, one bulk request with every
-    /// resource with clients that the minimum interval allows.
-    pub fn upstream_request(&mut self, now: Time) -> Option<Vec<UpstreamAsk>> {
-        if !self.upstream_due(now) {
-            return None;
-        }
-        let mut asks = self.upstream_asks(now);
-        asks.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
-        (!asks.is_empty()).then_some(asks)
-    }
-
     /// True when a master intermediate has a resource with clients due for
     /// a request to the parent.
-    pub fn upstream_due(&self, now: Time) -> bool {
-        if !self.is_master || !self.is_intermediate() {
+    pub fn upstream_due(&self, node: &Node, now: Time) -> bool {
+        if !node.is_master || !node.is_intermediate() {
             return false;
         }
         self.resources.values().any(|r| {
@@ -406,11 +384,11 @@ impl ServerCore {
 
     /// The asks for every resource with clients that the minimum interval
     /// allows (marked as sent), in table order.
-    pub fn upstream_asks(&mut self, now: Time) -> Vec<UpstreamAsk> {
-        if !self.is_master || !self.is_intermediate() {
+    pub fn upstream_asks(&mut self, node: &Node, now: Time) -> Vec<UpstreamAsk> {
+        if !node.is_master || !node.is_intermediate() {
             return Vec::new();
         }
-        let (config, gen) = (&self.config, self.config_gen);
+        let (config, gen) = (&node.config, node.config_gen);
         self.resources
             .iter_mut()
             .filter(|(_, r)| !r.shares.is_empty())
@@ -422,13 +400,19 @@ impl ServerCore {
     }
 
     /// Applies the parent's answer to a request for `requested`.
-    pub fn upstream_response(&mut self, now: Time, requested: &[String], grants: &[UpstreamGrant]) {
+    pub fn upstream_response(
+        &mut self,
+        node: &Node,
+        now: Time,
+        requested: &[String],
+        grants: &[UpstreamGrant],
+    ) {
         for id in requested {
             if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
                 u.schedule.answered(now, UPSTREAM_RETRY);
             }
         }
-        let learning = self.learning_clock();
+        let learning = node.learning_clock();
         for g in grants {
             let Some(r) = self.resources.get_mut(&g.resource_id) else {
                 continue;

@@ -10,6 +10,7 @@
 //!
 //! Must not: apply an invalid config or block the server on etcd.
 
+use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::Duration;
 

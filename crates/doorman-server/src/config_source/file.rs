@@ -6,6 +6,7 @@
 //!
 //! Must not: apply an invalid config or stop on a transient read error.
 
+use doorman_core::server::Sharded;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

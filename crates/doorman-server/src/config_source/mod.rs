@@ -16,6 +16,7 @@ pub mod file;
 
 pub use crate::config_version::ConfigVersion;
 
+use doorman_core::server::Sharded;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -28,6 +28,7 @@
 pub mod etcd;
 mod horizon;
 
+use doorman_core::server::Sharded;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -278,7 +279,7 @@ pub async fn follow(
 
 fn apply(state: &ServerState, old: &MasterView, new: &MasterView) {
     let now = state.now();
-    let core = state.core();
+    let mut core = state.core();
     match (old.is_master, new.is_master) {
         (false, true) => {
             state.metrics.master_transition();

@@ -10,6 +10,7 @@
 //!
 //! Must not: decide capacity (the core does) or talk to Envoy (`rls.rs`).
 
+use doorman_core::server::Sharded;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -78,7 +79,7 @@ impl Local {
 type Shard = HashMap<String, Local>;
 
 /// The in-process requester. A hit takes only its resource's shard lock
-/// (the core's shard rule: `ShardedCore::shard_of`), so hits on resources
+/// (the core's shard rule: `doorman_core::server::shard_of`), so hits on resources
 /// of different shards never wait for each other. The refresh schedule is
 /// one [`ClientCore`] behind its own lock, taken by the periodic exchange
 /// and by the first hit of a new resource; whoever holds it takes shard
@@ -119,7 +120,7 @@ impl LocalRequester {
     }
 
     fn shard(&self, state: &ServerState, id: &str) -> MutexGuard<'_, Shard> {
-        let i = state.core().shard_of(id) % self.shards.len();
+        let i = state.core().shard_index(id) % self.shards.len();
         lock(&self.shards[i])
     }
 

@@ -15,6 +15,7 @@
 //! Must not: decide capacity (the core does) or block Envoy's requests
 //! (nothing here is on their path).
 
+use doorman_core::server::Sharded;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

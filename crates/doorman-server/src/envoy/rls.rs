@@ -15,6 +15,7 @@
 //! Must not: decide capacity (the requester asks the core) or hold a
 //! shard lock of the core (the running config is read without one).
 
+use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -12,6 +12,7 @@ pub mod legacy;
 pub mod transport;
 pub mod validate;
 
+use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -128,7 +129,7 @@ impl doorman_proto::Capacity for CapacityService {
         _request: Request<pb::DiscoveryRequest>,
     ) -> Result<Response<pb::DiscoveryResponse>, Status> {
         self.with_level(self.timed("Discovery", || {
-            let (is_master, master_address) = self.state.core().mastership(self.state.now());
+            let (is_master, master_address) = self.state.core().mastership_at(self.state.now());
             Ok(pb::DiscoveryResponse {
                 mastership: pb::Mastership { master_address },
                 is_master,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use doorman_core::server::Who;
+use doorman_core::server::{Sharded, Who};
 use doorman_core::Time;
 use proptest::prelude::*;
 

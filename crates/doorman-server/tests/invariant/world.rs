@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use doorman_core::server::{CapacityRequest, CoreOptions, Decision, ServerCore, Who};
+use doorman_core::server::{CapacityRequest, CoreOptions, Decision, ServerCore, Sharded, Who};
 use doorman_core::Time;
 use doorman_proto::doorman as pb;
 use doorman_server::grpc::{convert, validate};

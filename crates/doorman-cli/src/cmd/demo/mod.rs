@@ -11,6 +11,7 @@
 
 mod pki;
 
+use doorman_core::server::Sharded;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

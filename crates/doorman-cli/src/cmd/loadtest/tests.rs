@@ -2,6 +2,7 @@
 
 use super::*;
 use doorman_core::config::Config;
+use doorman_core::server::Sharded;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
 
 const CONFIG: &str = "[[resources]]\nidentifier_glob = \"loadtest-*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\nlearning_mode_duration = 0\n";

@@ -18,7 +18,7 @@ fn ours(resource: &str, wants: f64, has: f64) -> ResourceAsk {
 
 /// Σ wants of the one resource in this intermediate's next upstream ask.
 fn wants_upstream(c: &mut ServerCore, now: i64) -> f64 {
-    let asks = c.upstream_asks(t(now));
+    let asks = c.with_shard(0, |n, s| s.upstream_asks(n, t(now)));
     asks[0].bands.iter().map(|b| b.2).sum()
 }
 

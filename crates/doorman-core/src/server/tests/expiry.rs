@@ -95,9 +95,13 @@ fn a_mass_expiry_is_forgotten_in_bounded_steps_of_one_pass() {
     }
     c.cleanup(t(20));
     assert_eq!(c.lease_count(), n, "none ends before 21");
-    assert_eq!(c.cleanup_step(t(21), 0), Some(0), "the same resource next");
+    assert_eq!(
+        c.with_shard(0, |n, s| s.cleanup_step(n, t(21), 0)),
+        Some(0),
+        "the same resource next"
+    );
     assert_eq!(c.counters().expired_leases, 8 * KEYS_PER_CALL as u64);
-    assert_eq!(c.cleanup_step(t(21), 0), None);
+    assert_eq!(c.with_shard(0, |n, s| s.cleanup_step(n, t(21), 0)), None);
     assert_eq!(c.counters().expired_leases, n as u64);
     assert_eq!(c.lease_count(), 0);
 }

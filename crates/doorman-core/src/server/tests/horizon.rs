@@ -7,8 +7,7 @@ use super::*;
 
 fn master_after(predecessors: Predecessors, bound: Option<Time>) -> ServerCore {
     let mut c = core_with(0);
-    c.set_lease_bound(bound);
-    c.become_master_after(t(0), predecessors);
+    c.become_master_after(t(0), predecessors, bound);
     c
 }
 
@@ -62,7 +61,7 @@ fn no_lease_outlives_the_recorded_bound() {
 #[test]
 fn a_root_moves_its_record_on_before_its_longest_lease_could_reach_it() {
     // The longest lease in the config is 60 s.
-    let c = master_after(Predecessors::LeasesEndBy(Time::ZERO), Some(t(100)));
+    let mut c = master_after(Predecessors::LeasesEndBy(Time::ZERO), Some(t(100)));
     assert_eq!(c.fresh_horizon(t(0)), t(60) + HORIZON_AHEAD);
     let renew = Time::secs(100 - 60) - HORIZON_RENEW_BEFORE;
     assert_eq!(c.horizon_due(t(0) + renew - Time::from_millis(1)), None);
@@ -135,7 +134,7 @@ fn a_master_whose_election_lease_may_have_run_out_grants_nothing_and_claims_noth
 /// although every lease below had ended).
 #[test]
 fn an_intermediate_takes_office_with_a_horizon_of_seconds() {
-    let c = leaf(None);
+    let mut c = leaf(None);
     assert!(
         c.fresh_horizon(t(5)) <= t(5) + INTERMEDIATE_LEAD.ahead,
         "{}",
@@ -144,7 +143,8 @@ fn an_intermediate_takes_office_with_a_horizon_of_seconds() {
     // Once the parent answers, the record follows the parent's lease.
     let mut c = leaf(None);
     get(&mut c, t(1), "a", ask("r", 10.0, None));
-    c.set_lease_bound(Some(c.fresh_horizon(t(1))));
+    let fresh = c.fresh_horizon(t(1));
+    c.set_lease_bound(Some(fresh));
     c.upstream_request(t(1)).unwrap();
     c.upstream_response(t(1), &["r".to_string()], &[parent_grant(100.0, 31, 8, 30)]);
     assert_eq!(c.horizon_due(t(2)), Some(t(31) + INTERMEDIATE_LEAD.ahead));

@@ -11,6 +11,7 @@ mod sweep;
 mod waiting;
 
 use super::*;
+use crate::server::Sharded;
 use doorman_algorithms::{Amount, Demand};
 
 const CFG: &str = r#"
@@ -161,9 +162,9 @@ fn a_new_master_starts_learning_again_with_empty_state() {
             master_address: Some("other:2".into())
         }))
     );
-    assert_eq!(c.master_address(), Some("other:2"));
+    assert_eq!(c.master_address().as_deref(), Some("other:2"));
     c.become_master(t(100));
-    assert_eq!(c.master_address(), Some("me:1"));
+    assert_eq!(c.master_address().as_deref(), Some("me:1"));
     let g = get(&mut c, t(101), "a", ask("fair", 80.0, Some(42.0)));
     assert_eq!((g.lease.capacity, g.decision), (42.0, Decision::Learning));
 }

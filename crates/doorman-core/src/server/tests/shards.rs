@@ -1,7 +1,8 @@
 //! The core in shards decides exactly as one core does (same grants in
 //! the same order, same counters and status), files each resource in one
-//! shard, keeps an intermediate's upstream protocol whole, and cannot
-//! deadlock or break the capacity invariant under concurrent requests.
+//! shard, and keeps an intermediate's upstream protocol whole. That the
+//! server's locks neither deadlock nor over-grant under concurrent
+//! requests is tested in `doorman-server` (tests/shards.rs).
 
 use super::intermediate::parent_grant;
 use super::*;
@@ -53,7 +54,7 @@ fn random_request(g: &mut Gen) -> CapacityRequest {
 #[test]
 fn shards_decide_exactly_as_one_core() {
     let mut one = ServerCore::new(options(Role::Root), cfg());
-    let sharded = ShardedCore::new(options(Role::Root), cfg(), 8);
+    let mut sharded = ServerCore::with_shards(options(Role::Root), cfg(), 8);
     one.become_master(t(0));
     sharded.become_master(t(0));
     let mut g = Gen(0x9e37_79b9_7f4a_7c15);
@@ -88,7 +89,7 @@ fn shards_decide_exactly_as_one_core() {
 
 #[test]
 fn each_resource_lives_in_one_shard_and_requests_span_them() {
-    let s = ShardedCore::new(options(Role::Root), cfg(), 4);
+    let mut s = ServerCore::with_shards(options(Role::Root), cfg(), 4);
     s.become_master(t(0));
     let ids: Vec<String> = (0..64).map(|i| format!("db/{i}")).collect();
     let req = CapacityRequest {
@@ -98,12 +99,15 @@ fn each_resource_lives_in_one_shard_and_requests_span_them() {
     let grants = s.decide(t(1), &req).grants.unwrap();
     let answered: Vec<&str> = grants.iter().map(|g| g.resource_id.as_str()).collect();
     assert_eq!(answered, ids.iter().map(String::as_str).collect::<Vec<_>>());
-    let per_shard: Vec<usize> = (0..4).map(|i| s.shard(i).resource_count()).collect();
+    let per_shard: Vec<usize> = (0..4)
+        .map(|i| s.with_shard(i, |_, sh| sh.resource_count()))
+        .collect();
     assert_eq!(per_shard.iter().sum::<usize>(), 64);
     assert!(per_shard.iter().all(|n| *n > 0), "{per_shard:?}");
     for id in &ids {
-        let home = s.shard_of(id);
-        let there = s.shard(home).status(t(1), 0).resources;
+        let home = s.shard_index(id);
+        let mut there = Vec::new();
+        whole_pass(|from| s.with_shard(home, |n, sh| sh.status_step(n, t(1), 0, from, &mut there)));
         assert!(
             there.iter().any(|r| &r.id == id),
             "{id} not in shard {home}"
@@ -113,7 +117,7 @@ fn each_resource_lives_in_one_shard_and_requests_span_them() {
 
 #[test]
 fn a_standby_redirects_whatever_the_request_names() {
-    let s = ShardedCore::new(options(Role::Root), cfg(), 4);
+    let mut s = ServerCore::with_shards(options(Role::Root), cfg(), 4);
     s.step_down(Some("master:1".into()));
     for resources in [
         vec![],
@@ -134,7 +138,8 @@ fn a_standby_redirects_whatever_the_request_names() {
 
 #[test]
 fn an_intermediate_asks_for_all_shards_at_once_and_files_the_answer_back() {
-    let leaf = ShardedCore::new(options(Role::Intermediate), Arc::new(Config::empty()), 4);
+    let mut leaf =
+        ServerCore::with_shards(options(Role::Intermediate), Arc::new(Config::empty()), 4);
     leaf.become_master(t(0));
     let ids: Vec<String> = ["r", "s", "u", "v", "w"].map(String::from).to_vec();
     for id in &ids {
@@ -172,44 +177,4 @@ fn an_intermediate_asks_for_all_shards_at_once_and_files_the_answer_back() {
     // Past the parent's lease every shard's resources are cut off.
     let why = leaf.readiness(t(70)).unwrap_err();
     assert!(why.contains("for 5 resource(s)"), "{why}");
-}
-
-#[test]
-fn concurrent_requests_across_shards_neither_deadlock_nor_overgrant() {
-    let s = Arc::new(ShardedCore::new(options(Role::Root), cfg(), 4));
-    s.become_master(t(0));
-    let threads: Vec<_> = (0..4)
-        .map(|n| {
-            let s = s.clone();
-            std::thread::spawn(move || {
-                for i in 0..2000 {
-                    // Opposite orders on alternate threads; shared limits
-                    // (STATIC's db/* is per client).
-                    let mut ids = ["fair", "nolearn1", "nolearn2", "nolearn3"];
-                    if n % 2 == 1 {
-                        ids.reverse();
-                    }
-                    let req = CapacityRequest {
-                        who: client(&format!("c{n}-{}", i % 50)),
-                        resources: ids.iter().map(|id| ask(id, 7.0, None)).collect(),
-                    };
-                    s.decide(t(31 + i / 100), &req).grants.unwrap();
-                }
-            })
-        })
-        .collect();
-    for th in threads {
-        th.join().unwrap();
-    }
-    let status = s.status(t(51), 0);
-    assert_eq!(status.resources.len(), 4);
-    for r in &status.resources {
-        assert!(
-            r.has <= r.capacity + 1e-9,
-            "{}: {} > {}",
-            r.id,
-            r.has,
-            r.capacity
-        );
-    }
 }

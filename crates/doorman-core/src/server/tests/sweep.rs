@@ -37,7 +37,7 @@ fn status_and_gauges_in_steps_list_every_resource_once() {
     let (mut gauges, mut at) = (Vec::new(), Some(0));
     while let Some(from) = at {
         let before = gauges.len();
-        at = c.gauges_step(t(2), from, &mut gauges);
+        at = c.with_shard(0, |n, s| s.gauges_step(n, t(2), from, &mut gauges));
         assert!(gauges.len() - before <= SWEEP_STEP, "a step is bounded");
     }
     let mut gauge_ids: Vec<_> = gauges.iter().map(|g| g.id.clone()).collect();
@@ -61,13 +61,13 @@ fn cleanup_in_steps_drops_the_expired_and_keeps_the_rest_despite_changes_between
     };
     c.get_capacity(t(15), &late).unwrap(); // even ids live on until t(35)
 
-    let mut at = c.cleanup_step(t(25), 0);
+    let mut at = c.with_shard(0, |n, s| s.cleanup_step(n, t(25), 0));
     assert!(at.is_some(), "one step does not finish {n} resources");
     // Between steps: new resources appear.
     leased(&mut c, 10, "new", t(25)); // db/0..9 exist already: only leases added
     get(&mut c, t(25), "new", ask("db/fresh", 1.0, None));
     while let Some(from) = at {
-        at = c.cleanup_step(t(25), from);
+        at = c.with_shard(0, |n, s| s.cleanup_step(n, t(25), from));
     }
     // Odd ids had only "old"'s lease, now expired; one pass may miss a
     // resource moved by a removal between steps, so run a second pass.

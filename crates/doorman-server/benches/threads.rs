@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use doorman_algorithms::{Demand, Time};
 use doorman_core::config::Config;
-use doorman_core::server::{
-    default_shards, CapacityRequest, CoreOptions, ResourceAsk, ShardedCore, Who,
-};
+use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, Sharded, Who};
+use doorman_server::core_locks::{default_shards, LockedCore};
 
 fn config() -> Arc<Config> {
     let text = "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 100\n\
@@ -27,25 +26,25 @@ fn config() -> Arc<Config> {
     Arc::new(Config::parse(text, "bench").expect("valid config"))
 }
 
-fn core(shards: usize) -> Arc<ShardedCore> {
+fn core(shards: usize) -> Arc<LockedCore> {
     let opts = CoreOptions {
         min_request_interval: Time::ZERO,
         ..CoreOptions::default()
     };
-    let core = ShardedCore::new(opts, config(), shards);
-    core.become_master(Time::ZERO);
+    let core = LockedCore::new(opts, config(), shards);
+    (&core).become_master(Time::ZERO);
     Arc::new(core)
 }
 
 /// Thread `t`'s requests: 20 clients taking turns on its resource, which
 /// is in shard `t` (modulo the shard count) unless all share the hot one.
-fn requests(core: &ShardedCore, t: usize, hot: bool) -> Vec<CapacityRequest> {
+fn requests(core: &LockedCore, t: usize, hot: bool) -> Vec<CapacityRequest> {
     let home = t % core.shard_count();
     let resource = match hot {
         true => "hot".to_string(),
         false => (0..)
             .map(|i| format!("r{t}-{i}"))
-            .find(|id| core.shard_of(id) == home)
+            .find(|id| core.shard_index(id) == home)
             .expect("some id lands in every shard"),
     };
     (0..20)
@@ -62,7 +61,7 @@ fn requests(core: &ShardedCore, t: usize, hot: bool) -> Vec<CapacityRequest> {
 }
 
 /// Wall time for `iters` requests spread over `threads` threads.
-fn run(core: &Arc<ShardedCore>, threads: usize, hot: bool, iters: u64) -> Duration {
+fn run(core: &Arc<LockedCore>, threads: usize, hot: bool, iters: u64) -> Duration {
     let per_thread = iters.div_ceil(threads as u64);
     let start = Instant::now();
     std::thread::scope(|s| {
@@ -71,7 +70,7 @@ fn run(core: &Arc<ShardedCore>, threads: usize, hot: bool, iters: u64) -> Durati
             s.spawn(move || {
                 for i in 0..per_thread {
                     let req = &reqs[i as usize % reqs.len()];
-                    let d = core.decide(Time::secs(1), req);
+                    let d = (&**core).decide(Time::secs(1), req);
                     std::hint::black_box(d.grants.expect("master"));
                 }
             });
