@@ -9,6 +9,8 @@
 //!   fallback).
 //! * [`schedule`]: the one refresh schedule both of them follow.
 //! * [`backoff`]: exponential backoff with jitter (deterministic per seed).
+//! * [`limiter`]: the token bucket and usage window a lease is spent
+//!   through (client resources, the server's Envoy service).
 //! * [`config`]: the resource configuration model, its parser and
 //!   validation, and template lookup.
 //! * [`limits`]: the protocol's documented limits.
@@ -24,6 +26,7 @@
 pub mod backoff;
 pub mod client;
 pub mod config;
+pub mod limiter;
 pub mod limits;
 pub mod schedule;
 pub mod server;
