@@ -229,7 +229,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
             tracing::warn!("starting without a config, not ready until one arrives: {why}");
             state.core().wait_for_config(why.clone());
         }
-        None => state.metrics.config_reload(true),
+        None => state.metrics.config_reload(true, state.now()),
     }
     if let Some(v) = loaded.version.clone() {
         tracing::info!("config loaded: {v}");

@@ -16,7 +16,6 @@
 //! shard lock of the core (the running config is read without one).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use doorman_core::config::{EnvoyConfig, Unit, Unmatched};
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
@@ -175,12 +174,12 @@ impl RateLimitService for RlsService {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        let start = Instant::now();
+        let start = crate::clock::instant();
         let r = self.answer(&request);
         let code = r.as_ref().err().map(|s| s.code());
         self.state
             .metrics
-            .observe(METHOD, start.elapsed().as_secs_f64(), code);
+            .observe(METHOD, crate::clock::since(start).as_secs_f64(), code);
         r.map(Response::new)
     }
 }

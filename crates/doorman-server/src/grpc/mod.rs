@@ -13,7 +13,6 @@ pub mod transport;
 pub mod validate;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use doorman_proto::doorman as pb;
 use tonic::{Request, Response, Status};
@@ -99,12 +98,12 @@ impl CapacityService {
         method: &str,
         handler: impl FnOnce() -> Result<T, Status>,
     ) -> Result<Response<T>, Status> {
-        let start = Instant::now();
+        let start = crate::clock::instant();
         let r = handler();
         let code = r.as_ref().err().map(|s| s.code());
         self.state
             .metrics
-            .observe(method, start.elapsed().as_secs_f64(), code);
+            .observe(method, crate::clock::since(start).as_secs_f64(), code);
         r.map(Response::new)
     }
 

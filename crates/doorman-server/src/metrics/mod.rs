@@ -20,6 +20,7 @@ use prometheus::{
 };
 
 use doorman_core::server::{Counters, LinkStatus, ResourceGauge};
+use doorman_core::Time;
 
 use crate::config_version::ConfigVersion;
 pub use resources::ResourceSeries;
@@ -365,12 +366,10 @@ impl Metrics {
             .set(1);
     }
 
-    /// Records a config load.
-    pub fn config_reload(&self, ok: bool) {
+    /// Records a config load at `now` (the server's clock).
+    pub fn config_reload(&self, ok: bool, now: Time) {
         if ok {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-            self.config_last_reload
-                .set(now.map(|d| d.as_secs_f64()).unwrap_or(0.0));
+            self.config_last_reload.set(now.as_secs_f64());
         }
         self.config_reloads.with_label_values(&[result(ok)]).inc();
     }
