@@ -1,6 +1,6 @@
 //! The server's clocks, the one place in this crate that reads time:
 //!
-//! * [`Clock`], injected ([`ServerOptions::clock`](crate::server::ServerOptions::clock),
+//! * [`Clock`], injected (`ServerOptions::clock`,
 //!   [`lease_clock`] in production, a manual clock in tests): every time
 //!   the core sees, every timestamp the server shows or writes. The
 //!   shells read it through `ServerState::now`.
