@@ -32,6 +32,7 @@ pub mod identity;
 pub mod idle;
 pub mod listener;
 pub mod metrics;
+mod options;
 pub mod parent_link;
 pub mod server;
 pub mod state;
