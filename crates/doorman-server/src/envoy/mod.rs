@@ -21,7 +21,7 @@ pub mod rls;
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::{Action, Config};
 use doorman_core::convert;
-use doorman_core::limits::{id_length_problem, MAX_RESOURCE_ID_BYTES};
+use doorman_core::limits::{has_control_chars, id_length_problem, MAX_RESOURCE_ID_BYTES};
 use doorman_core::server::{CapacityRequest, Grant, Refusal, Who};
 use doorman_core::Time;
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
@@ -67,9 +67,7 @@ pub fn resource_problem(id: &str) -> Option<String> {
             id.len()
         ));
     }
-    id.chars()
-        .any(char::is_control)
-        .then(|| "keys and values must not contain control characters".to_string())
+    has_control_chars(id).then(|| "keys and values must not contain control characters".to_string())
 }
 
 /// Why the core would not answer, for Envoy's failure mode.
