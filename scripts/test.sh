@@ -53,6 +53,19 @@ if echo "$core_tree" | grep -E '^(tokio|tonic|hyper|axum|etcd-client|tracing-sub
   exit 1
 fi
 
+# Time has one reader: the server's clock module (an injected lease clock,
+# tokio's monotonic clock for deadlines and spans); the core is handed
+# `now`. A direct read anywhere else in either crate fails the run.
+log "no clock reads outside crates/doorman-server/src/clock.rs"
+clock_reads=$(grep -rnE '(SystemTime|Instant)::now\(|\.elapsed\(\)' \
+  crates/doorman-server/src crates/doorman-core/src \
+  | grep -v '^crates/doorman-server/src/clock\.rs:' || true)
+if [ -n "$clock_reads" ]; then
+  echo "$clock_reads" >&2
+  echo "read time through crates/doorman-server/src/clock.rs (the core takes now as an argument)" >&2
+  exit 1
+fi
+
 log "cargo doc (broken intra-doc links are errors)"
 RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps --quiet
 

@@ -2,7 +2,8 @@
 //! passes time in as an argument, so tests and the simulation use virtual
 //! time and production uses the real clock, through the same code.
 //!
-//! Must not: read a clock (`doorman_client::lease_clock` is the one reader).
+//! Must not: read a clock (`doorman_net::clock::lease_clock` is the one
+//! reader).
 
 use std::fmt;
 use std::ops::{Add, Sub};

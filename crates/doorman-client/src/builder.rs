@@ -156,7 +156,7 @@ impl ClientBuilder {
         if id_length_problem(client_id.len(), MAX_ID_BYTES).is_some() {
             return Err(ClientError::BadClientId(client_id.len()));
         }
-        if client_id.chars().any(char::is_control) {
+        if doorman_core::limits::has_control_chars(&client_id) {
             // The server refuses such ids (they would break lease owners).
             return Err(ClientError::ClientIdControlCharacters);
         }

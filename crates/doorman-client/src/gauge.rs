@@ -79,7 +79,7 @@ impl Drop for GaugePermit {
             } else {
                 0.0
             };
-            st.window.record_level(Instant::now(), level);
+            st.record_level(Instant::now(), level);
         }
         self.shared.notify.notify_waiters();
     }
@@ -131,7 +131,7 @@ impl GaugeResource {
             g.in_flight += 1;
         }
         let level = (g.in_flight + g.waiting) as f64;
-        st.window.record_level(now, level);
+        st.record_level(now, level);
         ok
     }
 
@@ -223,7 +223,7 @@ impl GaugeResource {
             }
             Limiter::Rate(_) => 0.0,
         };
-        st.window.record_level(now, level);
+        st.record_level(now, level);
     }
 
     /// A waiting caller's permit, if one is free now.
@@ -240,7 +240,7 @@ impl GaugeResource {
         g.waiting = g.waiting.saturating_sub(1);
         waiting.done = true;
         let level = (g.in_flight + g.waiting) as f64;
-        st.window.record_level(now, level);
+        st.record_level(now, level);
         drop(st);
         self.shared
             .waited(now.saturating_duration_since(start).as_secs_f64());

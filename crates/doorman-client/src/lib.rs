@@ -42,13 +42,12 @@ mod resource;
 mod task;
 pub use doorman_net::tls;
 pub mod tower;
-mod wants;
 
-/// The client's local limiting, for front-ends that admit requests
-/// themselves from a lease (the server's Envoy rate limit service).
+/// The client's local limiting (now `doorman_core::limiter`, on the
+/// core's [`Time`](doorman_core::Time)), for front-ends that admit
+/// requests themselves from a lease.
 pub mod limiter {
-    pub use crate::resource::Bucket as TokenBucket;
-    pub use crate::wants::Window as UsageWindow;
+    pub use doorman_core::limiter::{TokenBucket, UsageWindow};
 }
 
 pub use acquire::AcquireError;

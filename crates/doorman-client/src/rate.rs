@@ -88,9 +88,10 @@ impl RateResource {
     pub fn try_acquire_n(&self, n: u32) -> bool {
         let now = Instant::now();
         let mut st = self.shared.lock();
-        st.window.record_call(now, f64::from(n));
+        st.record_call(now, f64::from(n));
+        let t = st.at(now);
         let ok = match &mut st.limiter {
-            Limiter::Rate(b) => b.try_take(f64::from(n), now).is_ok(),
+            Limiter::Rate(b) => b.try_take(f64::from(n), t).is_ok(),
             Limiter::Gauge(_) => false,
         };
         drop(st);
@@ -145,7 +146,7 @@ impl RateResource {
     async fn acquire(&self, n: u32, deadline: Option<Instant>) -> Result<(), AcquireError> {
         let start = Instant::now();
         let n = f64::from(n);
-        self.shared.lock().window.record_call(start, n);
+        self.shared.lock().record_call(start, n);
         let mut blocked = false;
         loop {
             let notified = self.shared.notify.notified();
@@ -185,12 +186,13 @@ impl RateResource {
     /// (`None`: not before the capacity changes).
     fn take(&self, n: f64, now: Instant, blocked: bool) -> Result<(), Option<Duration>> {
         let mut st = self.shared.lock();
+        let t = st.at(now);
         let r = match &mut st.limiter {
-            Limiter::Rate(b) => b.try_take(n, now),
+            Limiter::Rate(b) => b.try_take(n, t),
             Limiter::Gauge(_) => Err(None),
         };
         if r.is_ok() {
-            st.window.record_wait(now, blocked);
+            st.record_wait(now, blocked);
         }
         r
     }

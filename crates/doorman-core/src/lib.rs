@@ -9,9 +9,14 @@
 //!   fallback).
 //! * [`schedule`]: the one refresh schedule both of them follow.
 //! * [`backoff`]: exponential backoff with jitter (deterministic per seed).
+//! * [`limiter`]: the token bucket and usage window a lease is spent
+//!   through (client resources, the server's Envoy service).
 //! * [`config`]: the resource configuration model, its parser and
 //!   validation, and template lookup.
 //! * [`limits`]: the protocol's documented limits.
+//! * [`convert`]: a client core's request as the server core's asks and
+//!   its grants as the client core's answer, for shells that connect the
+//!   two without a wire (the Envoy front-ends, the simulator).
 //!
 //! The shells convert wire messages into the core's own request and answer
 //! types (`doorman-server`'s `grpc/`, `doorman-client`'s task, the
@@ -24,6 +29,8 @@
 pub mod backoff;
 pub mod client;
 pub mod config;
+pub mod convert;
+pub mod limiter;
 pub mod limits;
 pub mod schedule;
 pub mod server;

@@ -75,3 +75,16 @@ pub fn id_length_problem(len: usize, max: usize) -> Option<String> {
         None
     }
 }
+
+/// Whether an id (a client, server or resource id, an identity) contains a
+/// control character, which every id refuses: lease owners, status pages
+/// and log lines would break on one.
+///
+/// ```
+/// use doorman_core::limits::has_control_chars;
+/// assert!(!has_control_chars("db/users"));
+/// assert!(has_control_chars("a\nb"));
+/// ```
+pub fn has_control_chars(id: &str) -> bool {
+    id.chars().any(char::is_control)
+}

@@ -74,7 +74,7 @@ pub async fn watch_files(
     let mut hup = Hangups::new();
     // A zero period would panic in tokio; 1 ms is the floor.
     let period = interval.max(Duration::from_millis(1));
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut tick = tokio::time::interval_at(crate::clock::instant() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {

@@ -36,7 +36,7 @@ impl<T> Idle<T> {
         Idle {
             io,
             timeout,
-            last: Instant::now(),
+            last: crate::clock::instant(),
             deadline: Box::pin(tokio::time::sleep(timeout)),
         }
     }
@@ -48,7 +48,7 @@ impl<T> Idle<T> {
 
     /// Progress was made.
     fn progressed(&mut self) {
-        self.last = Instant::now();
+        self.last = crate::clock::instant();
     }
 
     /// Nothing is ready: an error once `timeout` has passed without
@@ -59,7 +59,7 @@ impl<T> Idle<T> {
                 return Poll::Pending;
             }
             let at = self.last + self.timeout;
-            if at <= Instant::now() {
+            if at <= crate::clock::instant() {
                 return Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "connection idle for too long",
@@ -148,9 +148,9 @@ mod tests {
             idle.read_exact(&mut buf).await.unwrap();
         }
         // Then silence: the read fails after 10 s.
-        let t = Instant::now();
+        let t = crate::clock::instant();
         let e = idle.read(&mut buf).await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
-        assert_eq!(t.elapsed(), Duration::from_secs(10));
+        assert_eq!(crate::clock::since(t), Duration::from_secs(10));
     }
 }

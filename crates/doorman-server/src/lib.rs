@@ -10,6 +10,7 @@
 //! * [`upstream`]: an intermediate server's link to its parent.
 //! * [`state`]: what the boundaries share (the core behind its lock,
 //!   metrics, clock).
+//! * [`clock`]: the one module that reads time.
 //! * [`server`]: wiring it all into a running server.
 //!
 //! Dependencies point one way: these shells → `doorman-core` →
@@ -18,6 +19,7 @@
 //! Must not: decide grants, leases or learning mode (`doorman-core` does).
 
 pub mod auth;
+pub mod clock;
 pub mod config_source;
 pub mod config_version;
 pub mod core_locks;
@@ -31,6 +33,7 @@ pub mod identity;
 pub mod idle;
 pub mod listener;
 pub mod metrics;
+mod options;
 pub mod parent_link;
 pub mod server;
 pub mod state;
@@ -39,6 +42,6 @@ pub mod upstream;
 
 pub use doorman_core::Time;
 
-/// The current wall-clock time as a [`Time`]: the only clock the server
-/// library reads (the core never does). Shared with the client library.
-pub use doorman_client::{lease_clock, wall_clock};
+/// The lease and wall clocks as [`Time`] (see [`clock`], the one module
+/// that reads time; the core never does).
+pub use clock::{lease_clock, wall_clock};

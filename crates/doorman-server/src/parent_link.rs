@@ -6,7 +6,8 @@
 //! Must not: decide anything about leases (the core does).
 
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+
+use doorman_core::Time;
 
 /// The link's state (the status pages' type).
 pub use doorman_core::server::LinkStatus as LinkState;
@@ -17,21 +18,14 @@ pub struct ParentLink {
     state: Mutex<LinkState>,
 }
 
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 impl ParentLink {
-    /// The parent answered.
-    pub fn succeeded(&self) {
+    /// The parent answered, at `now` (the server's clock).
+    pub fn succeeded(&self, now: Time) {
         let mut s = self.lock();
         s.calls += 1;
         s.failing = false;
         s.last_error = None;
-        s.last_success_unix = Some(unix_now());
+        s.last_success_unix = Some(now.as_secs_f64());
     }
 
     /// A call failed with `error`.

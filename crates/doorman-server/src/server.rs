@@ -19,133 +19,15 @@ use tokio::task::JoinHandle;
 
 use crate::auth::Auth;
 pub use crate::config_source::ConfigSource;
-use crate::config_source::LoadError;
-use crate::core_locks::{default_shards, LockedCore};
-use crate::election::{Candidacy, Election, MasterView, Standalone};
+use crate::config_source::Loaded;
+use crate::core_locks::LockedCore;
+use crate::election::{Candidacy, MasterView};
 use crate::grpc::{transport, CapacityService};
-use crate::http::serve::HttpLimits;
 use crate::listener::{stopped, Incoming};
 use crate::metrics::Metrics;
-use crate::state::{Clock, ServerState};
-use crate::tls::{Port, ServerTls, TlsError, TlsFiles};
-
-/// Default of `ServerOptions::grpc_max_connections` (and of
-/// `--grpc-max-connections`).
-pub const DEFAULT_GRPC_MAX_CONNECTIONS: usize = 10_000;
-
-/// How to run a server.
-#[derive(Clone)]
-pub struct ServerOptions {
-    /// gRPC listen address (port 0 picks one).
-    pub listen: SocketAddr,
-    /// HTTP listen address for metrics and status, if any.
-    pub http: Option<SocketAddr>,
-    /// Connection cap and deadlines of the HTTP listener.
-    pub http_limits: HttpLimits,
-    /// Most open gRPC connections; one more is closed at once.
-    pub grpc_max_connections: usize,
-    /// A gRPC connection without any traffic for this long is closed
-    /// (HTTP/2 keep-alive pings every 30 s count as traffic).
-    pub grpc_idle_timeout: Duration,
-    /// Id returned by Discovery; defaults to the bound gRPC address.
-    pub server_id: Option<String>,
-    /// The config.
-    pub config: ConfigSource,
-    /// See [`CoreOptions::min_request_interval`].
-    pub min_request_interval: Duration,
-    /// How many shards the core's resources are split into, each behind
-    /// its own lock (see [`LockedCore`]).
-    pub core_shards: usize,
-    /// How often to look at the config file for changes.
-    pub reload_interval: Duration,
-    /// How often to forget expired leases and empty resources.
-    pub cleanup_interval: Duration,
-    /// The parent node's addresses; empty for the root.
-    pub parent: Vec<String>,
-    /// The id this server uses towards its parent (`server_id` of
-    /// GetServerCapacity); defaults to the server id. Give the replicas of
-    /// one node the same node id so a new master continues its lease.
-    pub node_id: Option<String>,
-    /// Deadline of each RPC to the parent.
-    pub parent_timeout: Duration,
-    /// How this server takes part in its node's master election.
-    pub election: Arc<dyn Election>,
-    /// The clock (wall clock by default; tests may inject one).
-    pub clock: Clock,
-    /// Serve gRPC and the HTTP pages over TLS with these files (mutual TLS
-    /// with a client CA); reloaded when they change and on SIGHUP.
-    pub tls: Option<TlsFiles>,
-    /// TLS towards the parent (its CA, and this server's certificate to
-    /// present).
-    pub parent_tls: Option<doorman_net::ClientTls>,
-    /// Bearer token sent to the parent (`--parent-token-file`).
-    pub parent_token: Option<doorman_net::BearerToken>,
-    /// Bearer tokens accepted from callers, and whether the health pages
-    /// need an identity.
-    pub auth: Auth,
-    /// `/metrics` per template (default) or per resource with a cap.
-    pub metrics_series: crate::metrics::ResourceSeries,
-}
-
-impl std::fmt::Debug for ServerOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerOptions")
-            .field("listen", &self.listen)
-            .field("http", &self.http)
-            .field("server_id", &self.server_id)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ServerOptions {
-    /// Defaults: no HTTP, 1 s minimum request interval, 1 s reload check,
-    /// 1 s cleanup, wall clock.
-    pub fn new(listen: SocketAddr, config: ConfigSource) -> Self {
-        ServerOptions {
-            listen,
-            http: None,
-            http_limits: HttpLimits::default(),
-            grpc_max_connections: DEFAULT_GRPC_MAX_CONNECTIONS,
-            grpc_idle_timeout: Duration::from_secs(60),
-            server_id: None,
-            config,
-            min_request_interval: Duration::from_secs(1),
-            core_shards: default_shards(),
-            reload_interval: Duration::from_secs(1),
-            cleanup_interval: Duration::from_secs(1),
-            parent: Vec::new(),
-            node_id: None,
-            parent_timeout: Duration::from_secs(5),
-            election: Arc::new(Standalone),
-            clock: Arc::new(crate::lease_clock),
-            tls: None,
-            parent_tls: None,
-            parent_token: None,
-            auth: Auth::default(),
-            metrics_series: Default::default(),
-        }
-    }
-}
-
-/// Why a server could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The config could not be read or is invalid.
-    #[error(transparent)]
-    Config(#[from] LoadError),
-    /// A listener could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The TLS certificate, key or client CA could not be loaded.
-    #[error("TLS: {0}")]
-    Tls(#[from] TlsError),
-}
+pub use crate::options::{ServerOptions, StartError, DEFAULT_GRPC_MAX_CONNECTIONS};
+use crate::state::ServerState;
+use crate::tls::{Port, ServerTls};
 
 /// A running server.
 #[derive(Debug)]
@@ -210,11 +92,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         Some(files) => Some(Arc::new(ServerTls::load(files.clone())?)),
         None => None,
     };
-    let grpc = bind(opts.listen).await?;
-    let grpc_addr = grpc.local_addr().map_err(|source| StartError::Bind {
-        addr: opts.listen,
-        source,
-    })?;
+    let (grpc, grpc_addr) = bind_grpc(opts.listen).await?;
     let http = match opts.http {
         Some(a) => Some(bind(a).await?),
         None => None,
@@ -225,18 +103,58 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .clone()
         .unwrap_or_else(|| default_server_id(grpc_addr));
     let state = build_state(&opts, &server_id, config.clone());
+    install_loaded(&state, &loaded);
+    let (stop, stop_rx) = watch::channel(false);
+    // The gRPC server first: `RunningServer::wait` waits for it.
+    let mut tasks = spawn_front_ends(&opts, &state, (grpc, http), tls.clone(), &stop_rx);
+    tasks.extend(spawn_security(&opts, &state, tls.as_ref(), &stop_rx));
+    tasks.extend(spawn_background(
+        &opts, loaded, &state, &server_id, &stop_rx,
+    ));
+    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, election = ?opts.election, config = %config.summary(), "doorman server started");
+    Ok(RunningServer {
+        grpc_addr,
+        http_addr,
+        state,
+        stop,
+        tasks,
+    })
+}
+
+/// The gRPC listener and the address it got.
+async fn bind_grpc(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError> {
+    let grpc = bind(addr).await?;
+    let bound = grpc
+        .local_addr()
+        .map_err(|source| StartError::Bind { addr, source })?;
+    Ok((grpc, bound))
+}
+
+/// What loading the config at start said: no config yet (not ready until
+/// one arrives), or the config and its version.
+fn install_loaded(state: &ServerState, loaded: &Loaded) {
     match &loaded.pending {
         Some(why) => {
             tracing::warn!("starting without a config, not ready until one arrives: {why}");
             state.core().wait_for_config(why.clone());
         }
-        None => state.metrics.config_reload(true),
+        None => state.metrics.config_reload(true, state.now()),
     }
     if let Some(v) = loaded.version.clone() {
         tracing::info!("config loaded: {v}");
         state.set_config_version(v);
     }
-    let (stop, stop_rx) = watch::channel(false);
+}
+
+/// The listeners' tasks: gRPC (with the Envoy services and the RLS
+/// requester's refresh task) and HTTP.
+fn spawn_front_ends(
+    opts: &ServerOptions,
+    state: &Arc<ServerState>,
+    (grpc, http): (TcpListener, Option<TcpListener>),
+    tls: Option<Arc<ServerTls>>,
+    stop_rx: &watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
     let incoming = Incoming::new(
         grpc,
         "gRPC",
@@ -260,7 +178,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     ];
     tasks.extend(http.map(|l| {
         let app = crate::http::router(state.clone());
-        let (tls, state, stop) = (tls.clone(), state.clone(), stop_rx.clone());
+        let (state, stop) = (state.clone(), stop_rx.clone());
         tokio::spawn(crate::http::serve::serve(
             l,
             app,
@@ -270,7 +188,19 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
             stop,
         ))
     }));
-    match &tls {
+    tasks
+}
+
+/// The TLS files' and the token file's watches, and what the log should
+/// say about how callers are authenticated.
+fn spawn_security(
+    opts: &ServerOptions,
+    state: &Arc<ServerState>,
+    tls: Option<&Arc<ServerTls>>,
+    stop_rx: &watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    match tls {
         Some(t) => {
             let watch = crate::tls::spawn_watch(
                 t.clone(),
@@ -293,7 +223,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
             "unauthenticated mode: no TLS; anyone who can reach this server can use it"
         ),
     }
-    warn_if_rules_cannot_pass(&state, tls.as_deref(), &opts.auth);
+    warn_if_rules_cannot_pass(state, tls.map(|t| &**t), &opts.auth);
     if let Some(t) = &opts.auth.tokens {
         let (t, state, stop) = (t.clone(), state.clone(), stop_rx.clone());
         tasks.push(crate::auth::token_file::spawn_watch(
@@ -303,30 +233,35 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
             stop,
         ));
     }
-    tasks.push(spawn_cleanup(
+    tasks
+}
+
+/// The tasks behind the front-ends: cleanup, the config's watch, the
+/// election and the link to the parent.
+fn spawn_background(
+    opts: &ServerOptions,
+    loaded: Loaded,
+    state: &Arc<ServerState>,
+    server_id: &str,
+    stop_rx: &watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let mut tasks = vec![spawn_cleanup(
         state.clone(),
         opts.cleanup_interval,
         stop_rx.clone(),
-    ));
+    )];
     let reload = opts.reload_interval;
     tasks.extend(
         opts.config
             .spawn_watch(loaded, state.clone(), reload, stop_rx.clone()),
     );
     if !opts.election.is_standalone() {
-        tasks.extend(spawn_election(&opts, &state, &server_id, &stop_rx));
+        tasks.extend(spawn_election(opts, state, server_id, stop_rx));
     }
     if !opts.parent.is_empty() {
-        tasks.push(spawn_upstream(&opts, &state, &server_id, stop_rx.clone()));
+        tasks.push(spawn_upstream(opts, state, server_id, stop_rx.clone()));
     }
-    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, election = ?opts.election, config = %config.summary(), "doorman server started");
-    Ok(RunningServer {
-        grpc_addr,
-        http_addr,
-        state,
-        stop,
-        tasks,
-    })
+    tasks
 }
 
 /// The core and the state shared by every task; a standalone server is

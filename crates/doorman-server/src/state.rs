@@ -23,8 +23,8 @@ use crate::core_locks::LockedCore;
 use crate::metrics::{Metrics, ResourceSeries, Scrape};
 use crate::parent_link::ParentLink;
 
-/// Where the server gets the time from (the wall clock in production).
-pub type Clock = std::sync::Arc<dyn Fn() -> Time + Send + Sync>;
+/// Where the server gets the time from (the lease clock in production).
+pub use crate::clock::Clock;
 
 /// State shared by the gRPC service, the HTTP endpoints and background tasks.
 pub struct ServerState {

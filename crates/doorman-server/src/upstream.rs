@@ -82,7 +82,7 @@ pub const PROBE_INTERVAL: Duration = Duration::from_secs(10);
 /// below the parent's (when the parent says its level).
 fn answered(state: &ServerState, conn: &Connector) {
     if let Some(link) = &state.parent_link {
-        link.succeeded();
+        link.succeeded(state.now());
     }
     if let Some(level) = conn.server_level() {
         state.set_level(level.saturating_add(1));

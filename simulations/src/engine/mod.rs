@@ -420,10 +420,10 @@ fn wire(l: &Lease) -> Lease {
 }
 
 fn client_grant(g: &Grant) -> GrantItem {
+    let lease = wire(&g.lease);
     GrantItem {
-        resource_id: g.resource_id.clone(),
-        lease: wire(&g.lease),
-        safe_capacity: Some(g.safe_capacity),
+        lease,
+        ..doorman_core::convert::answer_item(g)
     }
 }
 

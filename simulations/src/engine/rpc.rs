@@ -8,8 +8,10 @@
 
 use doorman_algorithms::{Demand, Time};
 use doorman_core::client::GrantItem;
-use doorman_core::server::Sharded;
-use doorman_core::server::{CapacityRequest, Claim, Grant, ResourceAsk, UpstreamGrant, Who};
+use doorman_core::convert;
+use doorman_core::server::{
+    CapacityRequest, Claim, Grant, ResourceAsk, Sharded, UpstreamGrant, Who,
+};
 
 use super::link::Step;
 use super::{amount, client_grant, upstream_grant, Caller, Ev, Link, Reply, Sim};
@@ -64,15 +66,7 @@ impl Sim {
             let ids: Vec<String> = items.iter().map(|i| i.resource_id.clone()).collect();
             let req = CapacityRequest {
                 who: Who::Client(cl.id.clone()),
-                resources: items
-                    .iter()
-                    .map(|i| ResourceAsk {
-                        resource_id: i.resource_id.clone(),
-                        demands: vec![Demand::client(i.priority, amount(i.wants))],
-                        claim: i.has.map(|l| Claim::held(&l, amount(l.capacity), now)),
-                        outstanding: None,
-                    })
-                    .collect(),
+                resources: items.iter().map(|i| convert::ask(i, now)).collect(),
             };
             let step = cl.link.start(ids, req);
             self.run_step(Caller::Client(c), step);

@@ -71,37 +71,7 @@ const ALGORITHM_FIELDS: [&str; 5] = [
 /// Reads the YAML text; `None` when nothing can be read from it (the
 /// error is in `out`).
 pub fn read(text: &str, out: &mut Findings) -> Option<Vec<RawTemplate>> {
-    let docs = match YamlLoader::load_from_str(text) {
-        Ok(d) => d,
-        Err(e) => {
-            let hint = if e.to_string().contains("duplicated key") {
-                " (the original keeps the last value; keep only the one you mean)"
-            } else {
-                ""
-            };
-            out.top(Level::Error, "yaml", format!("not valid YAML: {e}{hint}"));
-            return None;
-        }
-    };
-    if docs.len() > 1 {
-        let why = format!(
-            "{} YAML documents: only the first is read, as the original does",
-            docs.len()
-        );
-        out.top(Level::Warning, "yaml", why);
-    }
-    let top = match docs.into_iter().next() {
-        None | Some(Yaml::Null) => Yaml::Hash(Default::default()),
-        Some(top @ Yaml::Hash(_)) => top,
-        Some(other) => {
-            let why = format!(
-                "must be a mapping with `resources:`, got {}",
-                kind_of(&other)
-            );
-            out.top(Level::Error, "yaml", why);
-            return None;
-        }
-    };
+    let top = first_document(text, out)?;
     let mut cx = Cx {
         out,
         index: None,
@@ -131,6 +101,42 @@ pub fn read(text: &str, out: &mut Findings) -> Option<Vec<RawTemplate>> {
             .map(|(i, item)| template(cx.out, i, item))
             .collect(),
     )
+}
+
+/// The first YAML document of `text`, a mapping (empty for an empty
+/// text); `None` when there is none (the error is in `out`).
+fn first_document(text: &str, out: &mut Findings) -> Option<Yaml> {
+    let docs = match YamlLoader::load_from_str(text) {
+        Ok(d) => d,
+        Err(e) => {
+            let hint = if e.to_string().contains("duplicated key") {
+                " (the original keeps the last value; keep only the one you mean)"
+            } else {
+                ""
+            };
+            out.top(Level::Error, "yaml", format!("not valid YAML: {e}{hint}"));
+            return None;
+        }
+    };
+    if docs.len() > 1 {
+        let why = format!(
+            "{} YAML documents: only the first is read, as the original does",
+            docs.len()
+        );
+        out.top(Level::Warning, "yaml", why);
+    }
+    match docs.into_iter().next() {
+        None | Some(Yaml::Null) => Some(Yaml::Hash(Default::default())),
+        Some(top @ Yaml::Hash(_)) => Some(top),
+        Some(other) => {
+            let why = format!(
+                "must be a mapping with `resources:`, got {}",
+                kind_of(&other)
+            );
+            out.top(Level::Error, "yaml", why);
+            None
+        }
+    }
 }
 
 fn template(out: &mut Findings, index: usize, item: &Yaml) -> RawTemplate {

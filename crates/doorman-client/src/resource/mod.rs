@@ -1,6 +1,6 @@
 //! The state a resource shares between its handles (top half) and the
-//! client's background task (bottom half): the limiter (token bucket or
-//! gauge, `bucket.rs`), wants, the current capacity and mode, and a
+//! client's background task (bottom half): the limiter (the core's token
+//! bucket, or a gauge), wants, the current capacity and mode, and a
 //! reference count (`handle.rs`).
 //!
 //! The top half only locks this resource's own mutex; the bottom half calls
@@ -10,7 +10,6 @@
 //!
 //! Must not: do I/O or know the client's internals.
 
-mod bucket;
 mod handle;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -20,14 +19,13 @@ use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 
 use crate::metrics::ResourceMetrics;
-use crate::wants::Window;
 use doorman_core::client::{Mode, Refused};
+use doorman_core::limiter::{TokenBucket, UsageWindow};
+use doorman_core::Time;
 
 use crate::acquire::AcquireError;
 use crate::observe::CapacityState;
 
-pub use bucket::Bucket;
-pub(crate) use bucket::Gauge;
 #[cfg(test)]
 use handle::NoOwner;
 pub(crate) use handle::{handle_accessors, Handle, Owner};
@@ -37,21 +35,58 @@ pub(crate) use handle::{handle_accessors, Handle, Owner};
 pub enum Wants {
     /// A fixed amount (change it with `set_wants`).
     Fixed(f64),
-    /// Estimated from use over a sliding window (see the `wants` module).
+    /// Estimated from use over a sliding window
+    /// ([`UsageWindow`](doorman_core::limiter::UsageWindow)).
     Auto,
 }
 
 #[derive(Debug)]
 pub(crate) enum Limiter {
-    Rate(Bucket),
+    Rate(TokenBucket),
     Gauge(Gauge),
+}
+
+/// A gauge of permits in flight.
+#[derive(Debug, Default)]
+pub(crate) struct Gauge {
+    pub capacity: u64,
+    pub in_flight: u64,
+    pub waiting: u64,
 }
 
 #[derive(Debug)]
 pub(crate) struct LimiterState {
     pub limiter: Limiter,
-    pub window: Window,
+    pub window: UsageWindow,
     pub fixed_wants: Option<f64>,
+    /// The instant the limiters' [`Time`] counts from.
+    origin: Instant,
+}
+
+impl LimiterState {
+    /// `now` on the limiters' time: milliseconds since the resource was
+    /// made (tokio's clock, so a paused test clock drives them).
+    pub fn at(&self, now: Instant) -> Time {
+        Time::from_duration(now.saturating_duration_since(self.origin))
+    }
+
+    /// A rate acquisition attempt of `n` permits, into the usage window.
+    pub fn record_call(&mut self, now: Instant, n: f64) {
+        let t = self.at(now);
+        self.window.record_call(t, n);
+    }
+
+    /// A `wait` call finished; `blocked` if it had to wait.
+    pub fn record_wait(&mut self, now: Instant, blocked: bool) {
+        let t = self.at(now);
+        self.window.record_wait(t, blocked);
+    }
+
+    /// The level of a gauge (in flight + waiting) at `now`.
+    pub fn record_level(&mut self, now: Instant, level: f64) {
+        let t = self.at(now);
+        self.window.record_level(t, level);
+    }
 }
 
 /// The kind of a resource.
@@ -100,9 +135,9 @@ impl Shared {
         client: Weak<dyn Owner>,
         metrics: Option<ResourceMetrics>,
     ) -> Self {
-        let now = Instant::now();
+        let origin = Instant::now();
         let limiter = match kind {
-            Kind::Rate => Limiter::Rate(Bucket::new(now, burst_time)),
+            Kind::Rate => Limiter::Rate(TokenBucket::new(Time::ZERO, burst_time)),
             Kind::Gauge => Limiter::Gauge(Gauge::default()),
         };
         let s = Shared {
@@ -110,11 +145,12 @@ impl Shared {
             kind,
             state: Mutex::new(LimiterState {
                 limiter,
-                window: Window::new(now),
+                window: UsageWindow::new(Time::ZERO),
                 fixed_wants: match wants {
                     Wants::Fixed(w) => Some(w),
                     Wants::Auto => None,
                 },
+                origin,
             }),
             notify: Notify::new(),
             capacity_bits: AtomicU64::new(0f64.to_bits()),
@@ -258,8 +294,9 @@ impl Shared {
         }
         {
             let mut st = self.lock();
+            let now = st.at(Instant::now());
             match &mut st.limiter {
-                Limiter::Rate(b) => b.set_rate(capacity, Instant::now()),
+                Limiter::Rate(b) => b.set_rate(capacity, now),
                 Limiter::Gauge(g) => g.capacity = capacity.floor().min(u64::MAX as f64) as u64,
             }
         }
@@ -269,6 +306,7 @@ impl Shared {
     /// What to ask the server for now.
     pub fn wants(&self, now: Instant) -> f64 {
         let st = self.lock();
+        let now = st.at(now);
         match st.fixed_wants {
             Some(w) => w,
             None => match &st.limiter {

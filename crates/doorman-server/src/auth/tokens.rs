@@ -80,7 +80,7 @@ impl Tokens {
     fn entry(item: &toml::Value) -> Result<([u8; 32], Arc<str>), String> {
         let get = |k: &str| item.get(k).and_then(|v| v.as_str());
         let identity = get("identity").ok_or("identity: required (a string)")?;
-        if identity.is_empty() || identity.chars().any(char::is_control) {
+        if identity.is_empty() || doorman_core::limits::has_control_chars(identity) {
             return Err("identity: must be non-empty, without control characters".into());
         }
         let digest = match (get("token"), get("sha256")) {

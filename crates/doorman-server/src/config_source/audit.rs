@@ -12,8 +12,6 @@
 //! Must not: write a config that did not validate (callers check first),
 //! or trust a record for anything but the audit trail.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
 use serde::{Deserialize, Serialize};
 use tokio::time::timeout;
@@ -49,11 +47,9 @@ pub fn history_prefix(key: &str) -> String {
     format!("{key}.history/")
 }
 
+/// Now, for the record: the wall clock (a push runs outside any server).
 fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    u64::try_from(crate::clock::wall_clock().whole_secs()).unwrap_or(0)
 }
 
 /// Writes `text` to `key` with its record in one transaction, if the key

@@ -57,7 +57,7 @@ fn check(state: &ServerState, path: &PathBuf, last: &mut Option<Vec<u8>>, force:
         Err(e) => {
             if force || last.is_some() {
                 tracing::error!(path = %path.display(), error = %e, "cannot read config file; keeping the running config");
-                state.metrics.config_reload(false);
+                state.metrics.config_reload(false, state.now());
                 *last = None;
             }
             return;

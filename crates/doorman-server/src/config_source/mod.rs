@@ -172,12 +172,12 @@ pub(crate) fn apply(state: &ServerState, bytes: &[u8], version: ConfigVersion) {
             tracing::info!(summary = %cfg.summary(), "config applied: {version}");
             let old = state.core().replace_config(Arc::new(cfg));
             drop(old); // after the core lock is released
-            state.metrics.config_reload(true);
+            state.metrics.config_reload(true, state.now());
             state.set_config_version(version);
         }
         Err(e) => {
             tracing::error!("config rejected, keeping the running config: {e}");
-            state.metrics.config_reload(false);
+            state.metrics.config_reload(false, state.now());
         }
     }
 }

@@ -120,7 +120,7 @@ impl EtcdElection {
     /// Connects, grants a lease of `ttl` and opens its keep-alive stream.
     async fn open(&self, step: Duration) -> Result<Session, String> {
         let mut client = connect(&self.etcd, step).await?;
-        let granted_at = Instant::now();
+        let granted_at = crate::clock::instant();
         let lease = match timeout(step, client.lease_grant(self.ttl_secs(), None)).await {
             Ok(Ok(r)) => r.id(),
             Ok(Err(e)) => return Err(format!("lease grant: {e}")),
@@ -221,7 +221,7 @@ impl EtcdElection {
         if s.leader.is_none() {
             return Some(End::Retry("campaign answered without a leader key".into()));
         }
-        if Instant::now() >= deadline {
+        if crate::clock::instant() >= deadline {
             return Some(End::Retry(
                 "won the campaign after the lease may have expired".into(),
             ));
@@ -243,7 +243,7 @@ impl EtcdElection {
         lease_horizon: &LeaseHorizon,
     ) -> Option<End> {
         let key = horizon::key(&self.key);
-        let limit = (Instant::now() + s.step).min(deadline);
+        let limit = (crate::clock::instant() + s.step).min(deadline);
         let record = match horizon::read(&mut s.client, &key, limit).await {
             Ok(r) => r,
             Err(e) => return Some(End::Retry(e)),
@@ -263,7 +263,7 @@ impl EtcdElection {
             Ok(false) => return Some(End::Retry(format!("could not write {key}"))),
             Err(end) => return Some(end),
         }
-        if Instant::now() >= deadline {
+        if crate::clock::instant() >= deadline {
             return Some(End::Retry(
                 "took office after the lease may have expired".into(),
             ));
@@ -375,7 +375,7 @@ impl Session {
         let Some(leader) = self.leader.clone() else {
             return Ok(false);
         };
-        let limit = (Instant::now() + self.step).min(deadline);
+        let limit = (crate::clock::instant() + self.step).min(deadline);
         match horizon::write(&mut self.client, key, &leader, (at, now), limit).await {
             Ok(Some(lease)) => {
                 if let Some(old) = self.horizon_lease.replace(lease) {
@@ -398,7 +398,7 @@ impl Session {
     /// Sends one keep-alive, never working past `deadline` (the step-down
     /// must not wait).
     async fn keep_alive(&mut self, deadline: Instant, key: &str) -> Option<End> {
-        let limit = (Instant::now() + self.step).min(deadline);
+        let limit = (crate::clock::instant() + self.step).min(deadline);
         if self.stream.is_none() {
             if let Ok(Ok(pair)) = timeout_at(limit, self.client.lease_keep_alive(self.lease)).await
             {
@@ -406,7 +406,7 @@ impl Session {
             }
         }
         let (keeper, alive) = self.stream.as_mut()?;
-        let sent = Instant::now();
+        let sent = crate::clock::instant();
         let r = timeout_at((sent + self.step).min(deadline), async {
             keeper.keep_alive().await?;
             alive.message().await

@@ -136,7 +136,7 @@ impl MastershipProof {
     /// The election's lease cannot end before `deadline` (the monotonic
     /// clock's): the core may take itself for master until then.
     pub fn until(&self, deadline: tokio::time::Instant) {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let left = deadline.saturating_duration_since(crate::clock::instant());
         let until = self.0.now() + Time::from_duration(left);
         self.0.core().set_master_until(Some(until));
     }

@@ -15,12 +15,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use doorman_client::limiter::{TokenBucket, UsageWindow};
+use std::time::Duration;
+
 use doorman_core::client::{ClientCore, CoreOptions};
 use doorman_core::config::Unit;
+use doorman_core::limiter::{TokenBucket, UsageWindow};
 use doorman_core::server::{Decision, Who};
+use doorman_core::Time;
 use tokio::sync::watch;
-use tokio::time::{Duration, Instant};
 
 use super::{refresh, refusal_reason};
 use crate::state::ServerState;
@@ -57,19 +59,19 @@ struct Local {
     bucket: TokenBucket,
     window: UsageWindow,
     unit: Unit,
-    last_hit: Instant,
+    last_hit: Time,
     unmatched: bool,
     /// Created and not yet given a rate: filled when it gets one.
     fresh: bool,
 }
 
 impl Local {
-    fn new(instant: Instant, unit: Unit) -> Self {
+    fn new(now: Time, unit: Unit) -> Self {
         Local {
-            bucket: TokenBucket::new(instant, BURST).with_min_burst(MIN_BURST),
-            window: UsageWindow::new(instant),
+            bucket: TokenBucket::new(now, BURST).with_min_burst(MIN_BURST),
+            window: UsageWindow::new(now),
             unit,
-            last_hit: instant,
+            last_hit: now,
             unmatched: false,
             fresh: true,
         }
@@ -133,30 +135,30 @@ impl LocalRequester {
         state: &ServerState,
         asks: &[(String, Unit, u64)],
     ) -> Result<Vec<Admission>, String> {
-        let instant = Instant::now();
+        // The one clock read of a hit: the server's clock, as the core's.
+        let now = state.now();
         let mut new = Vec::new();
         for (id, unit, hits) in asks {
             let mut shard = self.shard(state, id);
             // The id is copied only for a new resource, not on every hit.
             if !shard.contains_key(id.as_str()) {
                 new.push(id.as_str());
-                shard.insert(id.clone(), Local::new(instant, *unit));
+                shard.insert(id.clone(), Local::new(now, *unit));
             }
             if let Some(local) = shard.get_mut(id.as_str()) {
-                local.window.record_call(instant, *hits as f64);
-                local.last_hit = instant;
+                local.window.record_call(now, *hits as f64);
+                local.last_hit = now;
                 local.unit = *unit;
             }
         }
         if !new.is_empty() {
             let mut core = lock(&self.schedule);
-            let now = state.now();
             for id in new {
                 if core.wants(id).is_none() {
                     core.add(id, 0, 0.0, now);
                 }
             }
-            self.exchange(state, &mut core, instant);
+            self.exchange(state, &mut core, now);
         }
         if self.refusing.load(Ordering::Acquire) {
             if let Some(why) = lock(&self.refused).clone() {
@@ -165,7 +167,7 @@ impl LocalRequester {
         }
         Ok(asks
             .iter()
-            .map(|(id, _, hits)| admit_one(&mut self.shard(state, id), id, *hits, instant))
+            .map(|(id, _, hits)| admit_one(&mut self.shard(state, id), id, *hits, now))
             .collect())
     }
 
@@ -177,11 +179,10 @@ impl LocalRequester {
 
     /// Samples wants, sends what is due to the core, applies the answer
     /// and sets each bucket's rate. The caller holds the schedule.
-    fn exchange(&self, state: &ServerState, core: &mut ClientCore, instant: Instant) {
-        let now = state.now();
+    fn exchange(&self, state: &ServerState, core: &mut ClientCore, now: Time) {
         for shard in self.shards.iter() {
             for (id, l) in lock(shard).iter() {
-                core.set_wants(id, l.window.rate(instant) * l.unit.seconds(), now);
+                core.set_wants(id, l.window.rate(now) * l.unit.seconds(), now);
             }
         }
         match refresh(state, &self.who, core) {
@@ -199,10 +200,10 @@ impl LocalRequester {
         for shard in self.shards.iter() {
             for (id, l) in lock(shard).iter_mut() {
                 let capacity = core.capacity(id, now).map_or(0.0, |c| c.0);
-                l.bucket.set_rate(capacity / l.unit.seconds(), instant);
+                l.bucket.set_rate(capacity / l.unit.seconds(), now);
                 if l.fresh && l.bucket.rate() > 0.0 {
                     l.fresh = false;
-                    l.bucket.fill(instant);
+                    l.bucket.fill(now);
                 }
             }
         }
@@ -210,11 +211,11 @@ impl LocalRequester {
 
     /// Releases resources without a hit for [`IDLE`]. The caller holds the
     /// schedule.
-    fn release_idle(&self, state: &ServerState, core: &mut ClientCore, instant: Instant) {
+    fn release_idle(&self, state: &ServerState, core: &mut ClientCore, now: Time) {
         let mut idle = Vec::new();
         for shard in self.shards.iter() {
             lock(shard).retain(|id, l| {
-                let keep = instant.saturating_duration_since(l.last_hit) < IDLE;
+                let keep = (now - l.last_hit) < Time::from_duration(IDLE);
                 if !keep {
                     idle.push(id.clone());
                 }
@@ -235,11 +236,10 @@ impl LocalRequester {
     pub async fn run(self: Arc<Self>, state: Arc<ServerState>, mut stop: watch::Receiver<bool>) {
         loop {
             let sleep = {
-                let instant = Instant::now();
-                let mut core = lock(&self.schedule);
-                self.release_idle(&state, &mut core, instant);
-                self.exchange(&state, &mut core, instant);
                 let now = state.now();
+                let mut core = lock(&self.schedule);
+                self.release_idle(&state, &mut core, now);
+                self.exchange(&state, &mut core, now);
                 let next = core.next_wakeup(now).map(|t| (t - now).to_duration());
                 next.unwrap_or(TICK).min(TICK)
             };
@@ -263,7 +263,7 @@ impl LocalRequester {
 }
 
 /// Admits `hits` on `id` from its bucket.
-fn admit_one(shard: &mut Shard, id: &str, hits: u64, instant: Instant) -> Admission {
+fn admit_one(shard: &mut Shard, id: &str, hits: u64, now: Time) -> Admission {
     let Some(l) = shard.get_mut(id) else {
         return Admission {
             allowed: false,
@@ -277,18 +277,13 @@ fn admit_one(shard: &mut Shard, id: &str, hits: u64, instant: Instant) -> Admiss
     // taking anything: the bucket would lend them and refuse everybody
     // until the debt was paid.
     let most = l.bucket.burst().max(l.bucket.rate());
-    let allowed = hits as f64 <= most && l.bucket.try_take(hits as f64, instant).is_ok();
+    let allowed = hits as f64 <= most && l.bucket.try_take(hits as f64, now).is_ok();
     let unit = l.unit.seconds();
     Admission {
         allowed,
         unmatched: l.unmatched,
         limit: l.bucket.rate() * unit,
-        remaining: l
-            .bucket
-            .tokens(instant)
-            .max(0.0)
-            .floor()
-            .min(u32::MAX as f64) as u32,
-        reset: l.bucket.until_full(instant),
+        remaining: l.bucket.tokens(now).max(0.0).floor().min(u32::MAX as f64) as u32,
+        reset: l.bucket.until_full(now),
     }
 }

@@ -18,11 +18,11 @@ pub mod local;
 pub mod rlqs;
 pub mod rls;
 
-use doorman_algorithms::{Amount, Demand};
-use doorman_core::client::{ClientCore, GrantItem, RequestItem};
+use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::{Action, Config};
-use doorman_core::limits::{id_length_problem, MAX_AMOUNT, MAX_RESOURCE_ID_BYTES};
-use doorman_core::server::{CapacityRequest, Claim, Grant, Refusal, ResourceAsk, Who};
+use doorman_core::convert;
+use doorman_core::limits::{has_control_chars, id_length_problem, MAX_RESOURCE_ID_BYTES};
+use doorman_core::server::{CapacityRequest, Grant, Refusal, Who};
 use doorman_core::Time;
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::Status;
@@ -67,9 +67,7 @@ pub fn resource_problem(id: &str) -> Option<String> {
             id.len()
         ));
     }
-    id.chars()
-        .any(char::is_control)
-        .then(|| "keys and values must not contain control characters".to_string())
+    has_control_chars(id).then(|| "keys and values must not contain control characters".to_string())
 }
 
 /// Why the core would not answer, for Envoy's failure mode.
@@ -99,37 +97,15 @@ pub fn refresh(
     let ids: Vec<String> = items.iter().map(|i| i.resource_id.clone()).collect();
     let req = CapacityRequest {
         who: who.clone(),
-        resources: items.iter().map(|i| ask(i, now)).collect(),
+        resources: items.iter().map(|i| convert::ask(i, now)).collect(),
     };
     let out = state.decide_in_process(&req);
     match &out {
         Ok(grants) => {
-            let items: Vec<GrantItem> = grants
-                .iter()
-                .map(|g| GrantItem {
-                    resource_id: g.resource_id.clone(),
-                    lease: g.lease,
-                    safe_capacity: Some(g.safe_capacity),
-                })
-                .collect();
+            let items: Vec<GrantItem> = grants.iter().map(convert::answer_item).collect();
             core.on_response(now, &ids, &items);
         }
         Err(_) => core.on_failure(now, &ids, REFUSED_RETRY),
     }
     Some(out)
-}
-
-/// The core's request entry for one item of a client core's request at
-/// `now` (its claim says what it has left, as our client library's do).
-fn ask(item: &RequestItem, now: Time) -> ResourceAsk {
-    let amount = |v: f64| match Amount::new("wants", v.clamp(0.0, MAX_AMOUNT)) {
-        Ok(a) => a,
-        Err(_) => Amount::ZERO,
-    };
-    ResourceAsk {
-        resource_id: item.resource_id.clone(),
-        demands: vec![Demand::client(item.priority, amount(item.wants))],
-        claim: item.has.map(|l| Claim::held(&l, amount(l.capacity), now)),
-        outstanding: None,
-    }
 }

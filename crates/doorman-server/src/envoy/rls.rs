@@ -17,7 +17,6 @@
 
 use doorman_core::server::Sharded;
 use std::sync::Arc;
-use std::time::Instant;
 
 use doorman_core::config::{EnvoyConfig, Unit, Unmatched};
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
@@ -176,12 +175,12 @@ impl RateLimitService for RlsService {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        let start = Instant::now();
+        let start = crate::clock::instant();
         let r = self.answer(&request);
         let code = r.as_ref().err().map(|s| s.code());
         self.state
             .metrics
-            .observe(METHOD, start.elapsed().as_secs_f64(), code);
+            .observe(METHOD, crate::clock::since(start).as_secs_f64(), code);
         r.map(Response::new)
     }
 }

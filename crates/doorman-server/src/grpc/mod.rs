@@ -14,7 +14,6 @@ pub mod validate;
 
 use doorman_core::server::Sharded;
 use std::sync::Arc;
-use std::time::Instant;
 
 use doorman_proto::doorman as pb;
 use tonic::{Request, Response, Status};
@@ -100,12 +99,12 @@ impl CapacityService {
         method: &str,
         handler: impl FnOnce() -> Result<T, Status>,
     ) -> Result<Response<T>, Status> {
-        let start = Instant::now();
+        let start = crate::clock::instant();
         let r = handler();
         let code = r.as_ref().err().map(|s| s.code());
         self.state
             .metrics
-            .observe(method, start.elapsed().as_secs_f64(), code);
+            .observe(method, crate::clock::since(start).as_secs_f64(), code);
         r.map(Response::new)
     }
 

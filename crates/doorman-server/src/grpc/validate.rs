@@ -103,7 +103,7 @@ fn check_request(id_field: &str, id: &str, entries: usize) -> Result<(), Status>
     if let Some(reason) = id_length_problem(id.len(), MAX_ID_BYTES) {
         return Err(invalid(id_field, reason));
     }
-    if id.chars().any(char::is_control) {
+    if doorman_core::limits::has_control_chars(id) {
         return Err(invalid(id_field, "must not contain control characters"));
     }
     if entries > MAX_RESOURCES_PER_REQUEST {

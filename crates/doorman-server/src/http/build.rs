@@ -12,7 +12,9 @@
 //! (the builds go through `ServerState`'s stepwise reads).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
@@ -59,12 +61,12 @@ impl Builder {
     pub async fn metrics_page(&self) -> Result<Bytes, StatusCode> {
         let mut last = self.metrics.lock().await;
         if let Some((at, page)) = last.as_ref() {
-            if at.elapsed() < METRICS_MAX_AGE {
+            if crate::clock::since(*at) < METRICS_MAX_AGE {
                 return Ok(page.clone());
             }
         }
         let page = Bytes::from(self.build(|state| state.metrics_text()).await?);
-        *last = Some((Instant::now(), page.clone()));
+        *last = Some((crate::clock::instant(), page.clone()));
         Ok(page)
     }
 

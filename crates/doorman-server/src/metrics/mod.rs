@@ -11,17 +11,17 @@
 //! Must not: change server state or keep anything but the metrics.
 
 pub mod envoy;
+mod families;
 pub mod resources;
 
 use prometheus::core::Collector;
-use prometheus::{
-    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
-    Opts, Registry, TextEncoder,
-};
+use prometheus::{Encoder, IntGaugeVec, Opts, Registry, TextEncoder};
 
 use doorman_core::server::{Counters, LinkStatus, ResourceGauge};
+use doorman_core::Time;
 
 use crate::config_version::ConfigVersion;
+use families::{ConfigFamilies, Node, Rpc, Security};
 pub use resources::ResourceSeries;
 use resources::Writer;
 
@@ -59,26 +59,10 @@ pub struct Metrics {
     /// The Envoy front-ends'.
     pub envoy: envoy::EnvoyMetrics,
     registry: Registry,
-    requests: IntCounterVec,
-    errors: IntCounterVec,
-    latency: HistogramVec,
-    unmatched: IntCounter,
-    expired: IntCounter,
-    config_reloads: IntCounterVec,
-    config_watch_restarts: IntCounter,
-    rejected: IntCounterVec,
-    tls_handshake_failures: IntCounterVec,
-    tls_reloads: IntCounterVec,
-    token_reloads: IntCounterVec,
-    is_master: IntGauge,
-    leases: IntGauge,
-    config_version: IntGauge,
-    config_info: IntGaugeVec,
-    auth_failures: IntCounterVec,
-    denied: IntCounterVec,
-    parent_errors: IntCounterVec,
-    master_transitions: IntCounter,
-    config_last_reload: Gauge,
+    rpc: Rpc,
+    config: ConfigFamilies,
+    security: Security,
+    node: Node,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -102,11 +86,6 @@ fn register<T: Collector + Clone + 'static>(
     must(registry.register(Box::new(metric.clone())));
     metric
 }
-
-/// Handling-time buckets, 10 µs to 100 ms.
-const LATENCY_BUCKETS: [f64; 12] = [
-    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1,
-];
 
 /// Number formatting buffers: integers (most samples: counts, flags and
 /// whole capacities) are much cheaper to print than floats.
@@ -145,130 +124,12 @@ impl Metrics {
     /// Creates and registers every metric.
     pub fn new() -> Self {
         let r = Registry::new();
-        let counters = |name: &str, help: &str, labels: &[&str]| {
-            register(&r, IntCounterVec::new(Opts::new(name, help), labels))
-        };
-        let latency = HistogramOpts::new(
-            "doorman_server_request_duration_seconds",
-            "RPC handling time, by method.",
-        )
-        .buckets(LATENCY_BUCKETS.to_vec());
         Metrics {
             envoy: envoy::EnvoyMetrics::new(&r),
-            requests: counters(
-                "doorman_server_requests_total",
-                "RPCs received, by method.",
-                &["method"],
-            ),
-            errors: counters(
-                "doorman_server_request_errors_total",
-                "RPCs that failed, by method and gRPC code.",
-                &["method", "code"],
-            ),
-            config_reloads: counters(
-                "doorman_server_config_reloads_total",
-                "Config loads, by result (ok, error).",
-                &["result"],
-            ),
-            config_watch_restarts: register(
-                &r,
-                IntCounter::new(
-                    "doorman_server_config_watch_restarts_total",
-                    "Times the etcd config watch was lost and re-established (the key is re-read).",
-                ),
-            ),
-            rejected: counters(
-                "doorman_server_rejected_resources_total",
-                "Resource entries left out of a request, by method and reason.",
-                &["method", "reason"],
-            ),
-            tls_handshake_failures: counters(
-                "doorman_server_tls_handshake_failures_total",
-                "TLS handshakes that failed, by port (grpc, http) and reason.",
-                &["port", "reason"],
-            ),
-            tls_reloads: counters(
-                "doorman_server_tls_reloads_total",
-                "Reloads of the TLS certificate, key and client CA, by result (ok, error).",
-                &["result"],
-            ),
-            token_reloads: counters(
-                "doorman_server_token_reloads_total",
-                "Reloads of the bearer-token file after it changed or on SIGHUP, by result (ok, error).",
-                &["result"],
-            ),
-            auth_failures: counters(
-                "doorman_server_auth_failures_total",
-                "Requests refused because their bearer token was malformed or unknown, or because they carried no identity where one is required, by reason (malformed, unknown_token, anonymous).",
-                &["reason"],
-            ),
-            denied: counters(
-                "doorman_server_access_denied_total",
-                "Requests refused by the config's access rules, by action (acquire, serve, read).",
-                &["action"],
-            ),
-            latency: register(&r, HistogramVec::new(latency, &["method"])),
-            config_version: register(
-                &r,
-                IntGauge::new(
-                    "doorman_server_config_version",
-                    "Version of the running config: the etcd revision that wrote it (0 for a file).",
-                ),
-            ),
-            config_info: register(
-                &r,
-                IntGaugeVec::new(
-                    Opts::new(
-                        "doorman_server_config_info",
-                        "The running config (value 1): its SHA-256 and who pushed it.",
-                    ),
-                    &["sha256", "pusher"],
-                ),
-            ),
-            unmatched: register(
-                &r,
-                IntCounter::new(
-                    "doorman_server_unmatched_resource_requests_total",
-                    "Resource requests no template matched (granted what they asked for).",
-                ),
-            ),
-            expired: register(
-                &r,
-                IntCounter::new(
-                    "doorman_server_expired_leases_total",
-                    "Leases forgotten because they expired.",
-                ),
-            ),
-            is_master: register(
-                &r,
-                IntGauge::new(
-                    "doorman_server_is_master",
-                    "1 if this server is the master.",
-                ),
-            ),
-            leases: register(
-                &r,
-                IntGauge::new("doorman_server_leases", "Live leases over all resources."),
-            ),
-            parent_errors: counters(
-                "doorman_server_parent_errors_total",
-                "Failed GetServerCapacity calls to the parent, by gRPC code.",
-                &["code"],
-            ),
-            master_transitions: register(
-                &r,
-                IntCounter::new(
-                    "doorman_server_master_transitions_total",
-                    "Times this server became or stopped being the master.",
-                ),
-            ),
-            config_last_reload: register(
-                &r,
-                Gauge::new(
-                    "doorman_server_config_last_reload_timestamp_seconds",
-                    "Unix time of the last successful config load (0: none yet).",
-                ),
-            ),
+            rpc: Rpc::new(&r),
+            config: ConfigFamilies::new(&r),
+            security: Security::new(&r),
+            node: Node::new(&r),
             registry: r,
         }
         .with_build_and_process()
@@ -299,14 +160,15 @@ impl Metrics {
 
     /// Counts a failed call to the parent.
     pub fn parent_error(&self, code: tonic::Code) {
-        self.parent_errors
+        self.node
+            .parent_errors
             .with_label_values(&[&format!("{code:?}")])
             .inc();
     }
 
     /// Counts a change of mastership.
     pub fn master_transition(&self) {
-        self.master_transitions.inc();
+        self.node.master_transitions.inc();
     }
 
     /// The registry (to add more metrics or gather).
@@ -316,10 +178,14 @@ impl Metrics {
 
     /// Records one RPC.
     pub fn observe(&self, method: &str, seconds: f64, error: Option<tonic::Code>) {
-        self.requests.with_label_values(&[method]).inc();
-        self.latency.with_label_values(&[method]).observe(seconds);
+        self.rpc.requests.with_label_values(&[method]).inc();
+        self.rpc
+            .latency
+            .with_label_values(&[method])
+            .observe(seconds);
         if let Some(code) = error {
-            self.errors
+            self.rpc
+                .errors
                 .with_label_values(&[method, &format!("{code:?}")])
                 .inc();
         }
@@ -327,100 +193,120 @@ impl Metrics {
 
     /// Counts a resource entry left out of a `method` request.
     pub fn rejected(&self, method: &str, reason: &str) {
-        self.rejected.with_label_values(&[method, reason]).inc();
+        self.rpc.rejected.with_label_values(&[method, reason]).inc();
     }
 
     /// RPCs of `method` received so far.
     pub fn requests(&self, method: &str) -> u64 {
-        self.requests.with_label_values(&[method]).get()
+        self.rpc.requests.with_label_values(&[method]).get()
     }
 
     /// Counts a lost etcd config watch.
     pub fn config_watch_restart(&self) {
-        self.config_watch_restarts.inc();
+        self.config.watch_restarts.inc();
     }
 
     /// Etcd config watches lost so far.
     pub fn config_watch_restarts(&self) -> u64 {
-        self.config_watch_restarts.get()
+        self.config.watch_restarts.get()
     }
 
     /// Counts a request whose token was refused.
     pub fn auth_failed(&self, reason: &str) {
-        self.auth_failures.with_label_values(&[reason]).inc();
+        self.security
+            .auth_failures
+            .with_label_values(&[reason])
+            .inc();
     }
 
     /// Counts a request the access rules refused.
     pub fn denied(&self, action: &str) {
-        self.denied.with_label_values(&[action]).inc();
+        self.security.denied.with_label_values(&[action]).inc();
     }
 
     /// Records which config runs.
     pub fn config_version(&self, v: &ConfigVersion) {
-        self.config_version.set(v.version.unwrap_or(0));
-        self.config_info.reset();
+        self.config.version.set(v.version.unwrap_or(0));
+        self.config.info.reset();
         let pusher = v.pusher.as_deref().unwrap_or("");
-        self.config_info
+        self.config
+            .info
             .with_label_values(&[v.sha256.as_str(), pusher])
             .set(1);
     }
 
-    /// Records a config load.
-    pub fn config_reload(&self, ok: bool) {
+    /// Records a config load at `now` (the server's clock).
+    pub fn config_reload(&self, ok: bool, now: Time) {
         if ok {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-            self.config_last_reload
-                .set(now.map(|d| d.as_secs_f64()).unwrap_or(0.0));
+            self.config.last_reload.set(now.as_secs_f64());
         }
-        self.config_reloads.with_label_values(&[result(ok)]).inc();
+        self.config.reloads.with_label_values(&[result(ok)]).inc();
     }
 
     /// Counts a failed TLS handshake.
     pub fn tls_handshake_failed(&self, port: &str, reason: &str) {
-        self.tls_handshake_failures
+        self.security
+            .tls_handshake_failures
             .with_label_values(&[port, reason])
             .inc();
     }
 
     /// TLS handshakes of `port` that failed for `reason` so far.
     pub fn tls_handshake_failures(&self, port: &str, reason: &str) -> u64 {
-        self.tls_handshake_failures
+        self.security
+            .tls_handshake_failures
             .with_label_values(&[port, reason])
             .get()
     }
 
     /// Records a reload of the TLS material.
     pub fn tls_reload(&self, ok: bool) {
-        self.tls_reloads.with_label_values(&[result(ok)]).inc();
+        self.security
+            .tls_reloads
+            .with_label_values(&[result(ok)])
+            .inc();
     }
 
     /// Counts a reload of the bearer-token file.
     pub fn token_reload(&self, ok: bool) {
-        self.token_reloads.with_label_values(&[result(ok)]).inc();
+        self.security
+            .token_reloads
+            .with_label_values(&[result(ok)])
+            .inc();
     }
 
     /// Reloads of the bearer-token file so far that succeeded (`ok`) or
     /// failed.
     pub fn token_reloads(&self, ok: bool) -> u64 {
-        self.token_reloads.with_label_values(&[result(ok)]).get()
+        self.security
+            .token_reloads
+            .with_label_values(&[result(ok)])
+            .get()
     }
 
     /// Reloads of the TLS material so far that succeeded (`ok`) or failed.
     pub fn tls_reloads(&self, ok: bool) -> u64 {
-        self.tls_reloads.with_label_values(&[result(ok)]).get()
+        self.security
+            .tls_reloads
+            .with_label_values(&[result(ok)])
+            .get()
     }
 
     /// Refreshes the core's counters and renders the text format: the
     /// registry, then the series computed from the snapshot.
     pub fn render(&self, scrape: &Scrape) -> String {
         let c = &scrape.counters;
-        self.unmatched
-            .inc_by(c.unmatched_requests.saturating_sub(self.unmatched.get()));
-        self.expired
-            .inc_by(c.expired_leases.saturating_sub(self.expired.get()));
-        self.is_master.set(i64::from(scrape.is_master));
+        self.node.unmatched.inc_by(
+            c.unmatched_requests
+                .saturating_sub(self.node.unmatched.get()),
+        );
+        self.node
+            .expired
+            .inc_by(c.expired_leases.saturating_sub(self.node.expired.get()));
+        self.node.is_master.set(i64::from(scrape.is_master));
         let gauges = &scrape.gauges;
-        self.leases
+        self.node
+            .leases
             .set(gauges.iter().map(|g| g.requesters as i64).sum());
         let mut buf = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut buf) {

@@ -39,7 +39,7 @@ mod rls;
 mod server_cpu;
 
 use report::histogram;
-pub use report::{latency, print, Report};
+pub use report::{print, Report};
 pub use server_cpu::ServerCpu;
 
 /// Which service the load calls.
@@ -402,23 +402,6 @@ async fn prepare(opts: &Options) -> anyhow::Result<Arc<Shared>> {
     }))
 }
 
-/// Σ of the unexpired leases the clients hold, per resource.
-fn granted(shared: &Shared) -> BTreeMap<String, f64> {
-    let now = now_secs();
-    let mut granted = BTreeMap::new();
-    for (i, id) in shared.resources.iter().enumerate() {
-        let sum: f64 = shared
-            .leases
-            .iter()
-            .filter_map(|l| l.lock().unwrap_or_else(|e| e.into_inner())[i])
-            .filter(|l| l.expiry_time > now)
-            .map(|l| l.capacity)
-            .sum();
-        granted.insert(id.clone(), sum);
-    }
-    granted
-}
-
 /// The server's CPU could not be read (it exited during the run): the
 /// report goes on without it.
 fn cpu_lost(e: anyhow::Error) {
@@ -440,62 +423,43 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         }
         None => None,
     };
-    let mut hist = histogram();
-    let (mut rpcs, mut over_limit) = (0, 0);
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    for w in workers {
-        let r = w.await.context("a load worker panicked")??;
-        hist.add(&r.hist).ok();
-        rpcs += r.rpcs;
-        over_limit += r.over_limit;
-        for (k, v) in r.errors {
-            *errors.entry(k).or_default() += v;
-        }
-    }
+    let totals = join(workers).await?;
     let measured = Instant::now()
         .saturating_duration_since(shared.measure_from)
         .as_secs_f64()
         .max(1e-9);
-    let server = shared
-        .target
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .addr
-        .clone();
-    let note = shared
-        .note
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let answered = rpcs + errors.values().sum::<u64>();
+    let answered = totals.rpcs + totals.errors.values().sum::<u64>();
     let server_cpu =
         cpu_from.and_then(|from| from.since(measured, answered).map_err(cpu_lost).ok());
-    let granted = match opts.protocol {
-        Protocol::Capacity => granted(&shared),
-        Protocol::Rls => BTreeMap::new(),
-    };
-    Ok(Report {
-        server,
-        protocol: opts.protocol,
-        clients: opts.clients,
-        resources: opts.resources,
-        concurrency: opts.concurrency,
-        rate: opts.rate,
-        connections: opts.connections,
-        duration_s: measured,
-        rpcs,
-        rpcs_per_s: rpcs as f64 / measured,
-        latency_us: latency(&hist),
-        errors,
-        over_limit,
-        redirects: shared.redirects.load(Ordering::Relaxed),
-        granted,
-        capacity: opts.capacity,
-        note,
-        server_cpu,
-        wall_s: began.elapsed().as_secs_f64(),
-    })
+    let mut report = report::of_run(&shared, totals, measured);
+    report.server_cpu = server_cpu;
+    report.wall_s = began.elapsed().as_secs_f64();
+    Ok(report)
 }
 
+/// Every worker's figures, added up.
+async fn join(
+    workers: Vec<tokio::task::JoinHandle<anyhow::Result<WorkerResult>>>,
+) -> anyhow::Result<WorkerResult> {
+    let mut totals = WorkerResult {
+        hist: histogram(),
+        rpcs: 0,
+        over_limit: 0,
+        errors: BTreeMap::new(),
+    };
+    for w in workers {
+        let r = w.await.context("a load worker panicked")??;
+        totals.hist.add(&r.hist).ok();
+        totals.rpcs += r.rpcs;
+        totals.over_limit += r.over_limit;
+        for (k, v) in r.errors {
+            *totals.errors.entry(k).or_default() += v;
+        }
+    }
+    Ok(totals)
+}
+
+#[cfg(test)]
+use report::latency;
 #[cfg(test)]
 mod tests;

@@ -1,14 +1,16 @@
 //! What `doorman loadtest` reports: latency percentiles from an HDR
-//! histogram, the run's figures, and the table printed without `--json`.
+//! histogram, the run's figures (with what the clients hold at the end),
+//! and the table printed without `--json`.
 //!
 //! Must not: send anything (the load is `mod.rs`'s).
 
-use std::collections::BTreeMap;
-
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
-use super::{Protocol, ServerCpu};
+use std::sync::atomic::Ordering;
+
+use super::{Protocol, ServerCpu, Shared, WorkerResult};
 
 /// Latency percentiles, microseconds.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
@@ -126,4 +128,63 @@ pub fn print(r: &Report) {
     if let Some(n) = &r.note {
         println!("server says {n}");
     }
+}
+
+/// The report of a run measured for `measured` seconds (without the
+/// server's CPU and the wall time, which the caller adds).
+pub(super) fn of_run(shared: &Shared, totals: WorkerResult, measured: f64) -> Report {
+    let opts = &shared.opts;
+    let server = shared
+        .target
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .addr
+        .clone();
+    let note = shared
+        .note
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let granted = match opts.protocol {
+        Protocol::Capacity => granted(shared),
+        Protocol::Rls => BTreeMap::new(),
+    };
+    Report {
+        server,
+        protocol: opts.protocol,
+        clients: opts.clients,
+        resources: opts.resources,
+        concurrency: opts.concurrency,
+        rate: opts.rate,
+        connections: opts.connections,
+        duration_s: measured,
+        rpcs: totals.rpcs,
+        rpcs_per_s: totals.rpcs as f64 / measured,
+        latency_us: latency(&totals.hist),
+        errors: totals.errors,
+        over_limit: totals.over_limit,
+        redirects: shared.redirects.load(Ordering::Relaxed),
+        granted,
+        capacity: opts.capacity,
+        note,
+        server_cpu: None,
+        wall_s: 0.0,
+    }
+}
+
+/// Σ of the unexpired leases the clients hold, per resource.
+fn granted(shared: &Shared) -> BTreeMap<String, f64> {
+    let now = super::now_secs();
+    let mut granted = BTreeMap::new();
+    for (i, id) in shared.resources.iter().enumerate() {
+        let sum: f64 = shared
+            .leases
+            .iter()
+            .filter_map(|l| l.lock().unwrap_or_else(|e| e.into_inner())[i])
+            .filter(|l| l.expiry_time > now)
+            .map(|l| l.capacity)
+            .sum();
+        granted.insert(id.clone(), sum);
+    }
+    granted
 }

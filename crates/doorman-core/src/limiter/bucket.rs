@@ -1,31 +1,44 @@
-//! The pure limiters of a resource: a token bucket refilled at the granted
-//! rate (rate resources) and a gauge of permits in flight (gauge
-//! resources). Driven by the `now` they are given.
+//! A token bucket refilled at a granted rate: what a rate resource admits
+//! from its lease (the client library's `RateResource`, the server's Envoy
+//! rate limit service). Driven by the `now` it is given.
 //!
-//! Must not: read a clock, lock, or know the resource that holds them.
+//! Must not: read a clock, lock, or know the resource that holds it.
 
-use tokio::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::Time;
 
 /// Longest single sleep of a waiter; it re-checks afterwards.
 const MAX_WAIT: Duration = Duration::from_secs(3600);
 
 /// A token bucket refilled at the granted rate, holding at most
 /// `burst_time` × rate tokens (at least one). It starts empty.
-#[derive(Debug)]
-pub struct Bucket {
-    pub(crate) rate: f64,
-    pub(crate) burst: f64,
-    pub(crate) tokens: f64,
-    pub(crate) last: Instant,
-    pub(crate) burst_time: f64,
-    pub(crate) min_burst: f64,
+///
+/// ```
+/// use doorman_core::limiter::TokenBucket;
+/// use doorman_core::Time;
+/// use std::time::Duration;
+/// let t0 = Time::from_secs(100);
+/// let mut b = TokenBucket::new(t0, Duration::from_secs(1));
+/// b.set_rate(10.0, t0);
+/// assert!(b.try_take(1.0, t0).is_err(), "it starts empty");
+/// assert!(b.try_take(1.0, t0 + Time::from_millis(100)).is_ok());
+/// ```
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: Time,
+    burst_time: f64,
+    min_burst: f64,
 }
 
-impl Bucket {
+impl TokenBucket {
     /// An empty bucket with no rate; it will hold `burst_time` at its rate,
     /// and at least one permit.
-    pub fn new(now: Instant, burst_time: Duration) -> Self {
-        Bucket {
+    pub fn new(now: Time, burst_time: Duration) -> Self {
+        TokenBucket {
             rate: 0.0,
             burst: 0.0,
             tokens: 0.0,
@@ -45,15 +58,16 @@ impl Bucket {
         self
     }
 
-    /// Adds the tokens earned since the last refill.
-    pub fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+    /// Adds the tokens earned since the last refill (none for a `now`
+    /// before it).
+    pub fn refill(&mut self, now: Time) {
+        let dt = (now - self.last).as_secs_f64().max(0.0);
         self.last = now;
         self.tokens = (self.tokens + self.rate * dt).min(self.burst);
     }
 
     /// A new rate applies at once; tokens never exceed the new burst size.
-    pub fn set_rate(&mut self, rate: f64, now: Instant) {
+    pub fn set_rate(&mut self, rate: f64, now: Time) {
         self.refill(now);
         self.rate = rate;
         self.burst = if rate > 0.0 {
@@ -76,20 +90,20 @@ impl Bucket {
 
     /// Fills it to its burst (a bucket that has just received its first
     /// rate, so that its first request is not refused for want of time).
-    pub fn fill(&mut self, now: Instant) {
+    pub fn fill(&mut self, now: Time) {
         self.refill(now);
         self.tokens = self.tokens.max(self.burst);
     }
 
     /// Tokens there now (negative while in debt).
-    pub fn tokens(&mut self, now: Instant) -> f64 {
+    pub fn tokens(&mut self, now: Time) -> f64 {
         self.refill(now);
         self.tokens
     }
 
     /// How long until the bucket is full again (zero when it is, or has no
     /// rate).
-    pub fn until_full(&mut self, now: Instant) -> Duration {
+    pub fn until_full(&mut self, now: Time) -> Duration {
         self.refill(now);
         if self.rate <= 0.0 {
             return Duration::ZERO;
@@ -101,7 +115,7 @@ impl Bucket {
     /// Takes `n` permits if available. A request larger than the burst is
     /// allowed once a full burst is there, leaving the bucket in debt, so the
     /// long-run rate holds. Otherwise returns how long until it could.
-    pub fn try_take(&mut self, n: f64, now: Instant) -> Result<(), Option<Duration>> {
+    pub fn try_take(&mut self, n: f64, now: Time) -> Result<(), Option<Duration>> {
         self.refill(now);
         let need = if self.burst > 0.0 {
             n.min(self.burst)
@@ -126,10 +140,43 @@ impl Bucket {
     }
 }
 
-/// A gauge of permits in flight.
-#[derive(Debug, Default)]
-pub(crate) struct Gauge {
-    pub capacity: u64,
-    pub in_flight: u64,
-    pub waiting: u64,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Under demand above its rate, a bucket holding one permit wastes the
+    /// time between earning it and the next request; one holding two does
+    /// not. Requests arrive at irregular gaps (0–34 ms, mean 17 ms, from a
+    /// fixed pseudo-random sequence), as many independent callers' requests
+    /// do.
+    #[test]
+    fn a_two_permit_bucket_admits_its_whole_rate_under_demand() {
+        fn admitted(min_burst: f64) -> (u32, f64) {
+            let t0 = Time::from_secs(1_000);
+            let mut b = TokenBucket::new(t0, Duration::from_millis(100)).with_min_burst(min_burst);
+            b.set_rate(10.0, t0);
+            let (mut at_ms, mut seed, mut n) = (0i64, 12345u64, 0);
+            while at_ms < 10_000 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                at_ms += ((seed >> 33) % 35) as i64;
+                if b.try_take(1.0, t0 + Time::from_millis(at_ms)).is_ok() {
+                    n += 1;
+                }
+            }
+            // Permits earned over the run, and those held at the start.
+            (n, 10.0 * at_ms as f64 / 1000.0 + b.burst())
+        }
+        let (one, earned) = admitted(1.0);
+        let (two, earned2) = admitted(2.0);
+        assert!(
+            f64::from(one) < 0.95 * earned,
+            "one permit admitted {one} of {earned}"
+        );
+        assert!(
+            f64::from(two) >= earned2 - 2.5,
+            "two permits admitted {two} of {earned2}"
+        );
+    }
 }
