@@ -1,8 +1,8 @@
 //! The simulator runs the real cores deterministically; scenario 1 has no
 //! shortfall, and scenario 5 beats the design doc's figures (96.8 % mean
 //! utilisation, ours; shortfall 14 times, peaking at 106.05 %) on each of seeds
-//! 1–30, in full (1 h simulated), not shortened. Scenario 7 is in
-//! `goals.rs`.
+//! 1–30, in full (1 h simulated), not shortened; the shard count of the
+//! cores changes nothing. Scenario 7's goals are in `goals.rs`.
 
 use doorman_sim::scenario::Scenario;
 use doorman_sim::summary::Summary;
@@ -30,6 +30,34 @@ fn the_same_seed_gives_identical_output() {
     assert_eq!(strip(&a.1), strip(&b.1));
     let c = doorman_sim::run(load("five"), 8).unwrap();
     assert_ne!(csv(&a.0), csv(&c.0), "another seed, another run");
+}
+
+/// The simulator drives the cores' sharded entry points, as the gRPC
+/// shell does: how many shards a master's core has changes nothing, in a
+/// tree with intermediates, failovers and partitions (scenario 7) and in
+/// both profiles.
+#[test]
+fn the_shard_count_changes_nothing() {
+    use doorman_sim::output::{csv, events_csv, nodes_csv};
+    for profile in ["ours", "original"] {
+        let run = |shards: usize| {
+            let path = format!("{}/scenarios/seven.toml", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut scenario = Scenario::parse_profile(&text, profile).unwrap();
+            scenario.shards = shards;
+            doorman_sim::run(scenario, 3).unwrap().0
+        };
+        let one = run(1);
+        for shards in [8, 64] {
+            let many = run(shards);
+            for f in [csv, nodes_csv, events_csv] {
+                assert!(
+                    f(&one) == f(&many),
+                    "{profile}: {shards} shards differ from 1"
+                );
+            }
+        }
+    }
 }
 
 #[test]
