@@ -2,7 +2,7 @@
 //!
 //! Must not: decide capacity (that is [`crate::Shares`]).
 
-use crate::time::Time;
+use crate::time::{Span, Time};
 
 /// A lease on capacity as handed out.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,13 +41,13 @@ impl Lease {
     /// wire's `remaining_ms`).
     ///
     /// ```
-    /// use doorman_algorithms::{Lease, Time};
+    /// use doorman_algorithms::{Lease, Span, Time};
     /// let l = Lease { capacity: 2.0, expiry: Time::from_secs(100), refresh_interval: 5 };
-    /// assert_eq!(l.remaining(Time::from_millis(97_500)), Time::from_millis(2_500));
-    /// assert_eq!(l.remaining(Time::from_secs(101)), Time::ZERO);
+    /// assert_eq!(l.remaining(Time::from_millis(97_500)), Span::from_millis(2_500));
+    /// assert_eq!(l.remaining(Time::from_secs(101)), Span::ZERO);
     /// ```
-    pub fn remaining(&self, now: Time) -> Time {
-        (self.expiry - now).max(Time::ZERO)
+    pub fn remaining(&self, now: Time) -> Span {
+        (self.expiry - now).max(Span::ZERO)
     }
 
     /// The lease a holder keeps from an answer to the request it sent at
@@ -59,11 +59,11 @@ impl Lease {
     /// clocks agree.
     ///
     /// ```
-    /// use doorman_algorithms::{Lease, Time};
+    /// use doorman_algorithms::{Lease, Span, Time};
     /// // The sender's clock is an hour ahead: its absolute end means
     /// // nothing here, its remaining length does.
     /// let sent = Time::from_secs(1_000);
-    /// let l = Lease::received(5.0, 2, 4_600 + 10, Some(Time::secs(10)), sent);
+    /// let l = Lease::received(5.0, 2, 4_600 + 10, Some(Span::secs(10)), sent);
     /// assert_eq!(l.expiry, Time::from_secs(1_010));
     /// assert_eq!(Lease::received(5.0, 2, 1_010, None, sent).expiry, Time::from_secs(1_010));
     /// ```
@@ -71,11 +71,11 @@ impl Lease {
         capacity: f64,
         refresh_interval: i64,
         expiry_secs: i64,
-        remaining: Option<Time>,
+        remaining: Option<Span>,
         sent_at: Time,
     ) -> Lease {
         let expiry = match remaining {
-            Some(r) => sent_at + r.max(Time::ZERO),
+            Some(r) => sent_at + r.max(Span::ZERO),
             None => Time::from_secs(expiry_secs),
         };
         Lease {
@@ -86,8 +86,8 @@ impl Lease {
     }
 
     /// How long until the holder should refresh (at least a second).
-    pub fn refresh_period(&self) -> Time {
-        Time::secs(self.refresh_interval.max(1))
+    pub fn refresh_period(&self) -> Span {
+        Span::secs(self.refresh_interval.max(1))
     }
 
     /// The delay before retrying a failed refresh: `backoff`, but never
@@ -95,7 +95,7 @@ impl Lease {
     /// holder asks when all is well, so retrying at that pace adds no load,
     /// and a recovered server hears from everyone within one interval (the
     /// design doc: "retry in another refresh_interval seconds").
-    pub fn retry_delay(last: Option<&Lease>, backoff: Time) -> Time {
+    pub fn retry_delay(last: Option<&Lease>, backoff: Span) -> Span {
         last.map_or(backoff, |l| backoff.min(l.refresh_period()))
     }
 }
@@ -154,7 +154,7 @@ impl LeaseTerms {
         upstream_expiry: Option<Time>,
         capacity: f64,
     ) -> Lease {
-        let mut expiry = now + Time::secs(self.lease_length);
+        let mut expiry = now + Span::secs(self.lease_length);
         if let Some(up) = upstream_expiry {
             expiry = expiry.min(up);
         }

@@ -27,5 +27,5 @@ mod value;
 pub use kind::{Kind, UnknownKind};
 pub use lease::{scaled_refresh_interval, Lease, LeaseTerms, DEFAULT_DECAY_FACTOR};
 pub use shares::{BandSummary, RequesterId, Shares, Totals};
-pub use time::Time;
+pub use time::{Span, Time};
 pub use value::{Amount, Demand, InvalidValue};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use doorman_core::client::{ClientCore, CoreOptions, Fallback};
 use doorman_core::limits::{id_length_problem, MAX_ID_BYTES};
-use doorman_core::{Backoff, Time};
+use doorman_core::{Backoff, Span};
 use tokio::sync::Notify;
 
 use crate::client::Client;
@@ -166,7 +166,7 @@ impl ClientBuilder {
             .map(ClientMetrics::register)
             .transpose()?;
         let clock = self.clock.unwrap_or_else(|| Arc::new(lease_clock));
-        let min_refresh = Time::from_duration(self.min_refresh_interval);
+        let min_refresh = Span::from_duration(self.min_refresh_interval);
         let core = ClientCore::new(
             client_id,
             CoreOptions {

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use doorman_algorithms::Lease;
 use doorman_core::schedule::request_deadline;
-use doorman_core::Time;
+use doorman_core::Span;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use tonic::transport::Channel;
@@ -213,7 +213,7 @@ impl Connector {
     /// (`doorman_core::schedule::request_deadline`).
     pub fn deadline_for<'a>(&mut self, leases: impl IntoIterator<Item = &'a Lease>) {
         let refresh = leases.into_iter().map(Lease::refresh_period).min();
-        let d = request_deadline(refresh, Time::from_duration(self.timeout));
+        let d = request_deadline(refresh, Span::from_duration(self.timeout));
         self.call_timeout = d.to_duration().min(self.timeout);
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use doorman_core::client::{GrantItem, Refused, RequestItem};
 use doorman_core::config::Acl;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
-use doorman_core::{Backoff, Time};
+use doorman_core::{Backoff, Span, Time};
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
 
@@ -32,7 +32,7 @@ fn grants(resp: &pb::GetCapacityResponse, sent_at: Time) -> Vec<GrantItem> {
 }
 
 /// How often Auto wants are sampled while idle.
-const AUTO_SAMPLE: Time = Time::from_millis(1000);
+const AUTO_SAMPLE: Span = Span::secs(1);
 
 /// What one turn of the loop has to send.
 struct Turn {
@@ -141,15 +141,15 @@ async fn refresh(
                 // it refused more than it named: then back off.
                 let more = e.to_string().contains(" more)");
                 let retry = if more {
-                    Time::from_duration(delay)
+                    Span::from_duration(delay)
                 } else {
-                    Time::ZERO
+                    Span::ZERO
                 };
                 st.core.on_failure(now, &rest, retry);
             }
             None => {
                 tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
-                st.core.on_failure(now, &ids, Time::from_duration(delay));
+                st.core.on_failure(now, &ids, Span::from_duration(delay));
             }
         },
     }

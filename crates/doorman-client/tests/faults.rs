@@ -4,13 +4,13 @@
 //! a lease after the server has ended it (or the server would hand the
 //! capacity to someone else while it is still in use).
 
+use doorman_algorithms::Span;
 use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions};
 use doorman_core::config::Config;
-use doorman_core::Time;
 use doorman_server::server::{ConfigSource, ServerOptions};
 use doorman_testkit::{eventually, FaultProxy, IsolatedServer, LinkMode};
 
@@ -35,7 +35,7 @@ fn server() -> IsolatedServer {
 
 async fn client(servers: &[String], rpc_timeout: Duration, skew_ms: i64) -> Client {
     let clock: doorman_client::Clock =
-        Arc::new(move || doorman_client::lease_clock() + Time::from_millis(skew_ms));
+        Arc::new(move || doorman_client::lease_clock() + Span::from_millis(skew_ms));
     Client::builder()
         .servers(servers.iter().cloned())
         .fallback(Fallback::Pessimistic)

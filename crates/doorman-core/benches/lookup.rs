@@ -95,7 +95,7 @@ fn largest_request(c: &mut Criterion, name: &str, cfg: Arc<Config>, id: impl Fn(
             |mut core| {
                 let asks = &req.resources[..DECIDE_STEP];
                 let n = core.with_shard(0, |node, s| {
-                    s.decide_asks(node, Time::secs(1), &req.who, asks)
+                    s.decide_asks(node, Time::from_secs(1), &req.who, asks)
                         .map(|g| g.len())
                 });
                 (core, n)
@@ -108,7 +108,7 @@ fn largest_request(c: &mut Criterion, name: &str, cfg: Arc<Config>, id: impl Fn(
             fresh,
             // The core is returned so that dropping it is not timed.
             |mut core| {
-                let n = core.get_capacity(Time::secs(1), &req).map(|g| g.len());
+                let n = core.get_capacity(Time::from_secs(1), &req).map(|g| g.len());
                 (core, n)
             },
             BatchSize::LargeInput,

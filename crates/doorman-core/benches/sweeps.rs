@@ -40,14 +40,14 @@ fn populated() -> ServerCore {
             who: Who::Client(client.into()),
             resources,
         };
-        core.get_capacity(Time::secs(1), &req).expect("master");
+        core.get_capacity(Time::from_secs(1), &req).expect("master");
     }
     core
 }
 
 fn bench(c: &mut Criterion) {
     let mut core = populated();
-    let now = Time::secs(2);
+    let now = Time::from_secs(2);
     let mut g = c.benchmark_group("whole_server_100k_resources");
     g.sample_size(10);
     g.bench_function("held/status_step", |b| {

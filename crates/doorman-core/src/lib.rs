@@ -36,4 +36,4 @@ pub mod schedule;
 pub mod server;
 
 pub use backoff::Backoff;
-pub use doorman_algorithms::{Lease, Time};
+pub use doorman_algorithms::{Lease, Span, Time};

@@ -18,14 +18,14 @@
 //!
 //! Must not: read a clock or know what is asked for.
 
-use doorman_algorithms::{Lease, Time};
+use doorman_algorithms::{Lease, Span, Time};
 
 /// A demand that moved by more than this fraction since it was last sent
 /// makes the resource due before its refresh interval is up.
 pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
 
 /// The shortest deadline a refresh request gets (see [`request_deadline`]).
-pub const MIN_REQUEST_DEADLINE: Time = Time::secs(1);
+pub const MIN_REQUEST_DEADLINE: Span = Span::secs(1);
 
 /// The deadline of a request renewing leases refreshed every `refresh`
 /// (the shortest among them; `None` without a lease): half of that, so a
@@ -37,15 +37,15 @@ pub const MIN_REQUEST_DEADLINE: Time = Time::secs(1);
 ///
 /// ```
 /// use doorman_core::schedule::request_deadline;
-/// use doorman_core::Time;
-/// assert_eq!(request_deadline(Some(Time::secs(8)), Time::secs(5)), Time::secs(4));
-/// assert_eq!(request_deadline(Some(Time::secs(1)), Time::secs(5)), Time::secs(1));
-/// assert_eq!(request_deadline(None, Time::secs(5)), Time::secs(5));
-/// assert_eq!(request_deadline(Some(Time::secs(30)), Time::secs(5)), Time::secs(5));
+/// use doorman_core::Span;
+/// assert_eq!(request_deadline(Some(Span::secs(8)), Span::secs(5)), Span::secs(4));
+/// assert_eq!(request_deadline(Some(Span::secs(1)), Span::secs(5)), Span::secs(1));
+/// assert_eq!(request_deadline(None, Span::secs(5)), Span::secs(5));
+/// assert_eq!(request_deadline(Some(Span::secs(30)), Span::secs(5)), Span::secs(5));
 /// ```
-pub fn request_deadline(refresh: Option<Time>, max: Time) -> Time {
+pub fn request_deadline(refresh: Option<Span>, max: Span) -> Span {
     refresh.map_or(max, |r| {
-        let half = Time::from_millis(r.as_millis() / 2);
+        let half = Span::from_millis(r.as_millis() / 2);
         half.max(MIN_REQUEST_DEADLINE).min(max)
     })
 }
@@ -79,7 +79,7 @@ impl RefreshSchedule {
     }
 
     /// True when the minimum interval and the hold let a request through.
-    pub fn allowed(&self, now: Time, min_interval: Time) -> bool {
+    pub fn allowed(&self, now: Time, min_interval: Span) -> bool {
         now >= self.hold_until
             && self
                 .last_request
@@ -88,12 +88,12 @@ impl RefreshSchedule {
     }
 
     /// True when a request is due now and allowed.
-    pub fn due(&self, now: Time, min_interval: Time) -> bool {
+    pub fn due(&self, now: Time, min_interval: Span) -> bool {
         now >= self.next_refresh && self.allowed(now, min_interval)
     }
 
     /// When a request will be due and allowed.
-    pub fn next_wakeup(&self, min_interval: Time) -> Time {
+    pub fn next_wakeup(&self, min_interval: Span) -> Time {
         self.last_request
             .map(|t| t + min_interval)
             .unwrap_or(self.next_refresh)
@@ -109,7 +109,7 @@ impl RefreshSchedule {
     /// An answer arrived at `now`: ask again after `retry` unless
     /// [`RefreshSchedule::granted`] follows (a resource the answer left out
     /// keeps this).
-    pub fn answered(&mut self, now: Time, retry: Time) {
+    pub fn answered(&mut self, now: Time, retry: Span) {
         self.next_refresh = now + retry;
     }
 
@@ -125,16 +125,16 @@ impl RefreshSchedule {
     pub fn granted(&mut self, now: Time, lease: &Lease, sooner: Option<i64>) {
         let mut wait = lease.refresh_period();
         if let Some(s) = sooner {
-            wait = wait.min(Time::secs(s.max(1)));
+            wait = wait.min(Span::secs(s.max(1)));
         }
-        let half_left = Time::from_millis(lease.remaining(now).as_millis() / 2);
+        let half_left = Span::from_millis(lease.remaining(now).as_millis() / 2);
         self.next_refresh = now + wait.min(half_left);
     }
 
     /// The request failed at `now`: retry after `backoff`, never later than
     /// the `last` lease's refresh interval, and let the retry through the
     /// minimum interval.
-    pub fn failed(&mut self, now: Time, last: Option<&Lease>, backoff: Time) {
+    pub fn failed(&mut self, now: Time, last: Option<&Lease>, backoff: Span) {
         self.next_refresh = now + Lease::retry_delay(last, backoff);
         self.last_request = None;
     }
@@ -179,7 +179,7 @@ impl RefreshSchedule {
 mod tests {
     use super::*;
 
-    const MIN: Time = Time::secs(1);
+    const MIN: Span = Span::secs(1);
 
     fn t(s: i64) -> Time {
         Time::from_secs(1_000 + s)
@@ -217,7 +217,7 @@ mod tests {
         assert!(s.due(t(0), MIN));
         s.sent(t(0));
         assert!(!s.due(t(0), MIN));
-        s.answered(t(0), Time::secs(5));
+        s.answered(t(0), Span::secs(5));
         s.granted(t(0), &lease(8), None);
         assert_eq!(s.next_wakeup(MIN), t(8));
         assert!(!s.due(t(7), MIN) && s.due(t(8), MIN));
@@ -227,10 +227,10 @@ mod tests {
     fn failures_retry_within_the_refresh_interval_and_bypass_the_minimum() {
         let mut s = RefreshSchedule::new(t(0));
         s.sent(t(0));
-        s.failed(t(0), Some(&lease(4)), Time::secs(30));
+        s.failed(t(0), Some(&lease(4)), Span::secs(30));
         assert_eq!(s.next_wakeup(MIN), t(4));
-        s.failed(t(0), None, Time::from_millis(100));
-        assert!(s.due(t(0) + Time::from_millis(100), MIN));
+        s.failed(t(0), None, Span::from_millis(100));
+        assert!(s.due(t(0) + Span::from_millis(100), MIN));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 
 /// An injected clock: where a client or a server gets the time
 /// ([`lease_clock`] in production).
@@ -24,7 +24,7 @@ pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
 pub fn lease_clock() -> Time {
     static START: OnceLock<(std::time::Instant, Time)> = OnceLock::new();
     let (at, wall) = START.get_or_init(|| (std::time::Instant::now(), wall_clock()));
-    *wall + Time::from_duration(at.elapsed())
+    *wall + Span::from_duration(at.elapsed())
 }
 
 /// The wall clock (for people: when something happened; never for leases).

@@ -58,13 +58,13 @@ pub fn lease_from_wire(
 }
 
 /// The `remaining_ms` of a wire lease in an answer, if sent.
-pub fn remaining(l: &doorman::Lease) -> Option<doorman_algorithms::Time> {
+pub fn remaining(l: &doorman::Lease) -> Option<doorman_algorithms::Span> {
     millis(l.remaining_ms)
 }
 
-/// Milliseconds from the wire as a time offset (negative as zero).
-pub fn millis(ms: Option<i64>) -> Option<doorman_algorithms::Time> {
-    ms.map(|ms| doorman_algorithms::Time::from_millis(ms.max(0)))
+/// Milliseconds from the wire as a span (negative as zero).
+pub fn millis(ms: Option<i64>) -> Option<doorman_algorithms::Span> {
+    ms.map(|ms| doorman_algorithms::Span::from_millis(ms.max(0)))
 }
 
 /// A lease a requester holds, as its request's `has` and

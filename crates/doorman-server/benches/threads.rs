@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use doorman_algorithms::{Demand, Time};
+use doorman_algorithms::{Demand, Span, Time};
 use doorman_core::config::Config;
 use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, Sharded, Who};
 use doorman_server::core_locks::{default_shards, LockedCore};
@@ -28,7 +28,7 @@ fn config() -> Arc<Config> {
 
 fn core(shards: usize) -> Arc<LockedCore> {
     let opts = CoreOptions {
-        min_request_interval: Time::ZERO,
+        min_request_interval: Span::ZERO,
         ..CoreOptions::default()
     };
     let core = LockedCore::new(opts, config(), shards);
@@ -70,7 +70,7 @@ fn run(core: &Arc<LockedCore>, threads: usize, hot: bool, iters: u64) -> Duratio
             s.spawn(move || {
                 for i in 0..per_thread {
                     let req = &reqs[i as usize % reqs.len()];
-                    let d = (&**core).decide(Time::secs(1), req);
+                    let d = (&**core).decide(Time::from_secs(1), req);
                     std::hint::black_box(d.grants.expect("master"));
                 }
             });

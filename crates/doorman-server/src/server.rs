@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use doorman_core::server::{CoreOptions, Role, Sharded};
-use doorman_core::Time;
+use doorman_core::Span;
 use doorman_proto::CapacityServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -279,7 +279,7 @@ fn build_state(
     let core_opts = CoreOptions {
         role,
         server_id: server_id.to_string(),
-        min_request_interval: Time::from_duration(opts.min_request_interval),
+        min_request_interval: Span::from_duration(opts.min_request_interval),
     };
     let core = LockedCore::new(core_opts, config, opts.core_shards);
     if opts.election.is_standalone() {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use doorman_client::Connector;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::server::UpstreamAsk;
-use doorman_core::{Backoff, Time};
+use doorman_core::{Backoff, Span, Time};
 use tokio::sync::watch;
 
 use crate::grpc::convert::{upstream_grants, upstream_request};
@@ -133,7 +133,7 @@ async fn ask_parent(
             }
             state
                 .core()
-                .upstream_failure(now, &ids, Time::from_duration(delay));
+                .upstream_failure(now, &ids, Span::from_duration(delay));
         }
     }
 }

@@ -15,7 +15,7 @@ use doorman_server::core_locks::LockedCore;
 use doorman_server::grpc::CapacityService;
 use doorman_server::metrics::Metrics;
 use doorman_server::state::ServerState;
-use doorman_server::Time;
+use doorman_server::Span;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -29,7 +29,7 @@ const CONFIG: &str = "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 1000\n[
 fn service() -> CapacityService {
     let config = Arc::new(Config::parse(CONFIG, "t").unwrap());
     let opts = CoreOptions {
-        min_request_interval: Time::ZERO,
+        min_request_interval: Span::ZERO,
         ..CoreOptions::default()
     };
     let core = LockedCore::new(opts, config, 8);

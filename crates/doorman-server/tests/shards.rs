@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand, Time};
+use doorman_algorithms::{Amount, Demand, Span, Time};
 use doorman_core::config::Config;
 use doorman_core::server::{
     CapacityRequest, CoreOptions, ResourceAsk, Role, ServerCore, Sharded, Who,
@@ -40,7 +40,7 @@ fn options() -> CoreOptions {
     CoreOptions {
         role: Role::Root,
         server_id: "me:1".into(),
-        min_request_interval: Time::secs(1),
+        min_request_interval: Span::secs(1),
     }
 }
 

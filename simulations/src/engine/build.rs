@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 use doorman_core::client::{ClientCore, CoreOptions as ClientOptions, Fallback};
 use doorman_core::config::Config;
 use doorman_core::server::Role;
@@ -119,7 +119,7 @@ fn clients(
             let mut core = ClientCore::new(
                 id.clone(),
                 ClientOptions {
-                    min_refresh_interval: Time::secs(1),
+                    min_refresh_interval: Span::secs(1),
                     fallback: Fallback::Pessimistic,
                     ..ClientOptions::default()
                 },
@@ -183,20 +183,20 @@ impl Sim {
         let start = self.start;
         for c in 0..self.clients.len() {
             // Clients start spread over the first second.
-            let at = start + Time::from_millis(self.rng.below(1000) as i64);
+            let at = start + Span::from_millis(self.rng.below(1000) as i64);
             self.push(at, Ev::ClientWake(c, 0));
         }
         if self.scenario.demand.change_every > 0 {
-            let every = Time::secs(self.scenario.demand.change_every as i64);
+            let every = Span::secs(self.scenario.demand.change_every as i64);
             self.push(start + every, Ev::DemandTick);
         }
         self.push(start, Ev::Sample);
         for i in 0..self.scenario.events.len() {
-            let at = start + Time::secs(self.scenario.events[i].at as i64);
+            let at = start + Span::secs(self.scenario.events[i].at as i64);
             self.push(at, Ev::Scheduled(i));
         }
         if let Some(m) = &self.scenario.mishaps {
-            let at = start + Time::secs((m.start.max(m.every)) as i64);
+            let at = start + Span::secs((m.start.max(m.every)) as i64);
             self.push(at, Ev::Mishap);
         }
     }

@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Lease, Time};
+use doorman_algorithms::{Amount, Lease, Span, Time};
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::Config;
 use doorman_core::server::{
@@ -282,11 +282,11 @@ pub struct RpcCounts {
 /// (`doorman-client` `ClientBuilder::new`) and the server's default
 /// `parent_timeout` (`doorman-server` `ServerOptions::new`); also the
 /// connect timeout (`Connector::client`).
-pub const RPC_TIMEOUT: Time = Time::from_millis(5000);
+pub const RPC_TIMEOUT: Span = Span::secs(5);
 
 /// The server's default minimum interval between two decisions for one
 /// requester (`doorman server --min-request-interval`, default 1 s).
-pub const MIN_REQUEST_INTERVAL: Time = Time::secs(1);
+pub const MIN_REQUEST_INTERVAL: Span = Span::secs(1);
 
 impl Sim {
     /// Queues `ev` for `at` (now, if `at` has passed).
@@ -294,9 +294,9 @@ impl Sim {
         self.queue.push(at, ev);
     }
 
-    fn delay(&mut self) -> Time {
+    fn delay(&mut self) -> Span {
         let [lo, hi] = self.scenario.rpc_delay_ms;
-        Time::from_millis((lo + self.rng.below(hi - lo + 1)) as i64)
+        Span::from_millis((lo + self.rng.below(hi - lo + 1)) as i64)
     }
 
     /// The simulated time: the time of the event being handled (the
@@ -312,7 +312,7 @@ impl Sim {
 
     /// Runs to the end of the scenario.
     pub fn run(&mut self) {
-        let end = self.start + Time::secs(self.scenario.duration as i64);
+        let end = self.start + Span::secs(self.scenario.duration as i64);
         while let Some((at, ev)) = self.queue.pop() {
             if at > end {
                 break;
@@ -345,7 +345,7 @@ impl Sim {
             Ev::Sample => {
                 self.keep_horizons();
                 self.sample();
-                self.push(self.now() + Time::secs(1), Ev::Sample);
+                self.push(self.now() + Span::secs(1), Ev::Sample);
             }
             Ev::Scheduled(i) => {
                 let kind = self.scenario.events[i].what.clone();

@@ -253,12 +253,12 @@ mod tests {
     fn an_empty_queue_pops_nothing_and_jumps_to_far_events() {
         let mut q: Queue<u8> = Queue::new(Time::ZERO);
         assert!(q.pop().is_none());
-        q.push(Time::secs(3_600), 2);
-        q.push(Time::secs(3_600), 3);
-        q.push(Time::secs(600), 1);
-        assert_eq!(q.pop(), Some((Time::secs(600), 1)));
-        assert_eq!(q.pop(), Some((Time::secs(3_600), 2)));
-        assert_eq!(q.pop(), Some((Time::secs(3_600), 3)));
+        q.push(Time::from_secs(3_600), 2);
+        q.push(Time::from_secs(3_600), 3);
+        q.push(Time::from_secs(600), 1);
+        assert_eq!(q.pop(), Some((Time::from_secs(600), 1)));
+        assert_eq!(q.pop(), Some((Time::from_secs(3_600), 2)));
+        assert_eq!(q.pop(), Some((Time::from_secs(3_600), 3)));
         assert!(q.pop().is_none());
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! Must not: decide anything (the real cores do).
 
-use doorman_algorithms::{Demand, Time};
+use doorman_algorithms::{Demand, Span, Time};
 use doorman_core::client::GrantItem;
 use doorman_core::convert;
 use doorman_core::server::{
@@ -140,7 +140,7 @@ impl Sim {
                 let r = r.map(|g| g.iter().map(client_grant).collect::<Vec<GrantItem>>());
                 match cl.backoff.outcome(r) {
                     Ok(g) => cl.core.on_response(now, &ids, &g),
-                    Err((_, d)) => cl.core.on_failure(now, &ids, Time::from_duration(d)),
+                    Err((_, d)) => cl.core.on_failure(now, &ids, Span::from_duration(d)),
                 }
                 // Wants may have moved during the call: the loop looks at once.
                 let gen = cl.wake_gen;
@@ -151,7 +151,7 @@ impl Sim {
                 let r = r.map(|g| g.iter().map(upstream_grant).collect::<Vec<UpstreamGrant>>());
                 match n.backoff.outcome(r) {
                     Ok(g) => n.core.upstream_response(now, &ids, &g),
-                    Err((_, d)) => n.core.upstream_failure(now, &ids, Time::from_duration(d)),
+                    Err((_, d)) => n.core.upstream_failure(now, &ids, Span::from_duration(d)),
                 }
                 let poke = std::mem::take(&mut n.poke);
                 self.schedule_upstream(node, poke.then_some(now));

@@ -9,7 +9,7 @@
 //!
 //! Must not: decide anything about leases (the real cores do).
 
-use doorman_algorithms::Time;
+use doorman_algorithms::Span;
 use doorman_core::server::Sharded;
 
 use super::build::backoff;
@@ -53,7 +53,7 @@ impl Sim {
             self.poke_client(c);
         }
         let every = self.scenario.demand.change_every as i64;
-        self.push(now + Time::secs(every), Ev::DemandTick);
+        self.push(now + Span::secs(every), Ev::DemandTick);
     }
 
     /// A random mishap, then the next one.
@@ -93,7 +93,7 @@ impl Sim {
             }
             None => {}
         }
-        self.push(now + Time::secs(m.every as i64), Ev::Mishap);
+        self.push(now + Span::secs(m.every as i64), Ev::Mishap);
     }
 
     /// The node's master crashes: its task refuses connections, the
@@ -114,7 +114,7 @@ impl Sim {
         n.core.step_down(None);
         n.link.reset();
         n.lost_mark = Some(i);
-        self.push(now + Time::secs(secs as i64), Ev::Elect(node));
+        self.push(now + Span::secs(secs as i64), Ev::Elect(node));
     }
 
     /// The election a lost master scheduled: a random task wins.
@@ -166,7 +166,7 @@ impl Sim {
     }
 
     fn unreachable(&mut self, node: usize, name: String, secs: u64) {
-        let until = self.now() + Time::secs(secs as i64);
+        let until = self.now() + Span::secs(secs as i64);
         let n = &mut self.nodes[node];
         n.unreachable_until = n.unreachable_until.max(until);
         let kind = MarkKind::CutOff(n.depth);

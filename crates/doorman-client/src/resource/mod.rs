@@ -21,7 +21,7 @@ use tokio::time::{Duration, Instant};
 use crate::metrics::ResourceMetrics;
 use doorman_core::client::{Mode, Refused};
 use doorman_core::limiter::{TokenBucket, UsageWindow};
-use doorman_core::Time;
+use doorman_core::{Span, Time};
 
 use crate::acquire::AcquireError;
 use crate::observe::CapacityState;
@@ -67,7 +67,7 @@ impl LimiterState {
     /// `now` on the limiters' time: milliseconds since the resource was
     /// made (tokio's clock, so a paused test clock drives them).
     pub fn at(&self, now: Instant) -> Time {
-        Time::from_duration(now.saturating_duration_since(self.origin))
+        Time::ZERO + Span::from_duration(now.saturating_duration_since(self.origin))
     }
 
     /// A rate acquisition attempt of `n` permits, into the usage window.

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use doorman_algorithms::{Lease, Time};
+use doorman_algorithms::{Lease, Span, Time};
 
 use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
 
@@ -96,24 +96,24 @@ impl Refused {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CoreOptions {
     /// Never more than one request per resource per this interval.
-    pub min_refresh_interval: Time,
+    pub min_refresh_interval: Span,
     /// Fallback when a lease runs out.
     pub fallback: Fallback,
     /// When the server's answer left a resource out, ask again after this.
-    pub retry_interval: Time,
+    pub retry_interval: Span,
     /// When the server refused a resource (its access rules, an invalid
     /// id), ask again only after this: the refusal is not transient, but a
     /// config change may lift it.
-    pub refused_retry_interval: Time,
+    pub refused_retry_interval: Span,
 }
 
 impl Default for CoreOptions {
     fn default() -> Self {
         CoreOptions {
-            min_refresh_interval: Time::secs(1),
+            min_refresh_interval: Span::secs(1),
             fallback: Fallback::Pessimistic,
-            retry_interval: Time::secs(1),
-            refused_retry_interval: Time::secs(60),
+            retry_interval: Span::secs(1),
+            refused_retry_interval: Span::secs(60),
         }
     }
 }
@@ -319,7 +319,7 @@ impl ClientCore {
     /// The request for `requested` failed at `now`; try again after the
     /// `backoff` delay, but never later than the last lease's refresh
     /// interval ([`Lease::retry_delay`]).
-    pub fn on_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
+    pub fn on_failure(&mut self, now: Time, requested: &[String], backoff: Span) {
         for id in requested {
             if let Some(s) = self.resources.get_mut(id) {
                 s.schedule.failed(now, s.lease.as_ref(), backoff);

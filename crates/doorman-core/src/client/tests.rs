@@ -1,4 +1,5 @@
 use super::*;
+use doorman_algorithms::Span;
 
 fn t(ms: i64) -> Time {
     Time::from_millis(1_000_000_000 + ms)
@@ -121,7 +122,7 @@ fn failures_retry_at_the_given_time() {
     let mut c = core(Fallback::Pessimistic);
     c.add("a", 0, 1.0, t(0));
     let req = c.poll_request(t(0)).unwrap();
-    c.on_failure(t(0), &ids(&req), Time::from_millis(150));
+    c.on_failure(t(0), &ids(&req), Span::from_millis(150));
     assert_eq!(c.next_wakeup(t(0)), Some(t(150)));
     assert!(c.poll_request(t(100)).is_none());
     assert!(c.poll_request(t(150)).is_some());
@@ -134,11 +135,11 @@ fn failure_backoff_is_capped_at_the_refresh_interval() {
     let req = c.poll_request(t(0)).unwrap();
     c.on_response(t(0), &ids(&req), &[grant("a", 1.0, t(60_000), 4, None)]);
     let req = c.poll_request(t(4_000)).unwrap();
-    c.on_failure(t(4_000), &ids(&req), Time::secs(30));
+    c.on_failure(t(4_000), &ids(&req), Span::secs(30));
     assert_eq!(c.next_wakeup(t(4_000)), Some(t(8_000)));
     // Shorter backoffs are kept.
     let req = c.poll_request(t(8_000)).unwrap();
-    c.on_failure(t(8_000), &ids(&req), Time::from_millis(500));
+    c.on_failure(t(8_000), &ids(&req), Span::from_millis(500));
     assert_eq!(c.next_wakeup(t(8_000)), Some(t(8_500)));
 }
 
@@ -157,7 +158,7 @@ fn expired_leases_are_not_sent_as_has() {
     c.add("a", 0, 1.0, t(0));
     let req = c.poll_request(t(0)).unwrap();
     c.on_response(t(0), &ids(&req), &[grant("a", 1.0, t(2_000), 60, None)]);
-    c.on_failure(t(2_000), &["a".into()], Time::secs(1));
+    c.on_failure(t(2_000), &["a".into()], Span::secs(1));
     let req = c.poll_request(t(3_000)).unwrap();
     assert_eq!(req[0].has, None);
 }
@@ -182,7 +183,7 @@ fn a_refused_resource_gets_nothing_and_is_asked_again_only_after_the_retry() {
     assert_eq!(asked.len(), 2);
     let why = Refused::PermissionDenied("identity \"x\" may not acquire resource \"a\"".into());
     c.on_refused(t(0), &["a".to_string()], &why);
-    c.on_failure(t(0), &["b".to_string()], Time::secs(1));
+    c.on_failure(t(0), &["b".to_string()], Span::secs(1));
     assert_eq!(c.capacity("a", t(1000)), Some((0.0, Mode::Refused)));
     assert_eq!(c.refusal("a"), Some(&why));
     c.set_wants("a", 50.0, t(1000));

@@ -16,13 +16,13 @@ const MAX_WAIT: Duration = Duration::from_secs(3600);
 ///
 /// ```
 /// use doorman_core::limiter::TokenBucket;
-/// use doorman_core::Time;
+/// use doorman_core::{Span, Time};
 /// use std::time::Duration;
 /// let t0 = Time::from_secs(100);
 /// let mut b = TokenBucket::new(t0, Duration::from_secs(1));
 /// b.set_rate(10.0, t0);
 /// assert!(b.try_take(1.0, t0).is_err(), "it starts empty");
-/// assert!(b.try_take(1.0, t0 + Time::from_millis(100)).is_ok());
+/// assert!(b.try_take(1.0, t0 + Span::from_millis(100)).is_ok());
 /// ```
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
@@ -143,6 +143,7 @@ impl TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Span;
 
     /// Under demand above its rate, a bucket holding one permit wastes the
     /// time between earning it and the next request; one holding two does
@@ -161,7 +162,7 @@ mod tests {
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 at_ms += ((seed >> 33) % 35) as i64;
-                if b.try_take(1.0, t0 + Time::from_millis(at_ms)).is_ok() {
+                if b.try_take(1.0, t0 + Span::from_millis(at_ms)).is_ok() {
                     n += 1;
                 }
             }

@@ -19,7 +19,7 @@
 //!
 //! Must not: read a clock (it is driven by the `now` it is given).
 
-use crate::Time;
+use crate::{Span, Time};
 
 /// Number of one-second slots.
 pub const WINDOW_SLOTS: usize = 10;
@@ -41,11 +41,11 @@ struct Slot {
 ///
 /// ```
 /// use doorman_core::limiter::UsageWindow;
-/// use doorman_core::Time;
+/// use doorman_core::{Span, Time};
 /// let t0 = Time::from_secs(100);
 /// let mut w = UsageWindow::new(t0);
 /// w.record_call(t0, 5.0);
-/// assert_eq!(w.rate(t0 + Time::from_millis(500)), 10.0);
+/// assert_eq!(w.rate(t0 + Span::from_millis(500)), 10.0);
 /// ```
 #[derive(Debug, Clone)]
 pub struct UsageWindow {
@@ -63,8 +63,8 @@ impl UsageWindow {
     }
 
     /// Time since the origin (zero before it).
-    fn since(&self, now: Time) -> Time {
-        (now - self.origin).max(Time::ZERO)
+    fn since(&self, now: Time) -> Span {
+        (now - self.origin).max(Span::ZERO)
     }
 
     fn slot(&mut self, now: Time) -> &mut Slot {
@@ -148,13 +148,13 @@ mod tests {
         let t0 = Time::from_secs(1_000);
         let mut w = UsageWindow::new(t0);
         for i in 0..200 {
-            w.record_call(t0 + Time::from_millis(i * 50), 1.0);
+            w.record_call(t0 + Span::from_millis(i * 50), 1.0);
         }
         // 200 calls over 10 s.
-        let r = w.rate(t0 + Time::from_millis(10_000));
+        let r = w.rate(t0 + Span::from_millis(10_000));
         assert!((r - 20.0).abs() < 2.5, "{r}");
         // Old slots fall out of the window.
-        assert_eq!(w.rate(t0 + Time::from_secs(30)), 0.0);
+        assert_eq!(w.rate(t0 + Span::secs(30)), 0.0);
     }
 
     #[test]
@@ -163,15 +163,15 @@ mod tests {
         let mut w = UsageWindow::new(t0);
         // 10/s for 10 s, then 40/s; the estimate read as time goes.
         for i in 0..100 {
-            w.record_call(t0 + Time::from_millis(i * 100), 1.0);
+            w.record_call(t0 + Span::from_millis(i * 100), 1.0);
         }
-        let steady = w.rate(t0 + Time::from_millis(10_000));
+        let steady = w.rate(t0 + Span::from_millis(10_000));
         assert!((steady - 10.0).abs() < 1e-9, "steady: {steady}");
         let mut after = Vec::new();
         for i in 0..120 {
-            w.record_call(t0 + Time::from_millis(10_000 + i * 25), 1.0);
+            w.record_call(t0 + Span::from_millis(10_000 + i * 25), 1.0);
             if (i + 1) % 40 == 0 {
-                after.push(w.rate(t0 + Time::from_millis(10_000 + (i + 1) * 25)));
+                after.push(w.rate(t0 + Span::from_millis(10_000 + (i + 1) * 25)));
             }
         }
         let (after_1, after_3) = (after[0], after[2]);
@@ -187,12 +187,12 @@ mod tests {
         let t0 = Time::from_secs(1_000);
         let mut w = UsageWindow::new(t0);
         for i in 0..10 {
-            let t = t0 + Time::from_millis(i * 100);
+            let t = t0 + Span::from_millis(i * 100);
             w.record_call(t, 1.0);
             w.record_wait(t, true);
         }
         // 10 calls in the first 0.999 s, all blocked: 1.5 × 10 / 0.999.
-        let r = w.rate(t0 + Time::from_millis(999));
+        let r = w.rate(t0 + Span::from_millis(999));
         assert!((r - 15.0 / 0.999).abs() < 1e-9, "{r}");
     }
 
@@ -201,9 +201,9 @@ mod tests {
         let t0 = Time::from_secs(1_000);
         let mut w = UsageWindow::new(t0);
         w.record_level(t0, 3.0);
-        w.record_level(t0 + Time::from_secs(2), 7.0);
-        w.record_level(t0 + Time::from_secs(3), 1.0);
-        assert_eq!(w.peak(t0 + Time::from_secs(5)), 7.0);
-        assert_eq!(w.peak(t0 + Time::from_secs(13)), 0.0);
+        w.record_level(t0 + Span::secs(2), 7.0);
+        w.record_level(t0 + Span::secs(3), 1.0);
+        assert_eq!(w.peak(t0 + Span::secs(5)), 7.0);
+        assert_eq!(w.peak(t0 + Span::secs(13)), 0.0);
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! Must not: touch a requester's grant or expiry.
 
-use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Time};
+use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Span, Time};
 
 use super::deadlines::{for_due, refile};
 use super::record::{Record, LEGACY_REFRESH};
@@ -37,7 +37,7 @@ impl Resource {
     /// in the order of their deadlines (`deadlines::for_due`: a requester
     /// that asked again since is re-filed at its new deadline). At most
     /// `KEYS_PER_CALL` keys per call (see [`Resource::expire`]).
-    pub(super) fn mark_absent(&mut self, now: Time, min_request_interval: Time) {
+    pub(super) fn mark_absent(&mut self, now: Time, min_request_interval: Span) {
         let regular = self.regular_interval();
         let deadline = |r: &Record| absent_deadline(r, regular, min_request_interval);
         let key_of: fn(&mut Record) -> &mut Time = |r| &mut r.absent_at;
@@ -70,8 +70,8 @@ impl Resource {
 /// other got 0 for good, measured with the fault harness), plus the
 /// minimum request interval (a repeat inside it does not count as a
 /// request).
-fn absent_deadline(rec: &Record, regular: i64, min_request_interval: Time) -> Time {
-    let mut interval = Time::secs(i64::from(rec.refresh_interval).max(regular));
+fn absent_deadline(rec: &Record, regular: i64, min_request_interval: Span) -> Time {
+    let mut interval = Span::secs(i64::from(rec.refresh_interval).max(regular));
     if rec.legacy {
         interval = interval.max(LEGACY_REFRESH);
     }

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use doorman_algorithms::{Amount, Demand, RequesterId, Time};
+use doorman_algorithms::{Amount, Demand, RequesterId, Span, Time};
 
 use super::deadlines::refile;
 use super::record::Record;
@@ -221,7 +221,7 @@ impl Resource {
     /// The lease held, for a repeat request inside the minimum interval.
     fn repeat(&self, cx: &Context, id: RequesterId) -> Option<doorman_algorithms::Lease> {
         let rec = self.shares.get(id)?;
-        let repeat = cx.min_request_interval > Time::ZERO
+        let repeat = cx.min_request_interval > Span::ZERO
             && cx.now < rec.last_request + cx.min_request_interval
             && rec.expiry > cx.now;
         if repeat {

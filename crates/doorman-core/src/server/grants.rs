@@ -100,16 +100,16 @@ mod tests {
     #[test]
     fn the_latest_grant_at_least_as_large_covers() {
         let mut g = Grants::default();
-        g.note(176.0, Time::secs(990));
-        g.note(173.0, Time::secs(1021));
-        g.note(170.0, Time::secs(1048));
-        let now = Time::secs(980);
-        assert_eq!(g.covering(172.0, now), Some(Time::secs(1021)));
-        assert_eq!(g.covering(170.0, now), Some(Time::secs(1048)));
+        g.note(176.0, Time::from_secs(990));
+        g.note(173.0, Time::from_secs(1021));
+        g.note(170.0, Time::from_secs(1048));
+        let now = Time::from_secs(980);
+        assert_eq!(g.covering(172.0, now), Some(Time::from_secs(1021)));
+        assert_eq!(g.covering(170.0, now), Some(Time::from_secs(1048)));
         assert_eq!(g.covering(177.0, now), None);
         // Once the 176 has expired, nothing covers 175.
-        assert_eq!(g.covering(175.0, Time::secs(995)), None);
-        assert_eq!(g.largest_unexpired(Time::secs(995)), 173.0);
+        assert_eq!(g.covering(175.0, Time::from_secs(995)), None);
+        assert_eq!(g.largest_unexpired(Time::from_secs(995)), 173.0);
     }
 
     /// Found in review: a smaller grant that ends sooner (a reload
@@ -119,26 +119,26 @@ mod tests {
     #[test]
     fn the_latest_expiry_is_found_after_a_shorter_smaller_grant() {
         let mut g = Grants::default();
-        g.note(100.0, Time::secs(100));
-        g.note(50.0, Time::secs(50));
-        assert_eq!(g.last_expiry(), Some(Time::secs(100)));
-        assert_eq!(g.covering(50.0, Time::ZERO), Some(Time::secs(100)));
+        g.note(100.0, Time::from_secs(100));
+        g.note(50.0, Time::from_secs(50));
+        assert_eq!(g.last_expiry(), Some(Time::from_secs(100)));
+        assert_eq!(g.covering(50.0, Time::ZERO), Some(Time::from_secs(100)));
     }
 
     #[test]
     fn own_grants_never_claim_more_than_was_granted() {
         let mut g = Grants::default();
-        g.note_own(100.0, Time::secs(50));
+        g.note_own(100.0, Time::from_secs(50));
         // A larger grant that ends sooner (a reload shortened it) does not
         // make the 100 last less, nor itself last longer.
-        g.note_own(120.0, Time::secs(40));
-        assert_eq!(g.covering(110.0, Time::ZERO), Some(Time::secs(40)));
-        assert_eq!(g.covering(100.0, Time::ZERO), Some(Time::secs(50)));
+        g.note_own(120.0, Time::from_secs(40));
+        assert_eq!(g.covering(110.0, Time::ZERO), Some(Time::from_secs(40)));
+        assert_eq!(g.covering(100.0, Time::ZERO), Some(Time::from_secs(50)));
         for i in 0..20 {
-            g.note_own(90.0 - f64::from(i), Time::secs(60 + i64::from(i)));
+            g.note_own(90.0 - f64::from(i), Time::from_secs(60 + i64::from(i)));
         }
         // The oldest went first: nothing above 90 is claimed any more.
         assert_eq!(g.covering(95.0, Time::ZERO), None);
-        assert_eq!(g.covering(71.0, Time::ZERO), Some(Time::secs(79)));
+        assert_eq!(g.covering(71.0, Time::ZERO), Some(Time::from_secs(79)));
     }
 }

@@ -27,18 +27,18 @@
 //! Must not: move a learning end later than `learning_mode_duration`, or
 //! let a lease outlive the recorded bound.
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 
 use super::upstream::PENDING_LEARNING;
 use super::{Node, ResourceShard, Role};
 
 /// A root moves its bound on when it is less than this beyond the longest
 /// lease it may hand out now.
-pub const HORIZON_RENEW_BEFORE: Time = Time::secs(5);
+pub const HORIZON_RENEW_BEFORE: Span = Span::secs(5);
 
 /// How far beyond the longest lease a root puts a new bound (so it writes
 /// a record about every `HORIZON_AHEAD − HORIZON_RENEW_BEFORE`).
-pub const HORIZON_AHEAD: Time = Time::secs(10);
+pub const HORIZON_AHEAD: Span = Span::secs(10);
 
 /// An intermediate's leases never outlive its parent's, which it renews
 /// every refresh interval: its record follows its latest upstream expiry
@@ -49,8 +49,8 @@ pub const HORIZON_AHEAD: Time = Time::secs(10);
 /// 10 s): its clients, whose leases had ended with the hung master's,
 /// got 0 for 10 s (measured with the fault harness).
 pub const INTERMEDIATE_LEAD: HorizonLead = HorizonLead {
-    ahead: Time::secs(2),
-    renew_before: Time::secs(1),
+    ahead: Span::secs(2),
+    renew_before: Span::secs(1),
 };
 
 /// How far ahead of what its leases need a master records its horizon,
@@ -59,9 +59,9 @@ pub const INTERMEDIATE_LEAD: HorizonLead = HorizonLead {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HorizonLead {
     /// A new bound is put this far beyond what is needed.
-    pub ahead: Time,
+    pub ahead: Span,
     /// The bound is moved on when it is less than this beyond it.
-    pub renew_before: Time,
+    pub renew_before: Span,
 }
 
 /// A root's lead.
@@ -73,7 +73,7 @@ pub const ROOT_LEAD: HorizonLead = HorizonLead {
 /// A new master trusting a record ends learning this much after the
 /// recorded time (the record is an etcd lease's remaining TTL, already
 /// rounded up by the shell; this covers the hosts' clock rates).
-pub const HORIZON_CLOCK_MARGIN: Time = Time::secs(1);
+pub const HORIZON_CLOCK_MARGIN: Span = Span::secs(1);
 
 /// What a new master knows about the leases handed out before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,7 +98,7 @@ pub(crate) struct LearningClock {
 
 impl LearningClock {
     /// The end of learning for a resource learning for `duration`.
-    pub fn end(self, duration: Time) -> Time {
+    pub fn end(self, duration: Span) -> Time {
         let full = self.since + duration;
         match self.predecessors {
             Predecessors::Unknown => full,
@@ -174,14 +174,14 @@ impl Node {
     /// The longest lease this server may hand out: its config's longest;
     /// on an intermediate server also its parent's longest seen so far and
     /// the pending default (before the parent's first answer).
-    fn longest_lease(&self, reach: UpstreamReach) -> Time {
+    fn longest_lease(&self, reach: UpstreamReach) -> Span {
         let mut secs = self.config.longest_lease();
         if self.opts.role == Role::Intermediate {
             secs = secs
                 .max(reach.longest_parent_lease)
                 .max(PENDING_LEARNING.whole_secs());
         }
-        Time::secs(secs)
+        Span::secs(secs)
     }
 }
 
@@ -214,7 +214,7 @@ mod tests {
                 since,
                 predecessors: p,
             }
-            .end(Time::secs(90))
+            .end(Span::secs(90))
         };
         assert_eq!(end(Predecessors::Unknown), Time::from_secs(1090));
         // Every lease ended long ago: no learning at all.

@@ -34,7 +34,7 @@ mod upstream;
 
 use std::sync::Arc;
 
-use doorman_algorithms::Time;
+use doorman_algorithms::Span;
 
 pub use horizon::{
     HorizonLead, Predecessors, UpstreamReach, HORIZON_AHEAD, HORIZON_CLOCK_MARGIN,
@@ -76,7 +76,7 @@ pub struct CoreOptions {
     /// A repeat request from the same requester for the same resource
     /// inside this interval gets the lease it holds without a new decision
     /// (`Time::ZERO` disables).
-    pub min_request_interval: Time,
+    pub min_request_interval: Span,
 }
 
 impl Default for CoreOptions {
@@ -84,7 +84,7 @@ impl Default for CoreOptions {
         CoreOptions {
             role: Role::Root,
             server_id: "doorman".into(),
-            min_request_interval: Time::secs(1),
+            min_request_interval: Span::secs(1),
         }
     }
 }

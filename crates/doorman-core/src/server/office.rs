@@ -14,12 +14,12 @@
 //! Must not: trust a record that is missing, unreadable, implausible or
 //! written by anyone but the last leader seen.
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 
 use super::Predecessors;
 
 /// Records more than this beyond a fresh one are taken for garbage.
-pub const PLAUSIBLE_AHEAD: Time = Time::secs(3600);
+pub const PLAUSIBLE_AHEAD: Span = Span::secs(3600);
 
 /// A lease horizon record as a new master read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +28,7 @@ pub enum HorizonRecord {
     /// the record has ended, and so have they all).
     Within {
         /// What is left, by the store's word (rounded up).
-        left: Option<Time>,
+        left: Option<Span>,
         /// Who wrote it (the writer's leader key).
         writer: Vec<u8>,
     },
@@ -93,7 +93,7 @@ mod tests {
 
     fn within(left: Option<i64>, writer: &[u8]) -> HorizonRecord {
         HorizonRecord::Within {
-            left: left.map(Time::secs),
+            left: left.map(Span::secs),
             writer: writer.to_vec(),
         }
     }
@@ -111,10 +111,10 @@ mod tests {
     #[test]
     fn a_record_is_trusted_only_when_plausible_and_written_by_the_last_leader() {
         let now = Time::from_secs(1_800_000_000);
-        let fresh = now + Time::secs(20);
+        let fresh = now + Span::secs(20);
         let me = Some(&b"/k/1"[..]);
         let r = within(Some(15), b"/k/1");
-        let ends = Predecessors::LeasesEndBy(now + Time::secs(15));
+        let ends = Predecessors::LeasesEndBy(now + Span::secs(15));
         assert_eq!(office(Some(&r), me, fresh, now), (ends, fresh));
         // The record has ended: every lease of the writer's has.
         let r = within(None, b"/k/1");
@@ -133,7 +133,7 @@ mod tests {
         }
         // A record beyond a fresh one is kept (it never moves back).
         let later = within(Some(80), b"/k/1");
-        assert_eq!(office(Some(&later), me, fresh, now).1, now + Time::secs(80));
+        assert_eq!(office(Some(&later), me, fresh, now).1, now + Span::secs(80));
         assert_eq!(office(None, None, fresh, now).0, Predecessors::Unknown);
     }
 }

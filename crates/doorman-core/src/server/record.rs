@@ -3,7 +3,7 @@
 //!
 //! Must not: hold demands or grants (`Shares` does).
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 
 use super::grants::Grants;
 use super::request::Who;
@@ -37,7 +37,7 @@ pub(crate) struct Record {
 /// The original Doorman client's slowest regular refresh: it never asks
 /// more often than this (its `MinimumRefreshInterval`), however short the
 /// refresh interval it is given.
-pub(crate) const LEGACY_REFRESH: Time = Time::secs(5);
+pub(crate) const LEGACY_REFRESH: Span = Span::secs(5);
 
 /// What a server keeps only for a downstream server.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand, Lease, Time};
+use doorman_algorithms::{Amount, Demand, Lease, Span, Time};
 
 use crate::config::AlgorithmConfig;
 
@@ -115,7 +115,7 @@ pub struct Claim {
     /// What it has left by the requester's own clock when it sent the
     /// request (`remaining_ms`), if it said: then the claim ends that long
     /// after this server's `now`, whatever the clocks say.
-    pub remaining: Option<Time>,
+    pub remaining: Option<Span>,
 }
 
 impl Claim {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Time};
+use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Span, Time};
 
 use super::deadlines::{for_due, is_due, Deadlines};
 use super::horizon::LearningClock;
@@ -46,7 +46,7 @@ pub(crate) struct Resource {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Context {
     pub now: Time,
-    pub min_request_interval: Time,
+    pub min_request_interval: Span,
     /// When this server became master, and when its learning ends.
     pub learning: LearningClock,
     /// No lease outlives this (see `horizon.rs`).
@@ -280,7 +280,7 @@ impl Resource {
     /// learning mode, which re-files nothing), the following calls go on
     /// where it stopped, and a record is forgotten or capped that much
     /// later, never earlier. Cost: O(KEYS_PER_CALL · log n).
-    pub fn expire(&mut self, now: Time, min_request_interval: Time) -> usize {
+    pub fn expire(&mut self, now: Time, min_request_interval: Span) -> usize {
         if self.in_learning(now) {
             return 0;
         }

@@ -11,7 +11,7 @@
 
 use indexmap::IndexMap;
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 
 use super::resource::{Context, Resource};
 use super::{Counters, Decision, Grant, LeaseGap, Node, Refusal, ResourceAsk, Role, Who};
@@ -219,7 +219,7 @@ fn resource_for<'a>(
             let template = node.config.find(id)?.clone();
             let learning_until = cx
                 .learning
-                .end(Time::secs(template.algorithm.learning_mode_duration));
+                .end(Span::secs(template.algorithm.learning_mode_duration));
             let capacity = template.capacity;
             Resource::new(template, capacity, learning_until)
         };

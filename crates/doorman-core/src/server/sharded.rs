@@ -21,7 +21,7 @@
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::Arc;
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 
 use super::horizon::UpstreamReach;
 use super::sweep::whole_pass;
@@ -336,7 +336,7 @@ pub trait Sharded: ShardAccess {
 
     /// The request for `requested` failed at `now`; try again after the
     /// `backoff` delay (see [`ResourceShard::upstream_failure`]).
-    fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
+    fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Span) {
         let ids = by_shard(requested, self.shard_count());
         for (i, ids) in ids.iter().enumerate().filter(|(_, ids)| !ids.is_empty()) {
             self.with_shard(i, |_, s| s.upstream_failure(now, ids, backoff));

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Kind, Lease, Time, DEFAULT_DECAY_FACTOR};
+use doorman_algorithms::{Amount, Kind, Lease, Span, Time, DEFAULT_DECAY_FACTOR};
 
 use super::grants::Grants;
 use super::{Node, ResourceShard};
@@ -30,10 +30,10 @@ use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
 
 /// Learning mode of a resource whose algorithm is not known yet (the
 /// design doc's default lease length).
-pub const PENDING_LEARNING: Time = Time::secs(60);
+pub const PENDING_LEARNING: Span = Span::secs(60);
 
 /// Never ask the parent about one resource more often than this.
-pub const MIN_UPSTREAM_INTERVAL: Time = Time::secs(1);
+pub const MIN_UPSTREAM_INTERVAL: Span = Span::secs(1);
 
 /// How many of its requesters' refresh intervals a new master waits before
 /// its first upstream request (see `UpstreamState::hold_for_claim`).
@@ -45,7 +45,7 @@ pub const HOLD_INTERVALS: i64 = 3;
 /// out meanwhile, so waiting longer cost the subtree its capacity: 5 s
 /// left the clients of a leaf at 0 for 4 s after its parent failed over,
 /// measured with the fault harness).
-pub const UPSTREAM_RETRY: Time = Time::secs(1);
+pub const UPSTREAM_RETRY: Span = Span::secs(1);
 
 /// What a non-root resource knows about its parent.
 #[derive(Debug, Clone)]
@@ -165,8 +165,8 @@ impl UpstreamState {
         let h = &mut self.hold;
         h.cover = h
             .cover
-            .max(master_since + Time::secs(HOLD_INTERVALS * refresh + 1));
-        let by = expiry - Time::secs(refresh + 1);
+            .max(master_since + Span::secs(HOLD_INTERVALS * refresh + 1));
+        let by = expiry - Span::secs(refresh + 1);
         h.renew_by = Some(h.renew_by.map_or(by, |r| r.min(by)));
         let until = h.renew_by.map_or(h.cover, |r| h.cover.min(r));
         self.schedule.hold_first_request(until.min(limit));
@@ -217,15 +217,15 @@ impl UpstreamState {
 
     /// The learning-mode length: the local template's, else the parent's,
     /// else [`PENDING_LEARNING`] until the parent has answered.
-    pub fn learning_duration(&self) -> Time {
+    pub fn learning_duration(&self) -> Span {
         match (&self.local, &self.parent_algorithm) {
-            (Some(t), Some(p)) => Time::secs(
+            (Some(t), Some(p)) => Span::secs(
                 t.algorithm
                     .learning_mode_duration
                     .min(p.learning_mode_duration),
             ),
-            (Some(t), None) => Time::secs(t.algorithm.learning_mode_duration),
-            (None, Some(p)) => Time::secs(p.learning_mode_duration),
+            (Some(t), None) => Span::secs(t.algorithm.learning_mode_duration),
+            (None, Some(p)) => Span::secs(p.learning_mode_duration),
             (None, None) => PENDING_LEARNING,
         }
     }
@@ -460,7 +460,7 @@ impl ResourceShard {
     /// The request for `requested` failed at `now`; try again after the
     /// `backoff` delay, but never later than the parent's refresh interval
     /// ([`Lease::retry_delay`]).
-    pub fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Time) {
+    pub fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Span) {
         for id in requested {
             if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
                 u.schedule.failed(now, u.lease.as_ref(), backoff);

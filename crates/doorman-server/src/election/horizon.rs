@@ -25,7 +25,7 @@
 
 use std::time::Duration;
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 use doorman_core::server::HorizonRecord;
 use etcd_client::{Client, Compare, CompareOp, LeaderKey, Txn, TxnOp};
 use tokio::time::{timeout_at, Instant};
@@ -89,7 +89,7 @@ pub(super) async fn read(
         .ttl();
     // etcd says -1 once the lease has ended (or if it never knew it), and
     // rounds what is left down to whole seconds.
-    let left = (ttl >= 0).then(|| Time::secs(ttl + 1));
+    let left = (ttl >= 0).then(|| Span::secs(ttl + 1));
     Ok(Some(HorizonRecord::Within { left, writer }))
 }
 
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(parse(b"junk"), None);
         let now = Time::from_secs(100);
         // Rounded up, plus a second for etcd's own rounding.
-        assert_eq!(ttl_for(now + Time::from_millis(10_001), now), 12);
+        assert_eq!(ttl_for(now + Span::from_millis(10_001), now), 12);
         assert_eq!(ttl_for(now, now), 1);
         assert_eq!(ttl_for(Time::ZERO, now), 1);
     }

@@ -34,7 +34,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use doorman_algorithms::Time;
+use doorman_algorithms::{Span, Time};
 use doorman_core::server::Predecessors;
 use tokio::sync::watch;
 
@@ -137,7 +137,7 @@ impl MastershipProof {
     /// clock's): the core may take itself for master until then.
     pub fn until(&self, deadline: tokio::time::Instant) {
         let left = deadline.saturating_duration_since(crate::clock::instant());
-        let until = self.0.now() + Time::from_duration(left);
+        let until = self.0.now() + Span::from_duration(left);
         self.0.core().set_master_until(Some(until));
     }
 }
@@ -171,7 +171,7 @@ impl LeaseHorizon {
 
     /// How close the record may come before the master steps down rather
     /// than hand out leases that end at once (`HorizonLead::renew_before`).
-    pub fn renew_before(&self) -> Time {
+    pub fn renew_before(&self) -> Span {
         self.0.core().horizon_lead().renew_before
     }
 
@@ -186,7 +186,7 @@ impl LeaseHorizon {
     }
 
     /// How long until the recorded bound (negative once passed), if any.
-    pub fn left(&self) -> Option<Time> {
+    pub fn left(&self) -> Option<Span> {
         self.0.core().lease_bound().map(|b| b - self.0.now())
     }
 }

@@ -21,7 +21,7 @@ use doorman_core::client::{ClientCore, CoreOptions};
 use doorman_core::config::Unit;
 use doorman_core::limiter::{TokenBucket, UsageWindow};
 use doorman_core::server::{Decision, Who};
-use doorman_core::Time;
+use doorman_core::{Span, Time};
 use tokio::sync::watch;
 
 use super::{refresh, refusal_reason};
@@ -215,7 +215,7 @@ impl LocalRequester {
         let mut idle = Vec::new();
         for shard in self.shards.iter() {
             lock(shard).retain(|id, l| {
-                let keep = (now - l.last_hit) < Time::from_duration(IDLE);
+                let keep = (now - l.last_hit) < Span::from_duration(IDLE);
                 if !keep {
                     idle.push(id.clone());
                 }

@@ -23,14 +23,14 @@ use doorman_core::config::{Action, Config};
 use doorman_core::convert;
 use doorman_core::limits::{has_control_chars, id_length_problem, MAX_RESOURCE_ID_BYTES};
 use doorman_core::server::{CapacityRequest, Grant, Refusal, Who};
-use doorman_core::Time;
+use doorman_core::Span;
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::Status;
 
 use crate::state::ServerState;
 
 /// Retry delay after the core refused (not the master, no config).
-const REFUSED_RETRY: Time = Time::secs(1);
+const REFUSED_RETRY: Span = Span::secs(1);
 
 pub use crate::grpc::caller;
 

@@ -5,7 +5,7 @@
 //!
 //! Must not: decide anything or touch state.
 
-use doorman_algorithms::{Kind, Time};
+use doorman_algorithms::{Kind, Span, Time};
 use doorman_core::config::AlgorithmConfig;
 use doorman_core::server::{Grant, NotMaster, Refusal, UpstreamAsk, UpstreamGrant};
 use doorman_proto::doorman as pb;
@@ -117,7 +117,7 @@ pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacit
             predecessor_outstanding: g.predecessor_out,
             predecessor_remaining_ms: g
                 .predecessor_until
-                .map(|u| (u - g.at).max(Time::ZERO).as_millis()),
+                .map(|u| (u - g.at).max(Span::ZERO).as_millis()),
         })
         .collect();
     pb::GetServerCapacityResponse {
@@ -249,7 +249,7 @@ mod tests {
             resource_id: format!("resource/with/a/long/enough/id/{i}"),
             lease: doorman_algorithms::Lease {
                 capacity: 0.0,
-                expiry: doorman_core::Time::secs(10),
+                expiry: doorman_core::Time::from_secs(10),
                 refresh_interval: 1,
             },
             at: doorman_core::Time::ZERO,
@@ -282,10 +282,10 @@ mod tests {
             resource_id: "r".into(),
             lease: doorman_algorithms::Lease {
                 capacity: 5.0,
-                expiry: doorman_core::Time::secs(10),
+                expiry: doorman_core::Time::from_secs(10),
                 refresh_interval: 8,
             },
-            at: doorman_core::Time::secs(4),
+            at: doorman_core::Time::from_secs(4),
             safe_capacity: 1.0,
             algorithm: AlgorithmConfig::unmatched(),
             algorithm_known: true,
@@ -293,21 +293,21 @@ mod tests {
             note: None,
             next_refresh_interval: Some(2),
             predecessor_out: Some(60.0),
-            predecessor_until: Some(doorman_core::Time::secs(9)),
+            predecessor_until: Some(doorman_core::Time::from_secs(9)),
         };
         let mut wire = server_response(Ok(vec![grant]));
         // The lease's 6 s left cross too, and count from when the
         // downstream server sent its request, on its own clock (an hour
         // behind the parent's here).
         assert_eq!(wire.response[0].gets.remaining_ms, Some(6_000));
-        let sent_at = doorman_core::Time::secs(4) - doorman_core::Time::secs(3600);
+        let sent_at = doorman_core::Time::from_secs(4) - doorman_core::Span::secs(3600);
         let g = &upstream_grants(&wire, sent_at)[0];
-        assert_eq!(g.lease.expiry, sent_at + doorman_core::Time::secs(6));
+        assert_eq!(g.lease.expiry, sent_at + doorman_core::Span::secs(6));
         // The predecessors' word holds 5 s more, on the receiver's clock.
         assert_eq!(wire.response[0].predecessor_remaining_ms, Some(5_000));
         assert_eq!(
             g.predecessor_until,
-            Some(sent_at + doorman_core::Time::secs(5))
+            Some(sent_at + doorman_core::Span::secs(5))
         );
         assert_eq!(
             (g.next_refresh_interval, g.predecessor_out),

@@ -311,6 +311,7 @@ pub fn release_capacity(req: &pb::ReleaseCapacityRequest) -> Result<(Who, Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use doorman_algorithms::Span;
     use doorman_algorithms::Time;
 
     fn req(client: &str, resources: Vec<pb::ResourceRequest>) -> pb::GetCapacityRequest {
@@ -375,7 +376,7 @@ mod tests {
         stale.has_remaining_ms = Some(2_500);
         let r = get_capacity(&req("c", vec![stale])).unwrap();
         let c = r.request.resources[0].claim.unwrap();
-        assert_eq!(c.remaining, Some(Time::from_millis(2_500)));
+        assert_eq!(c.remaining, Some(Span::from_millis(2_500)));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use doorman_core::server::{Sharded, Who};
-use doorman_core::Time;
+use doorman_core::Span;
 use proptest::prelude::*;
 
 use super::world::{lease, World};
@@ -56,11 +56,11 @@ impl World {
     /// water-filled share.
     pub(crate) fn round(&mut self) -> Result<(), TestCaseError> {
         let learning_at_start =
-            self.now + Time::secs(REFRESH) < self.master_since + Time::secs(LEASE);
+            self.now + Span::secs(REFRESH) < self.master_since + Span::secs(LEASE);
         for _pass in 0..3 {
             // A refresh interval after whatever came before (a repeat
             // inside the minimum request interval decides nothing).
-            self.now = self.now + Time::secs(REFRESH);
+            self.now += Span::secs(REFRESH);
             let clients: Vec<_> = self
                 .asked
                 .iter()

@@ -34,7 +34,7 @@ mod world;
 use std::sync::Arc;
 
 use doorman_core::config::Config;
-use doorman_core::Time;
+use doorman_core::Span;
 use proptest::prelude::*;
 
 use world::World;
@@ -150,7 +150,7 @@ proptest! {
         if w.db.is_none() {
             w.reload(Some(w.last_db));
         }
-        w.now = w.now + Time::secs(LEASE + 1);
+        w.now += Span::secs(LEASE + 1);
         for i in 0..HONEST {
             w.apply(&Op::Honest(i))?;
         }

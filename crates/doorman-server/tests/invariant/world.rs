@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use doorman_core::server::{CapacityRequest, CoreOptions, Decision, ServerCore, Sharded, Who};
-use doorman_core::Time;
+use doorman_core::{Span, Time};
 use doorman_proto::doorman as pb;
 use doorman_server::grpc::{convert, validate};
 use proptest::prelude::*;
@@ -95,7 +95,7 @@ impl World {
     /// granted now.
     fn made_up_lease(&self, capacity: f64) -> pb::Lease {
         pb::Lease {
-            expiry_time: (self.now + Time::secs(LEASE)).whole_secs(),
+            expiry_time: (self.now + Span::secs(LEASE)).whole_secs(),
             refresh_interval: REFRESH,
             capacity,
             remaining_ms: None,
@@ -115,7 +115,7 @@ impl World {
         if resource != DB {
             return BURST_CAPACITY;
         }
-        let from = self.now - Time::secs(LEASE);
+        let from = self.now - Span::secs(LEASE);
         let mut bound = 0.0f64;
         for (i, (_, c)) in self.history.iter().enumerate() {
             let until = self.history.get(i + 1).map_or(Time::MAX, |n| n.0);
@@ -338,7 +338,7 @@ impl World {
 
     pub(crate) fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         match op {
-            Op::Advance(ms) => self.now = self.now + Time::from_millis(*ms),
+            Op::Advance(ms) => self.now += Span::from_millis(*ms),
             Op::Honest(i) => {
                 self.client(&format!("honest-{i}"), DB, 10.0 + 10.0 * *i as f64, None)?
             }

@@ -11,7 +11,7 @@ use super::*;
 fn ours(resource: &str, wants: f64, has: f64) -> ResourceAsk {
     let mut a = ask(resource, wants, Some(has));
     if let Some(c) = a.claim.as_mut() {
-        c.remaining = Some(Time::secs(3600));
+        c.remaining = Some(Span::secs(3600));
     }
     a
 }

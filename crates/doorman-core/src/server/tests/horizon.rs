@@ -63,11 +63,11 @@ fn a_root_moves_its_record_on_before_its_longest_lease_could_reach_it() {
     // The longest lease in the config is 60 s.
     let mut c = master_after(Predecessors::LeasesEndBy(Time::ZERO), Some(t(100)));
     assert_eq!(c.fresh_horizon(t(0)), t(60) + HORIZON_AHEAD);
-    let renew = Time::secs(100 - 60) - HORIZON_RENEW_BEFORE;
-    assert_eq!(c.horizon_due(t(0) + renew - Time::from_millis(1)), None);
+    let renew = Span::secs(100 - 60) - HORIZON_RENEW_BEFORE;
+    assert_eq!(c.horizon_due(t(0) + renew - Span::from_millis(1)), None);
     assert_eq!(
-        c.horizon_due(t(0) + renew + Time::secs(1)),
-        Some(t(0) + renew + Time::secs(61) + HORIZON_AHEAD)
+        c.horizon_due(t(0) + renew + Span::secs(1)),
+        Some(t(0) + renew + Span::secs(61) + HORIZON_AHEAD)
     );
     // Without a bound (no record kept) and when not master: never due.
     assert_eq!(

@@ -12,7 +12,7 @@ mod waiting;
 
 use super::*;
 use crate::server::Sharded;
-use doorman_algorithms::{Amount, Demand};
+use doorman_algorithms::{Amount, Demand, Span, Time};
 
 const CFG: &str = r#"
 [[resources]]
@@ -55,7 +55,7 @@ fn core_with(min_interval: i64) -> ServerCore {
         CoreOptions {
             role: Role::Root,
             server_id: "me:1".into(),
-            min_request_interval: Time::secs(min_interval),
+            min_request_interval: Span::secs(min_interval),
         },
         cfg,
     );
@@ -515,7 +515,7 @@ mod intermediate {
             CoreOptions {
                 role: Role::Intermediate,
                 server_id: "leaf:1".into(),
-                min_request_interval: Time::ZERO,
+                min_request_interval: Span::ZERO,
             },
             cfg,
         );
@@ -788,12 +788,12 @@ mod intermediate {
         let ids = vec!["r".to_string()];
         get(&mut c, t(1), "a", ask("r", 30.0, None));
         c.upstream_request(t(1)).unwrap();
-        c.upstream_failure(t(1), &ids, Time::secs(30));
+        c.upstream_failure(t(1), &ids, Span::secs(30));
         assert_eq!(c.next_upstream_wakeup(), Some(t(31)), "no lease: backoff");
         c.upstream_request(t(31)).unwrap();
         c.upstream_response(t(31), &ids, &[parent_grant(50.0, 90, 8, 0)]);
         c.upstream_request(t(39)).unwrap();
-        c.upstream_failure(t(39), &ids, Time::secs(30));
+        c.upstream_failure(t(39), &ids, Span::secs(30));
         assert_eq!(
             c.next_upstream_wakeup(),
             Some(t(47)),
@@ -896,7 +896,7 @@ mod intermediate {
         get(&mut c, t(1), "a", ask("r", 30.0, None));
         let ids = vec!["r".to_string()];
         c.upstream_request(t(1)).unwrap();
-        c.upstream_failure(t(1), &ids, Time::secs(2));
+        c.upstream_failure(t(1), &ids, Span::secs(2));
         assert_eq!(c.next_upstream_wakeup(), Some(t(3)));
         assert!(c.upstream_request(t(2)).is_none());
         assert!(c.upstream_request(t(3)).is_some());

@@ -190,7 +190,7 @@ fn a_servers_longer_earlier_grant_stays_counted_after_a_reload_shortens_leases()
 #[test]
 fn a_report_inside_the_minimum_interval_still_frees_what_it_settles() {
     let mut c = core_with(1);
-    let at = |s: i64, ms: i64| t(s) + Time::from_millis(ms);
+    let at = |s: i64, ms: i64| t(s) + Span::from_millis(ms);
     let grant = |c: &mut ServerCore, now: Time, req: &CapacityRequest| {
         c.get_capacity(now, req).unwrap().remove(0)
     };
@@ -228,7 +228,7 @@ fn a_waiting_server_that_repeats_is_still_told_to_come_back_sooner() {
     assert_eq!((g.lease.capacity, g.next_refresh_interval), (0.0, Some(2)));
     let g = grant(
         &mut c,
-        t(2) + Time::from_millis(500),
+        t(2) + Span::from_millis(500),
         &node("b", 100.0, Some(0.0), 0.0),
     );
     assert_eq!(g.decision, Decision::Repeat);
@@ -240,7 +240,7 @@ fn a_waiting_server_that_repeats_is_still_told_to_come_back_sooner() {
 #[test]
 fn a_repeat_without_a_claim_keeps_the_predecessors_outstanding_counted() {
     let mut c = core_with(1);
-    let at = |s: i64, ms: i64| t(s) + Time::from_millis(ms);
+    let at = |s: i64, ms: i64| t(s) + Span::from_millis(ms);
     let cap = |c: &mut ServerCore, now: Time, req: &CapacityRequest| {
         c.get_capacity(now, req).unwrap().remove(0).lease.capacity
     };
@@ -390,7 +390,7 @@ fn a_stale_expiry_key_does_not_forget_a_live_server() {
         CoreOptions {
             role: Role::Root,
             server_id: "me:1".into(),
-            min_request_interval: Time::ZERO,
+            min_request_interval: Span::ZERO,
         },
         cfg(60),
     );

@@ -15,7 +15,7 @@ fn options(role: Role) -> CoreOptions {
     CoreOptions {
         role,
         server_id: "me:1".into(),
-        min_request_interval: Time::secs(1),
+        min_request_interval: Span::secs(1),
     }
 }
 
