@@ -53,16 +53,30 @@ if echo "$core_tree" | grep -E '^(tokio|tonic|hyper|axum|etcd-client|tracing-sub
   exit 1
 fi
 
-# Time has one reader: the server's clock module (an injected lease clock,
-# tokio's monotonic clock for deadlines and spans); the core is handed
-# `now`. A direct read anywhere else in either crate fails the run.
-log "no clock reads outside crates/doorman-server/src/clock.rs"
+# The core holds no lock and starts no thread: the server owns its locks
+# (crates/doorman-server/src/core_locks.rs).
+log "no locks or threads in doorman-core"
+core_locks=$(grep -rnwE 'Mutex|RwLock|thread|available_parallelism' crates/doorman-core/src || true)
+if [ -n "$core_locks" ]; then
+  echo "$core_locks" >&2
+  echo "doorman-core must not lock or start threads: the server owns its locks" >&2
+  exit 1
+fi
+
+# Time has one reader per side: the server's clock module (an injected
+# lease clock, tokio's monotonic clock for deadlines and spans), the
+# client's (crates/doorman-client/src/clock.rs; its lease clock is
+# injected through the builder) and the lease/wall clock both use
+# (crates/doorman-net/src/clock.rs); the core is handed `now`. A direct
+# read anywhere else fails the run.
+log "no clock reads outside the clock modules"
 clock_reads=$(grep -rnE '(SystemTime|Instant)::now\(|\.elapsed\(\)' \
-  crates/doorman-server/src crates/doorman-core/src \
-  | grep -v '^crates/doorman-server/src/clock\.rs:' || true)
+  crates/doorman-server/src crates/doorman-core/src crates/doorman-client/src \
+  crates/doorman-net/src crates/doorman-algorithms/src \
+  | grep -vE '^crates/doorman-(server|client|net)/src/clock\.rs:' || true)
 if [ -n "$clock_reads" ]; then
   echo "$clock_reads" >&2
-  echo "read time through crates/doorman-server/src/clock.rs (the core takes now as an argument)" >&2
+  echo "read time through a clock module (the core takes now as an argument)" >&2
   exit 1
 fi
 

@@ -44,7 +44,7 @@ pub enum AcquireError {
 /// `timeout` from now; a timeout too long to add (`Duration::MAX` as
 /// "forever") is a deadline a century away instead of a panic.
 pub(crate) fn deadline_after(timeout: std::time::Duration) -> tokio::time::Instant {
-    let now = tokio::time::Instant::now();
+    let now = crate::clock::instant();
     now.checked_add(timeout)
         .unwrap_or_else(|| now + std::time::Duration::from_secs(100 * 365 * 86_400))
 }

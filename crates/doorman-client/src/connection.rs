@@ -260,7 +260,7 @@ impl Connector {
         Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     {
         let client = self.client(addr)?;
-        let start = tokio::time::Instant::now();
+        let start = crate::clock::instant();
         let result = tokio::time::timeout(self.call_timeout, f(client)).await;
         if let Some(obs) = &self.observer {
             let code = match &result {
@@ -268,7 +268,7 @@ impl Connector {
                 Ok(Err(s)) => Some(s.code()),
                 Err(_) => Some(tonic::Code::DeadlineExceeded),
             };
-            obs(method, start.elapsed(), code);
+            obs(method, crate::clock::instant() - start, code);
         }
         let r = match result {
             Ok(Ok(resp)) => {
@@ -298,7 +298,7 @@ impl Connector {
         let hung = r.code() == tonic::Code::DeadlineExceeded
             || (r.code() == tonic::Code::Cancelled && r.to_string().contains("Timeout expired"));
         if hung {
-            let until = tokio::time::Instant::now() + 2 * self.call_timeout;
+            let until = crate::clock::instant() + 2 * self.call_timeout;
             self.suspect = Some((addr.to_string(), until));
         }
         Err(r)
@@ -313,7 +313,7 @@ impl Connector {
     fn suspects(&self, addr: &str) -> bool {
         self.suspect
             .as_ref()
-            .is_some_and(|(a, until)| a == addr && tokio::time::Instant::now() < *until)
+            .is_some_and(|(a, until)| a == addr && crate::clock::instant() < *until)
     }
 
     /// `addr` answered as master: no longer suspected of hanging.

@@ -79,7 +79,7 @@ impl Drop for GaugePermit {
             } else {
                 0.0
             };
-            st.record_level(Instant::now(), level);
+            st.record_level(crate::clock::instant(), level);
         }
         self.shared.notify.notify_waiters();
     }
@@ -114,7 +114,7 @@ impl GaugeResource {
 
     /// What the resource asks the server for now.
     pub fn current_wants(&self) -> f64 {
-        self.shared.wants(Instant::now())
+        self.shared.wants(crate::clock::instant())
     }
 
     /// Changes what is asked for.
@@ -146,7 +146,7 @@ impl GaugeResource {
     }
 
     fn take_now(&self) -> Option<GaugePermit> {
-        let now = Instant::now();
+        let now = crate::clock::instant();
         let mut st = self.shared.lock();
         if self.take(&mut st, now) {
             drop(st);
@@ -182,7 +182,7 @@ impl GaugeResource {
     }
 
     async fn acquire(&self, deadline: Option<Instant>) -> Result<GaugePermit, AcquireError> {
-        let start = Instant::now();
+        let start = crate::clock::instant();
         if let Some(p) = self.take_now() {
             self.shared.waited(0.0);
             return Ok(p);
@@ -203,7 +203,7 @@ impl GaugeResource {
                 notified.await;
                 continue;
             };
-            if let Some(e) = self.shared.give_up(dl, Instant::now()) {
+            if let Some(e) = self.shared.give_up(dl, crate::clock::instant()) {
                 return Err(e);
             }
             tokio::select! {
@@ -228,7 +228,7 @@ impl GaugeResource {
 
     /// A waiting caller's permit, if one is free now.
     fn take_queued(&self, start: Instant, waiting: &mut Waiting<'_>) -> Option<GaugePermit> {
-        let now = Instant::now();
+        let now = crate::clock::instant();
         let mut st = self.shared.lock();
         let Limiter::Gauge(g) = &mut st.limiter else {
             return None;

@@ -30,6 +30,7 @@ mod acquire;
 pub mod blocking;
 mod builder;
 mod client;
+mod clock;
 pub mod connection;
 mod error;
 mod gauge;

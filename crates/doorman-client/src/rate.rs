@@ -70,7 +70,7 @@ impl RateResource {
 
     /// What the resource asks the server for now.
     pub fn current_wants(&self) -> f64 {
-        self.shared.wants(Instant::now())
+        self.shared.wants(crate::clock::instant())
     }
 
     /// Changes what is asked for; a change of more than 10 % is sent early.
@@ -86,7 +86,7 @@ impl RateResource {
     /// Takes `n` permits if available now. Never blocks. A refusal is
     /// counted in `doorman_client_refused_total`.
     pub fn try_acquire_n(&self, n: u32) -> bool {
-        let now = Instant::now();
+        let now = crate::clock::instant();
         let mut st = self.shared.lock();
         st.record_call(now, f64::from(n));
         let t = st.at(now);
@@ -144,7 +144,7 @@ impl RateResource {
     /// Takes `n` permits as soon as the limiter allows; with a deadline,
     /// gives up on it or when acquiring is hopeless.
     async fn acquire(&self, n: u32, deadline: Option<Instant>) -> Result<(), AcquireError> {
-        let start = Instant::now();
+        let start = crate::clock::instant();
         let n = f64::from(n);
         self.shared.lock().record_call(start, n);
         let mut blocked = false;
@@ -152,7 +152,7 @@ impl RateResource {
             let notified = self.shared.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let now = Instant::now();
+            let now = crate::clock::instant();
             let delay = match self.take(n, now, blocked) {
                 Ok(()) => {
                     self.shared

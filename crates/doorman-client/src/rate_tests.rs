@@ -21,9 +21,9 @@ fn rate(capacity: f64) -> RateResource {
 }
 
 async fn saturate(r: &RateResource, n: u32, secs: u64) -> u64 {
-    let end = Instant::now() + Duration::from_secs(secs);
+    let end = crate::clock::instant() + Duration::from_secs(secs);
     let mut permits = 0;
-    while Instant::now() < end {
+    while crate::clock::instant() < end {
         r.wait_n(n).await;
         permits += u64::from(n);
     }
@@ -106,9 +106,9 @@ async fn zero_capacity_blocks_until_capacity_arrives() {
     let r2 = r.shared.0.clone();
     let waiter = tokio::spawn(async move {
         let r = RateResource { shared: Handle(r2) };
-        let start = Instant::now();
+        let start = crate::clock::instant();
         r.wait().await;
-        Instant::now() - start
+        crate::clock::instant() - start
     });
     sleep(Duration::from_secs(30)).await;
     assert!(!waiter.is_finished(), "capacity 0 blocks");

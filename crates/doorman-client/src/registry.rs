@@ -59,7 +59,7 @@ impl ClientShared {
         let mut c = self.connection.lock().unwrap_or_else(|e| e.into_inner());
         c.master = master.map(str::to_string);
         if error.is_none() {
-            c.last_success = Some(std::time::SystemTime::now());
+            c.last_success = Some(crate::clock::wall());
         }
         c.last_error = error;
     }

@@ -46,7 +46,7 @@ struct Turn {
 /// Samples wants and asks the core what is due.
 fn next_turn(shared: &ClientShared) -> Turn {
     let now = shared.now();
-    let instant = tokio::time::Instant::now();
+    let instant = crate::clock::instant();
     let mut guard = shared.lock();
     let st = &mut *guard;
     let release = std::mem::take(&mut st.to_release);
@@ -276,7 +276,7 @@ async fn release_all(shared: &ClientShared, conn: &mut Connector) {
         return;
     }
     // All chunks within one RPC deadline: close never hangs.
-    let deadline = tokio::time::Instant::now() + conn.timeout();
+    let deadline = crate::clock::instant() + conn.timeout();
     for req in release_requests(&client_id, &ids) {
         match tokio::time::timeout_at(deadline, conn.release_capacity(req)).await {
             Ok(Ok(_)) => {}

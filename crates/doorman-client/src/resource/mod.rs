@@ -135,7 +135,7 @@ impl Shared {
         client: Weak<dyn Owner>,
         metrics: Option<ResourceMetrics>,
     ) -> Self {
-        let origin = Instant::now();
+        let origin = crate::clock::instant();
         let limiter = match kind {
             Kind::Rate => Limiter::Rate(TokenBucket::new(Time::ZERO, burst_time)),
             Kind::Gauge => Limiter::Gauge(Gauge::default()),
@@ -294,7 +294,7 @@ impl Shared {
         }
         {
             let mut st = self.lock();
-            let now = st.at(Instant::now());
+            let now = st.at(crate::clock::instant());
             match &mut st.limiter {
                 Limiter::Rate(b) => b.set_rate(capacity, now),
                 Limiter::Gauge(g) => g.capacity = capacity.floor().min(u64::MAX as f64) as u64,

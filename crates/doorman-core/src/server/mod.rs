@@ -124,7 +124,7 @@ impl LeaseGap {
     }
 }
 
-/// The core with its node and shards held plainly, for one thread: the
+/// The core with its node and shards held plainly, for a single caller: the
 /// simulator, tests and tools. Every entry point is [`Sharded`]'s, the
 /// same a server runs over its locks.
 #[derive(Debug)]
