@@ -12,6 +12,8 @@
 //! * [`config`]: the resource configuration model, its parser and
 //!   validation, and template lookup.
 //! * [`limits`]: the protocol's documented limits.
+//! * [`refusal`]: why a request or some of its resources were refused,
+//!   as data (the wire carries it; nothing parses a message back).
 //!
 //! The shells convert wire messages into the core's own request and answer
 //! types (`doorman-server`'s `grpc/`, `doorman-client`'s task, the
@@ -25,6 +27,7 @@ pub mod backoff;
 pub mod client;
 pub mod config;
 pub mod limits;
+pub mod refusal;
 pub mod schedule;
 pub mod server;
 

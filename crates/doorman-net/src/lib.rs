@@ -1,7 +1,8 @@
 //! What a connection to a Doorman server needs, on either side of it: the
 //! TLS files and the one place an address becomes an endpoint (`tls`), the
-//! bearer token sent on every call (`bearer`), and this host's name
-//! (`host`). The client library and an intermediate server's parent link
+//! bearer token sent on every call (`bearer`), this host's name
+//! (`host`), and a refused request as a status with details, written by
+//! the server and read by the clients (`refusal`). The client library and an intermediate server's parent link
 //! both use it, and the server reads its own PEM files with it, so the
 //! server needs nothing of the client library for them.
 //!
@@ -9,6 +10,7 @@
 
 pub mod bearer;
 pub mod host;
+pub mod refusal;
 pub mod tls;
 
 pub use bearer::BearerToken;
