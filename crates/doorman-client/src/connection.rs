@@ -242,10 +242,10 @@ impl Connector {
         if let Some(ch) = self.channels.get(addr) {
             return Ok(capacity_client(ch.clone()));
         }
-        let ep = endpoint(addr, self.tls.as_ref()).map_err(|message| CallError::Rpc {
+        let ep = endpoint(addr, self.tls.as_ref()).map_err(|e| CallError::Rpc {
             addr: addr.to_string(),
             code: tonic::Code::InvalidArgument,
-            message,
+            message: e.to_string(),
             details: Default::default(),
         })?;
         let ch = ep

@@ -13,6 +13,6 @@ pub mod host;
 pub mod refusal;
 pub mod tls;
 
-pub use bearer::BearerToken;
+pub use bearer::{BearerToken, TokenError};
 pub use host::hostname;
-pub use tls::{ClientTls, TlsFileError};
+pub use tls::{ClientTls, EndpointError, TlsFileError};
