@@ -8,7 +8,8 @@
 //!   ([`RequestRefusal::message`]) — all an original Doorman client reads;
 //! * a `google.rpc.ErrorInfo` (domain [`DOMAIN`]): reason `ACCESS_DENIED`
 //!   or `INVALID_REQUEST`, metadata `identity` and `action` for a denial,
-//!   and `unnamed`, how many refused resources the details leave out;
+//!   `unnamed`, how many refused resources the details leave out, and
+//!   `pad`, filler that keeps the details' base64 free of padding;
 //! * a `google.rpc.BadRequest` with one field violation per refused
 //!   resource (`resource[3]` for a denial, `resource[3].wants` for a bad
 //!   field) or for the request (`client_id`), its reason (`ACCESS_DENIED`,
@@ -144,16 +145,37 @@ pub fn to_status(refusal: &RequestRefusal, entries: &str) -> Status {
     } else {
         INVALID_REQUEST
     };
-    let details: [ErrorDetail; 2] = [
-        ErrorInfo::new(reason, DOMAIN, metadata).into(),
-        BadRequest::new(violations).into(),
-    ];
     let code = if denial {
         Code::PermissionDenied
     } else {
         Code::InvalidArgument
     };
-    Status::with_error_details_vec(code, message, details)
+    let bad = BadRequest::new(violations);
+    padded(|pad| {
+        let mut metadata = metadata.clone();
+        if pad > 0 {
+            metadata.insert("pad".to_string(), "_".repeat(pad));
+        }
+        let info = ErrorInfo::new(reason, DOMAIN, metadata);
+        let details: [ErrorDetail; 2] = [info.into(), bad.clone().into()];
+        Status::with_error_details_vec(code, message.clone(), details)
+    })
+}
+
+/// The first of `status(0)`, `status(1)`, … whose details take a multiple
+/// of 3 bytes, so that their base64 needs no padding: tonic sends it
+/// without, and the grpc-go of the original Go client (2016) decodes a
+/// `-bin` header only with it (it logs "Failed to decode" otherwise,
+/// though it still reads the code and message).
+fn padded(status: impl Fn(usize) -> Status) -> Status {
+    let first = status(0);
+    if first.details().len().is_multiple_of(3) {
+        return first;
+    }
+    (1..6)
+        .map(&status)
+        .find(|s| s.details().len().is_multiple_of(3))
+        .unwrap_or(first)
 }
 
 /// A refusal read back from a status, for a request of `ids`.

@@ -121,6 +121,21 @@ fn the_details_stay_within_the_headers_a_client_accepts() {
 }
 
 #[test]
+fn the_details_need_no_base64_padding() {
+    for n in 0..40 {
+        let ids = ids(n + 1);
+        for identity in [None, Some("web"), Some("a-longer-identity")] {
+            let s = to_status(&denied(&ids[..=n], identity), "resource");
+            assert!(s.details().len().is_multiple_of(3), "{n} {identity:?}");
+            assert_eq!(
+                from_status(&s, &ids).unwrap().refusal.resources.len(),
+                n + 1
+            );
+        }
+    }
+}
+
+#[test]
 fn other_statuses_and_foreign_details_are_not_refusals() {
     let ids = ids(2);
     assert_eq!(from_status(&Status::unavailable("x"), &ids), None);
