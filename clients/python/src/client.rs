@@ -96,7 +96,8 @@ impl PyClient {
             builder = builder.tls(t);
         }
         if let Some(t) = token {
-            builder = builder.bearer_token(BearerToken::new(&t).map_err(invalid)?);
+            builder =
+                builder.bearer_token(BearerToken::new(&t).map_err(|e| invalid(e.to_string()))?);
         }
         let rt = new_runtime().map_err(|e| {
             DoormanError::new_err(format!("cannot start the client's runtime: {e}"))

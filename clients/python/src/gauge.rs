@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::args;
+use crate::refusal::Refusal;
 use crate::shared::Core;
 
 /// A gauge resource: capacity is operations in flight, granted by the
@@ -161,6 +162,14 @@ impl GaugeResource {
     #[getter]
     fn note(&self) -> Option<String> {
         self.inner.note()
+    }
+
+    /// Why the server refuses the resource while mode is "refused" (its
+    /// access rules, an invalid field), else None.
+    #[getter]
+    fn refusal(&self) -> Option<Refusal> {
+        let why = self.inner.refusal()?;
+        Some(Refusal::new(self.inner.id(), &why))
     }
 
     /// The number in flight asked for now (fixed, or estimated from use).

@@ -5,6 +5,7 @@
 //!
 //! * `client.rs`: `Client` — builds the Rust client on a runtime it owns.
 //! * `rate.rs`, `gauge.rs`: the resources and the gauge's permit.
+//! * `refusal.rs`: why the server refuses a resource.
 //! * `shared.rs`: what they share, and the bridges from Python to the Rust
 //!   futures (blocking with the GIL released; asyncio).
 //! * `args.rs`, `errors.rs`: arguments and exceptions.
@@ -19,6 +20,7 @@ mod client;
 mod errors;
 mod gauge;
 mod rate;
+mod refusal;
 mod shared;
 
 /// The native part of doorman_client; import doorman_client instead.
@@ -37,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rate::RateResource>()?;
     m.add_class::<gauge::GaugeResource>()?;
     m.add_class::<gauge::GaugePermit>()?;
+    m.add_class::<refusal::Refusal>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

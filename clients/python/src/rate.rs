@@ -10,6 +10,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::args;
+use crate::refusal::Refusal;
 use crate::shared::Core;
 
 /// A rate-limited resource: capacity is operations per second, granted by
@@ -102,6 +103,14 @@ impl RateResource {
     #[getter]
     fn note(&self) -> Option<String> {
         self.inner.note()
+    }
+
+    /// Why the server refuses the resource while mode is "refused" (its
+    /// access rules, an invalid field), else None.
+    #[getter]
+    fn refusal(&self) -> Option<Refusal> {
+        let why = self.inner.refusal()?;
+        Some(Refusal::new(self.inner.id(), &why))
     }
 
     /// The rate asked for now (fixed, or estimated from use).

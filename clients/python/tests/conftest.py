@@ -109,16 +109,21 @@ def doorman_bin():
 class Server:
     """One `doorman server` process with its own config, ports and log."""
 
-    def __init__(self, tmp: Path, name: str, config: str):
+    def __init__(self, tmp: Path, name: str, config: str, files=None, args=(), addr=None):
+        """files: more files for its directory (name: text); args: more
+        arguments of `doorman server`; addr: its gRPC address (default a
+        free port)."""
         self.dir = tmp / name
         self.dir.mkdir(parents=True)
         (self.dir / "doorman.toml").write_text(config)
-        self.addr = f"127.0.0.1:{free_port()}"
+        for fname, text in (files or {}).items():
+            (self.dir / fname).write_text(text)
+        self.addr = addr or f"127.0.0.1:{free_port()}"
         self.http = f"127.0.0.1:{free_port()}"
         self.log_path = self.dir / "server.log"
         args = [
             doorman_bin(), "server", "--config", "doorman.toml",
-            "--listen", self.addr, "--http", self.http,
+            "--listen", self.addr, "--http", self.http, *args,
         ]
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(args, cwd=self.dir, stdout=log, stderr=subprocess.STDOUT)

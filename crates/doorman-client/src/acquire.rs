@@ -21,7 +21,8 @@ pub enum AcquireError {
     PermissionDenied {
         /// The resource.
         resource: String,
-        /// The server's message.
+        /// Why, for people (`Refused::describe`; the typed reason is the
+        /// handle's `refusal()`).
         reason: String,
     },
     /// The server refused the request for the resource as invalid
@@ -30,7 +31,7 @@ pub enum AcquireError {
     InvalidResource {
         /// The resource.
         resource: String,
-        /// The server's message.
+        /// Why, for people (the field and its problem).
         reason: String,
     },
     /// The client was closed.

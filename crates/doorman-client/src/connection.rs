@@ -57,6 +57,8 @@ pub enum CallError {
         code: tonic::Code,
         /// Message.
         message: String,
+        /// The status details (`grpc-status-details-bin`), if any.
+        details: tonic::codegen::Bytes,
     },
     /// Redirects went round in circles.
     #[error("too many mastership redirects (last: {0})")]
@@ -70,6 +72,25 @@ fn last_error_suffix(e: &Option<String>) -> String {
 }
 
 impl CallError {
+    /// The status the server answered with (`None` if it did not answer
+    /// with one).
+    pub fn status(&self) -> Option<tonic::Status> {
+        let CallError::Rpc {
+            code,
+            message,
+            details,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(tonic::Status::with_details(
+            *code,
+            message.clone(),
+            details.clone(),
+        ))
+    }
+
     /// The gRPC code, for metrics.
     pub fn code(&self) -> tonic::Code {
         match self {
@@ -221,10 +242,11 @@ impl Connector {
         if let Some(ch) = self.channels.get(addr) {
             return Ok(capacity_client(ch.clone()));
         }
-        let ep = endpoint(addr, self.tls.as_ref()).map_err(|message| CallError::Rpc {
+        let ep = endpoint(addr, self.tls.as_ref()).map_err(|e| CallError::Rpc {
             addr: addr.to_string(),
             code: tonic::Code::InvalidArgument,
-            message,
+            message: e.to_string(),
+            details: Default::default(),
         })?;
         let ch = ep
             .connect_timeout(self.timeout)
@@ -283,11 +305,13 @@ impl Connector {
                 addr: addr.to_string(),
                 code: status.code(),
                 message: status.message().to_string(),
+                details: tonic::codegen::Bytes::copy_from_slice(status.details()),
             },
             Err(_) => CallError::Rpc {
                 addr: addr.to_string(),
                 code: tonic::Code::DeadlineExceeded,
                 message: format!("no answer within {:?}", self.call_timeout),
+                details: Default::default(),
             },
         };
         if !matches!(r.code(), tonic::Code::InvalidArgument) {

@@ -55,7 +55,11 @@ pub use acquire::AcquireError;
 pub use builder::ClientBuilder;
 pub use client::Client;
 pub use connection::{CallError, Connector};
-pub use doorman_core::client::{ClientCore, CoreOptions, Fallback, GrantItem, Mode, RequestItem};
+pub use doorman_core::client::{
+    ClientCore, CoreOptions, Fallback, GrantItem, Mode, Refused, RequestItem,
+};
+pub use doorman_core::config::Action;
+pub use doorman_core::refusal::Reason as RefusalReason;
 pub use doorman_core::Backoff;
 pub use doorman_net::BearerToken;
 pub use doorman_net::{ClientTls, TlsFileError};

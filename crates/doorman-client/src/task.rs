@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use doorman_core::client::{GrantItem, Refused, RequestItem};
-use doorman_core::config::Acl;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::{Backoff, Span, Time};
+use doorman_net::refusal;
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
 
@@ -131,15 +131,15 @@ async fn refresh(
             }
         }
         Err((e, delay)) => match refused(&e, &ids) {
-            Some((named, why)) => {
-                tracing::warn!(error = %e, resources = ?named, "the server refused resources; asking again only after a while");
-                st.core.on_refused(now, &named, &why);
-                let named: std::collections::HashSet<&String> = named.iter().collect();
+            Some((named, more)) => {
+                let which: Vec<&String> = named.iter().map(|(id, _)| id).collect();
+                tracing::warn!(error = %e, resources = ?which, "the server refused resources; asking again only after a while");
+                st.core.on_refused(now, &named);
+                let named: std::collections::HashSet<&String> = which.into_iter().collect();
                 let rest: Vec<String> =
                     ids.iter().filter(|i| !named.contains(i)).cloned().collect();
                 // Ask for the others again at once, unless the server said
                 // it refused more than it named: then back off.
-                let more = e.to_string().contains(" more)");
                 let retry = if more {
                     Span::from_duration(delay)
                 } else {
@@ -156,34 +156,31 @@ async fn refresh(
 }
 
 /// For a refusal that is not transient (PERMISSION_DENIED: the access
-/// rules; INVALID_ARGUMENT: the request), the resources it concerns: those
-/// its message names (`resource "ID"`, `also denied: "ID", …` or
-/// `resource[i]`), else all of them. `None` for any other failure
-/// (UNAUTHENTICATED included: a token one replica has not reloaded yet
-/// must not cost the leases held).
-fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<String>, Refused)> {
-    let CallError::Rpc { code, message, .. } = e else {
-        return None;
-    };
-    let why = match code {
-        tonic::Code::PermissionDenied => Refused::PermissionDenied(message.clone()),
-        tonic::Code::InvalidArgument => Refused::Invalid(message.clone()),
+/// rules; INVALID_ARGUMENT: the request), each resource it concerns with
+/// its reason, as the status details say (`doorman_net::refusal`; the
+/// message is never read), and whether the server refused more than it
+/// named. A problem of the request as a whole, or a refusal without
+/// details (a server that sends none), concerns every resource. `None`
+/// for any other failure (UNAUTHENTICATED included: a token one replica
+/// has not reloaded yet must not cost the leases held).
+fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<(String, Refused)>, bool)> {
+    let status = e.status()?;
+    let denied = match status.code() {
+        tonic::Code::PermissionDenied => true,
+        tonic::Code::InvalidArgument => false,
         _ => return None,
     };
-    let named: Vec<String> = ids
-        .iter()
-        .enumerate()
-        .filter(|(i, id)| {
-            Acl::names_resource(message, id) || message.contains(&format!("resource[{i}]"))
-        })
-        .map(|(_, id)| id.clone())
-        .collect();
-    let named = if named.is_empty() {
-        ids.to_vec()
-    } else {
-        named
+    let all = |why: Refused| ids.iter().map(|id| (id.clone(), why.clone())).collect();
+    let Some(r) = refusal::from_status(&status, ids) else {
+        let message = status.message().to_string();
+        return Some((all(Refused::Unexplained { denied, message }), false));
     };
-    Some((named, why))
+    if let Some(whole) = r.refusal.request {
+        return Some((all(Refused::Reason(whole)), false));
+    }
+    let named = r.refusal.resources.into_iter();
+    let named = named.map(|x| (x.resource_id, Refused::Reason(x.reason)));
+    Some((named.collect(), r.unnamed > 0))
 }
 
 /// Runs `call` (an RPC, however long it hangs) while leases keep ending

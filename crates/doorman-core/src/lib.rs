@@ -17,6 +17,8 @@
 //! * [`convert`]: a client core's request as the server core's asks and
 //!   its grants as the client core's answer, for shells that connect the
 //!   two without a wire (the Envoy front-ends, the simulator).
+//! * [`refusal`]: why a request or some of its resources were refused,
+//!   as data (the wire carries it; nothing parses a message back).
 //!
 //! The shells convert wire messages into the core's own request and answer
 //! types (`doorman-server`'s `grpc/`, `doorman-client`'s task, the
@@ -32,6 +34,7 @@ pub mod config;
 pub mod convert;
 pub mod limiter;
 pub mod limits;
+pub mod refusal;
 pub mod schedule;
 pub mod server;
 

@@ -6,7 +6,7 @@
 //! Must not: decide what a token allows (the server's access rules do).
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tonic::metadata::{Ascii, MetadataValue};
 
@@ -20,25 +20,57 @@ impl fmt::Debug for BearerToken {
     }
 }
 
+/// Why a bearer token cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Empty, or not printable ASCII without spaces.
+    #[error("a bearer token must be non-empty printable ASCII without spaces")]
+    Malformed,
+    /// Not a valid header value.
+    #[error("unusable bearer token: {0}")]
+    Unusable(#[from] tonic::metadata::errors::InvalidMetadataValue),
+    /// Its file could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Its file holds no usable token.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: Box<TokenError>,
+    },
+}
+
 impl BearerToken {
     /// A token given as text (printable ASCII, no spaces).
-    pub fn new(token: &str) -> Result<BearerToken, String> {
+    pub fn new(token: &str) -> Result<BearerToken, TokenError> {
         let ok = !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic());
         if !ok {
-            return Err("a bearer token must be non-empty printable ASCII without spaces".into());
+            return Err(TokenError::Malformed);
         }
-        MetadataValue::try_from(format!("Bearer {token}"))
-            .map(BearerToken)
-            .map_err(|e| format!("unusable bearer token: {e}"))
+        Ok(BearerToken(MetadataValue::try_from(format!(
+            "Bearer {token}"
+        ))?))
     }
 
     /// The token in a file (its first line; surrounding white space is
     /// ignored).
-    pub fn from_file(path: &Path) -> Result<BearerToken, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    pub fn from_file(path: &Path) -> Result<BearerToken, TokenError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let line = text.lines().next().unwrap_or("").trim();
-        BearerToken::new(line).map_err(|e| format!("{}: {e}", path.display()))
+        BearerToken::new(line).map_err(|e| TokenError::InFile {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 
     /// Adds the `authorization` header to `req`.

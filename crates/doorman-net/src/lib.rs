@@ -1,8 +1,10 @@
 //! What a connection to a Doorman server needs, on either side of it: the
 //! TLS files and the one place an address becomes an endpoint (`tls`), the
 //! bearer token sent on every call (`bearer`), this host's name
-//! (`host`), and the lease and wall clocks (`clock`, the one definition of
-//! the clock both inject). The client library and an intermediate server's parent link
+//! (`host`), the lease and wall clocks (`clock`, the one definition of
+//! the clock both inject), and a refused request as a status with details,
+//! written by the server and read by the clients (`refusal`). The client
+//! library and an intermediate server's parent link
 //! both use it, and the server reads its own PEM files with it, so the
 //! server needs nothing of the client library for them.
 //!
@@ -11,9 +13,10 @@
 pub mod bearer;
 pub mod clock;
 pub mod host;
+pub mod refusal;
 pub mod tls;
 
-pub use bearer::BearerToken;
+pub use bearer::{BearerToken, TokenError};
 pub use clock::{lease_clock, wall_clock, Clock};
 pub use host::hostname;
-pub use tls::{ClientTls, TlsFileError};
+pub use tls::{ClientTls, EndpointError, TlsFileError};

@@ -126,19 +126,47 @@ fn read_identity(cert: &Path, key: &Path) -> Result<(Vec<u8>, Vec<u8>), TlsFileE
     Ok((pem_certs(cert)?.0, pem_key(key)?.0))
 }
 
+/// Why an address cannot be an endpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// Not a usable address or URI.
+    #[error("bad address {addr:?}: {source}")]
+    Address {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: tonic::transport::Error,
+    },
+    /// The TLS settings do not apply to it.
+    #[error("TLS for {addr}: {source}")]
+    Tls {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: tonic::transport::Error,
+    },
+}
+
 /// `addr` (`host:port` or a URI) as an endpoint: `http://` without TLS,
 /// `https://` with it.
-pub fn endpoint(addr: &str, tls: Option<&ClientTls>) -> Result<Endpoint, String> {
+pub fn endpoint(addr: &str, tls: Option<&ClientTls>) -> Result<Endpoint, EndpointError> {
     let uri = match (addr.split_once("://"), tls) {
         (Some(_), _) => addr.to_string(),
         (None, None) => format!("http://{addr}"),
         (None, Some(_)) => format!("https://{addr}"),
     };
-    let ep = Endpoint::from_shared(uri).map_err(|e| format!("bad address {addr:?}: {e}"))?;
+    let addr = || addr.to_string();
+    let ep = Endpoint::from_shared(uri).map_err(|source| EndpointError::Address {
+        addr: addr(),
+        source,
+    })?;
     match tls {
         Some(t) => ep
             .tls_config(t.config())
-            .map_err(|e| format!("TLS for {addr}: {e}")),
+            .map_err(|source| EndpointError::Tls {
+                addr: addr(),
+                source,
+            }),
         None => Ok(ep),
     }
 }

@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use doorman_core::refusal::RequestRefusal;
 use doorman_core::server::{CapacityRequest, Grant, Node, Refusal, ResourceShard, Sharded, Status};
 use doorman_core::Time;
 
@@ -112,8 +113,8 @@ impl ServerState {
     }
 
     /// Runs a capacity request through the core, if the config's access
-    /// rules let `caller` do `action` on each of its resources (else
-    /// `Err(why)`, naming the identity, action and resource), and wakes the
+    /// rules let `caller` do `action` on each of its resources (else each
+    /// one they refuse, by its index in `req`), and wakes the
     /// upstream task if it created a resource the parent must be asked
     /// about.
     pub fn decide(
@@ -121,22 +122,22 @@ impl ServerState {
         caller: Option<&str>,
         action: Action,
         req: &CapacityRequest,
-    ) -> Result<Result<Vec<Grant>, Refusal>, String> {
+    ) -> Result<Result<Vec<Grant>, Refusal>, RequestRefusal> {
         let ids = req.resources.iter().map(|r| r.resource_id.as_str());
         self.may(caller, action, ids)?;
         Ok(self.decide_in_process(req))
     }
 
-    /// `Err(why)` unless the access rules let `caller` do `action` on each
-    /// of `ids`.
+    /// Every one of `ids` the access rules do not let `caller` do `action`
+    /// on, if any.
     pub fn may<'a>(
         &self,
         caller: Option<&str>,
         action: Action,
         ids: impl IntoIterator<Item = &'a str>,
-    ) -> Result<(), String> {
-        let denial = self.core().config().acl().first_denial(caller, action, ids);
-        denial.map_or(Ok(()), Err)
+    ) -> Result<(), RequestRefusal> {
+        let denials = self.core().config().acl().denials(caller, action, ids);
+        denials.map_or(Ok(()), Err)
     }
 
     /// Runs a request of this server's own (a front-end that checked its
@@ -152,7 +153,7 @@ impl ServerState {
     }
 
     /// May `caller` read the status pages? `Err(why)` if not.
-    pub fn may_read(&self, caller: Option<&str>) -> Result<(), String> {
+    pub fn may_read(&self, caller: Option<&str>) -> Result<(), RequestRefusal> {
         self.may(caller, Action::Read, [""])
     }
 

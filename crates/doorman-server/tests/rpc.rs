@@ -268,7 +268,7 @@ async fn bad_requests_get_invalid_argument_naming_the_field() {
         .collect();
     assert_eq!(
         invalid(&mut c, req("c", many)).await,
-        "resource: at most 10000 resources per request, got 10001"
+        "resource: must be at most 10000 resources per request, got 10001"
     );
     assert_eq!(
         invalid(

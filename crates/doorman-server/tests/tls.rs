@@ -47,7 +47,8 @@ fn trust(ca: &Pki, me: Option<&CertFiles>) -> ClientTls {
 
 /// One GetCapacity over a fresh connection; the error with its causes.
 async fn ask(s: &RunningServer, tls: Option<&ClientTls>) -> Result<f64, String> {
-    let ep = endpoint(&s.grpc_addr.to_string(), tls)?.timeout(Duration::from_secs(5));
+    let ep = endpoint(&s.grpc_addr.to_string(), tls).map_err(|e| e.to_string())?;
+    let ep = ep.timeout(Duration::from_secs(5));
     let ch = ep.connect().await.map_err(|e| chain(&e))?;
     let req = pb::GetCapacityRequest {
         client_id: "c".into(),

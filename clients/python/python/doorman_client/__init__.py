@@ -28,6 +28,7 @@ from ._native import (
     GaugePermit,
     GaugeResource,
     RateResource,
+    Refusal,
     __version__,
 )
 
@@ -36,6 +37,7 @@ __all__ = [
     "RateResource",
     "GaugeResource",
     "GaugePermit",
+    "Refusal",
     "DoormanError",
     "DeadlineExceeded",
     "ClientClosed",

@@ -6,11 +6,12 @@ import os
 from types import TracebackType
 from typing import Awaitable, Literal, Optional, Tuple, Type, Union, final
 
-__all__ = ["Client", "RateResource", "GaugeResource", "GaugePermit", "__version__"]
+__all__ = ["Client", "RateResource", "GaugeResource", "GaugePermit", "Refusal", "__version__"]
 __version__: str
 
 _Fallback = Union[Literal["pessimistic", "optimistic"], Tuple[Literal["safe"], float]]
 _Mode = Literal["lease", "pessimistic", "optimistic", "safe", "refused"]
+_Reason = Literal["denied", "invalid", "over_limit"]
 _StrPath = Union[str, "os.PathLike[str]"]
 
 @final
@@ -99,6 +100,10 @@ class RateResource:
         """What the server said about its last grant (e.g. "learning mode,
         42 s left"), if anything."""
     @property
+    def refusal(self) -> Optional[Refusal]:
+        """Why the server refuses the resource while mode is "refused",
+        else None."""
+    @property
     def wants(self) -> float:
         """The rate asked for now."""
     def wait(self, n: int = 1, timeout: Optional[float] = None) -> None:
@@ -130,6 +135,8 @@ class GaugeResource:
     @property
     def note(self) -> Optional[str]: ...
     @property
+    def refusal(self) -> Optional[Refusal]: ...
+    @property
     def wants(self) -> float: ...
     def mark(self, timeout: Optional[float] = None) -> GaugePermit:
         """Waits for a free permit and takes it, with the GIL released.
@@ -157,3 +164,26 @@ class GaugePermit:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> bool: ...
+
+@final
+class Refusal:
+    """Why the server refuses a resource, as it said for this resource in
+    the refusal's details (never parsed from a message)."""
+
+    @property
+    def reason(self) -> _Reason:
+        """"denied" (the access rules), "invalid" (a field) or
+        "over_limit" (a field over one of the protocol's limits)."""
+    @property
+    def field(self) -> Optional[str]:
+        """The field refused ("wants", "client_id"); None for a denial."""
+    @property
+    def identity(self) -> Optional[str]:
+        """For a denial: the identity the server saw (None: none)."""
+    @property
+    def action(self) -> Optional[str]:
+        """For a denial: what was denied ("acquire")."""
+    @property
+    def message(self) -> str:
+        """Why, for people."""
+    def __eq__(self, other: object, /) -> bool: ...

@@ -36,6 +36,12 @@ macro_rules! handle_accessors {
             self.shared.subscribe()
         }
 
+        /// Why the server refuses the resource, while it does (its access
+        /// rules, an invalid field), as it said in the refusal's details.
+        pub fn refusal(&self) -> Option<doorman_core::client::Refused> {
+            self.shared.refusal()
+        }
+
         /// Why the capacity may be small, as the server said with its last
         /// grant (e.g. "learning mode, 42 s left", "no valid lease from
         /// the parent"); none from an original Doorman server.

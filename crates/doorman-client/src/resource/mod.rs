@@ -235,17 +235,21 @@ impl Shared {
         if self.client.upgrade().is_some_and(|c| c.closed()) {
             return Some(AcquireError::ClientClosed { resource });
         }
-        let r = self.refusal.lock().unwrap_or_else(|e| e.into_inner());
-        r.as_ref().map(|why| match why {
-            Refused::PermissionDenied(m) => AcquireError::PermissionDenied {
-                resource,
-                reason: m.clone(),
-            },
-            Refused::Invalid(m) => AcquireError::InvalidResource {
-                resource,
-                reason: m.clone(),
-            },
+        let why = self.refusal()?;
+        let reason = why.describe(&resource);
+        Some(if why.is_denial() {
+            AcquireError::PermissionDenied { resource, reason }
+        } else {
+            AcquireError::InvalidResource { resource, reason }
         })
+    }
+
+    /// Why the server refuses the resource, while it does.
+    pub fn refusal(&self) -> Option<Refused> {
+        self.refusal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Why a waiter with `deadline` stops at `now` without its permits: the

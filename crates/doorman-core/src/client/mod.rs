@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use doorman_algorithms::{Lease, Span, Time};
 
+use crate::config::Acl;
+use crate::refusal::Reason;
 use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
 
 /// What a resource falls back to when its lease expires without renewal.
@@ -72,22 +74,42 @@ impl Mode {
     ];
 }
 
-/// Why the server refused a resource (not a transient failure).
+/// Why the server refused a resource (not a transient failure), as the
+/// shell read it from the status details.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refused {
-    /// Its access rules do not let this client acquire it
-    /// (PERMISSION_DENIED); the server's message.
-    PermissionDenied(String),
-    /// The request for it is invalid (INVALID_ARGUMENT); the server's
-    /// message.
-    Invalid(String),
+    /// The reason the server gave for this resource, or for the whole
+    /// request it was part of.
+    Reason(Reason),
+    /// A refusal without details (a server that sends none) concerns
+    /// every resource of the request: PERMISSION_DENIED if `denied`, else
+    /// INVALID_ARGUMENT. The server's message is kept for people, never
+    /// read.
+    Unexplained {
+        /// PERMISSION_DENIED rather than INVALID_ARGUMENT.
+        denied: bool,
+        /// The server's message.
+        message: String,
+    },
 }
 
 impl Refused {
-    /// The server's message.
-    pub fn message(&self) -> &str {
+    /// True for a denial by the server's access rules.
+    pub fn is_denial(&self) -> bool {
         match self {
-            Refused::PermissionDenied(m) | Refused::Invalid(m) => m,
+            Refused::Reason(r) => r.is_denial(),
+            Refused::Unexplained { denied, .. } => *denied,
+        }
+    }
+
+    /// Why resource `id` is refused, for people.
+    pub fn describe(&self, id: &str) -> String {
+        match self {
+            Refused::Reason(Reason::Denied { identity, action }) => {
+                Acl::denial(identity.as_deref(), *action, Some(id))
+            }
+            Refused::Reason(r) => r.to_string(),
+            Refused::Unexplained { message, .. } => message.clone(),
         }
     }
 }
@@ -327,12 +349,12 @@ impl ClientCore {
         }
     }
 
-    /// The server refused `requested` at `now` for `why` (its access
-    /// rules, an invalid id): no capacity, the lease dropped, and no new
-    /// request before the refused-retry interval.
-    pub fn on_refused(&mut self, now: Time, requested: &[String], why: &Refused) {
+    /// The server refused each of `refused` at `now` for its reason (its
+    /// access rules, an invalid field): no capacity, the lease dropped,
+    /// and no new request before the refused-retry interval.
+    pub fn on_refused(&mut self, now: Time, refused: &[(String, Refused)]) {
         let later = self.opts.refused_retry_interval;
-        for id in requested {
+        for (id, why) in refused {
             if let Some(s) = self.resources.get_mut(id) {
                 s.refused = Some(why.clone());
                 s.lease = None;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Action;
 use doorman_algorithms::Span;
 
 fn t(ms: i64) -> Time {
@@ -181,8 +182,16 @@ fn a_refused_resource_gets_nothing_and_is_asked_again_only_after_the_retry() {
     c.add("b", 0, 10.0, t(0));
     let asked = c.poll_request(t(0)).unwrap();
     assert_eq!(asked.len(), 2);
-    let why = Refused::PermissionDenied("identity \"x\" may not acquire resource \"a\"".into());
-    c.on_refused(t(0), &["a".to_string()], &why);
+    let why = Refused::Reason(Reason::Denied {
+        identity: Some("x".into()),
+        action: Action::Acquire,
+    });
+    c.on_refused(t(0), &[("a".to_string(), why.clone())]);
+    assert!(why.is_denial());
+    assert_eq!(
+        why.describe("a"),
+        "identity \"x\" may not acquire resource \"a\": no access rule allows it"
+    );
     c.on_failure(t(0), &["b".to_string()], Span::secs(1));
     assert_eq!(c.capacity("a", t(1000)), Some((0.0, Mode::Refused)));
     assert_eq!(c.refusal("a"), Some(&why));

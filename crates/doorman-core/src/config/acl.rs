@@ -17,11 +17,10 @@
 //! and tokens) or do I/O.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::Problem;
-
-/// Most denied resources named besides the first in a refusal.
-pub const DENIALS_NAMED: usize = 20;
+use crate::refusal::{Reason, RequestRefusal, ResourceRefusal};
 /// What a caller wants to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -46,6 +45,14 @@ impl Action {
             .iter()
             .find(|(a, _)| *a == self)
             .map_or("?", |(_, n)| n)
+    }
+
+    /// The action named `name` in the config (`None` for any other name).
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(a, _)| *a)
     }
 }
 
@@ -133,63 +140,57 @@ impl Acl {
         self.rules.iter().any(|r| r.allows(id, action, resource))
     }
 
-    /// Why `identity` may not do `action` on every resource of `ids`: the
-    /// first one refused (and how many more), or `None` if all are allowed.
-    pub fn first_denial<'a>(
+    /// Every resource of `ids` (index, id) that `identity` may not do
+    /// `action` on; for `read`, which concerns no resource, a refusal of
+    /// the request as a whole. `None` if all is allowed.
+    pub fn denials<'a>(
         &self,
         identity: Option<&str>,
         action: Action,
         ids: impl IntoIterator<Item = &'a str>,
-    ) -> Option<String> {
+    ) -> Option<RequestRefusal> {
         if self.rules.is_empty() {
             return None;
         }
+        let reason = || Reason::Denied {
+            identity: identity.map(Arc::from),
+            action,
+        };
+        if action == Action::Read {
+            let denied = !self.allows(identity, action, "");
+            return denied.then(|| RequestRefusal::whole(reason()));
+        }
         let mut denied = ids
             .into_iter()
-            .filter(|id| !self.allows(identity, action, id));
-        let first = denied.next()?;
-        let mut why = Acl::denial(identity, action, first);
-        // Name the others too (a client refuses exactly these), up to a
-        // bound that keeps the message short.
-        let others: Vec<&str> = denied.by_ref().take(DENIALS_NAMED).collect();
-        let unnamed = denied.count();
-        if !others.is_empty() {
-            let quoted: Vec<String> = others.iter().map(|id| format!("\"{id}\"")).collect();
-            why.push_str(&format!(" (also denied: {}", quoted.join(", ")));
-            if unnamed > 0 {
-                why.push_str(&format!(", and {unnamed} more"));
-            }
-            why.push(')');
-        }
-        Some(why)
-    }
-
-    /// Whether a refusal from [`Acl::first_denial`] names resource `id`: as
-    /// `resource "ID"` or in its `also denied: "ID", …` list (ids quoted as
-    /// they are), never as the identity. Clients use it to pin a refusal
-    /// on the resources it concerns.
-    pub fn names_resource(message: &str, id: &str) -> bool {
-        let quoted = format!("\"{id}\"");
-        if message.contains(&format!("resource {quoted}")) {
-            return true;
-        }
-        let also = message.split_once("(also denied: ").map(|(_, rest)| rest);
-        also.is_some_and(|list| list.split(", ").any(|q| q.trim_end_matches(')') == quoted))
+            .enumerate()
+            .filter(|(_, id)| !self.allows(identity, action, id))
+            .peekable();
+        denied.peek()?;
+        let why = reason();
+        let resources = denied.map(|(index, id)| ResourceRefusal {
+            index,
+            resource_id: id.to_string(),
+            reason: why.clone(),
+        });
+        RequestRefusal::of(resources.collect())
     }
 
     /// Why a request is refused, naming the identity, the action and the
-    /// resource (ids inside `"…"` as they are, unescaped).
-    pub fn denial(identity: Option<&str>, action: Action, resource: &str) -> String {
+    /// resource if there is one (ids inside `"…"` as they are, unescaped).
+    pub fn denial(identity: Option<&str>, action: Action, resource: Option<&str>) -> String {
         let who = match identity {
             Some(id) => format!("identity \"{id}\""),
             None => "an unauthenticated caller (no client certificate or token)".into(),
         };
-        match action {
-            Action::Read => {
+        match (action, resource) {
+            (Action::Read, _) => {
                 format!("{who} may not read the status pages: no access rule allows it")
             }
-            _ => {
+            (_, Some(resource)) => {
                 format!("{who} may not {action} resource \"{resource}\": no access rule allows it")
+            }
+            (_, None) => {
+                format!("{who} may not {action} these resources: no access rule allows it")
             }
         }
     }
@@ -269,12 +270,25 @@ fn parse_rule(i: usize, item: &toml::Value, problems: &mut Vec<Problem>) -> Opti
     })
 }
 
+/// What is wrong with one string of a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ItemError {
+    #[error("must be a string")]
+    NotAString,
+    #[error("must not be empty")]
+    Empty,
+    #[error("invalid glob \"{glob}\": {error}")]
+    Glob { glob: String, error: String },
+    #[error("unknown action \"{0}\" (expected acquire, serve or read)")]
+    UnknownAction(String),
+}
+
 /// A non-empty array of strings, each checked by `each`.
 fn strings<T>(
     field: &str,
     v: Option<&toml::Value>,
     problems: &mut Vec<Problem>,
-    mut each: impl FnMut(&str) -> Result<T, String>,
+    mut each: impl FnMut(&str) -> Result<T, ItemError>,
 ) -> Vec<T> {
     let Some(items) = v.and_then(|v| v.as_array()) else {
         problems.push(problem(field, "required: a non-empty array of strings"));
@@ -285,13 +299,13 @@ fn strings<T>(
     }
     let mut out = Vec::new();
     for (j, item) in items.iter().enumerate() {
-        let r = match item.as_str() {
-            Some(s) => each(s),
-            None => Err("must be a string".into()),
-        };
+        let r = item
+            .as_str()
+            .ok_or(ItemError::NotAString)
+            .and_then(&mut each);
         match r {
             Ok(x) => out.push(x),
-            Err(reason) => problems.push(problem(&format!("{field}[{j}]"), reason)),
+            Err(e) => problems.push(problem(&format!("{field}[{j}]"), e.to_string())),
         }
     }
     out
@@ -300,24 +314,23 @@ fn strings<T>(
 fn globs(i: usize, name: &str, v: Option<&toml::Value>, problems: &mut Vec<Problem>) -> Vec<Glob> {
     strings(&format!("access[{i}].{name}"), v, problems, |s| {
         if s.is_empty() {
-            return Err("must not be empty".into());
+            return Err(ItemError::Empty);
         }
         glob::Pattern::new(s)
             .map(|pattern| Glob {
                 text: s.to_string(),
                 pattern,
             })
-            .map_err(|e| format!("invalid glob \"{s}\": {e}"))
+            .map_err(|e| ItemError::Glob {
+                glob: s.to_string(),
+                error: e.to_string(),
+            })
     })
 }
 
 fn actions(i: usize, v: Option<&toml::Value>, problems: &mut Vec<Problem>) -> Vec<Action> {
     strings(&format!("access[{i}].actions"), v, problems, |s| {
-        Action::ALL
-            .iter()
-            .find(|(_, n)| *n == s)
-            .map(|(a, _)| *a)
-            .ok_or_else(|| format!("unknown action \"{s}\" (expected acquire, serve or read)"))
+        Action::from_name(s).ok_or_else(|| ItemError::UnknownAction(s.to_string()))
     })
 }
 
@@ -370,12 +383,12 @@ mod tests {
 
     #[test]
     fn denials_name_identity_action_and_resource() {
-        let m = Acl::denial(Some("spiffe://x/y"), Action::Serve, "db/a");
+        let m = Acl::denial(Some("spiffe://x/y"), Action::Serve, Some("db/a"));
         assert_eq!(
             m,
             "identity \"spiffe://x/y\" may not serve resource \"db/a\": no access rule allows it"
         );
-        assert!(Acl::denial(None, Action::Acquire, "r").contains("unauthenticated"));
+        assert!(Acl::denial(None, Action::Acquire, Some("r")).contains("unauthenticated"));
     }
 
     #[test]
@@ -432,7 +445,7 @@ mod tests {
     }
 
     #[test]
-    fn a_denial_names_every_refused_resource_as_it_is() {
+    fn a_denial_names_every_refused_resource_by_index_and_id() {
         let acl = acl(r#"
             [[access]]
             identities = ["db/a"]
@@ -441,19 +454,29 @@ mod tests {
         "#)
         .unwrap();
         let ids = ["ok", r"x\y", "q\"r", "z"];
-        let m = acl
-            .first_denial(Some("db/a"), Action::Acquire, ids)
+        let d = acl.denials(Some("db/a"), Action::Acquire, ids).unwrap();
+        let named: Vec<(usize, &str)> = d
+            .resources
+            .iter()
+            .map(|r| (r.index, r.resource_id.as_str()))
+            .collect();
+        assert_eq!(named, [(1, r"x\y"), (2, "q\"r"), (3, "z")]);
+        assert!(d.request.is_none() && d.is_denial());
+        let why = Reason::Denied {
+            identity: Some(Arc::from("db/a")),
+            action: Action::Acquire,
+        };
+        assert!(d.resources.iter().all(|r| r.reason == why));
+        assert_eq!(
+            d.message(),
+            r#"identity "db/a" may not acquire resource "x\y": no access rule allows it (also denied: "q"r", "z")"#
+        );
+        assert!(acl.denials(Some("db/a"), Action::Acquire, ["ok"]).is_none());
+        let read = acl
+            .denials(Some("db/a"), Action::Read, ["ignored"])
             .unwrap();
-        assert!(
-            Acl::names_resource(&m, r"x\y"),
-            "as it is, not escaped: {m}"
-        );
-        assert!(Acl::names_resource(&m, "q\"r"), "{m}");
-        assert!(Acl::names_resource(&m, "z"), "{m}");
-        assert!(!Acl::names_resource(&m, "ok"), "allowed: {m}");
-        assert!(
-            !Acl::names_resource(&m, "db/a"),
-            "the identity is not a resource: {m}"
-        );
+        assert!(read.resources.is_empty() && read.request.is_some());
+        assert!(read.message().contains("may not read the status pages"));
+        assert!(Acl::default().denials(None, Action::Read, []).is_none());
     }
 }

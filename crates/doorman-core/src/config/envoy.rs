@@ -259,7 +259,7 @@ fn mapping(item: &toml::Value) -> Result<Mapping, (String, String)> {
     else {
         return err(".resource", "required: a non-empty string");
     };
-    let resource = parts(text, &keys).map_err(|r| (".resource".to_string(), r))?;
+    let resource = parts(text, &keys).map_err(|r| (".resource".to_string(), r.to_string()))?;
     Ok(Mapping {
         domain: domain.to_string(),
         keys,
@@ -268,9 +268,20 @@ fn mapping(item: &toml::Value) -> Result<Mapping, (String, String)> {
     })
 }
 
+/// What is wrong with a mapping's `resource` template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum TemplateError {
+    #[error("unclosed '{{' in {0:?}")]
+    Unclosed(String),
+    #[error("{{{key}}} is not one of the keys {keys:?}")]
+    UnknownKey { key: String, keys: Vec<String> },
+    #[error("'}}' without '{{' in {0:?}")]
+    Unopened(String),
+}
+
 /// Splits `a/{k}/b` into text and `{key}` placeholders, each naming one of
 /// `keys`.
-fn parts(text: &str, keys: &[String]) -> Result<Vec<Part>, String> {
+fn parts(text: &str, keys: &[String]) -> Result<Vec<Part>, TemplateError> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(open) = rest.find('{') {
@@ -278,17 +289,20 @@ fn parts(text: &str, keys: &[String]) -> Result<Vec<Part>, String> {
             out.push(Part::Text(rest[..open].to_string()));
         }
         let Some(close) = rest[open..].find('}') else {
-            return Err(format!("unclosed '{{' in {text:?}"));
+            return Err(TemplateError::Unclosed(text.to_string()));
         };
         let key = &rest[open + 1..open + close];
         if !keys.iter().any(|k| k == key) {
-            return Err(format!("{{{key}}} is not one of the keys {keys:?}"));
+            return Err(TemplateError::UnknownKey {
+                key: key.to_string(),
+                keys: keys.to_vec(),
+            });
         }
         out.push(Part::Value(key.to_string()));
         rest = &rest[open + close + 1..];
     }
     if rest.contains('}') {
-        return Err(format!("'}}' without '{{' in {text:?}"));
+        return Err(TemplateError::Unopened(text.to_string()));
     }
     if !rest.is_empty() {
         out.push(Part::Text(rest.to_string()));

@@ -35,18 +35,18 @@ const REFUSED_RETRY: Span = Span::secs(1);
 pub use crate::grpc::caller;
 
 /// PERMISSION_DENIED (counted) unless the access rules let `caller`
-/// acquire each of `ids`.
+/// acquire each of `ids` (the descriptors' resources, in order).
 pub fn may_acquire<'a>(
     state: &ServerState,
     config: &Config,
     caller: Option<&str>,
     ids: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), Status> {
-    match config.acl().first_denial(caller, Action::Acquire, ids) {
+    match config.acl().denials(caller, Action::Acquire, ids) {
         None => Ok(()),
         Some(why) => {
             state.metrics.denied(Action::Acquire.name());
-            Err(Status::permission_denied(why))
+            Err(doorman_net::refusal::to_status(&why, "descriptors"))
         }
     }
 }

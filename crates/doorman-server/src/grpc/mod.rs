@@ -21,7 +21,7 @@ use tonic::{Request, Response, Status};
 use crate::state::ServerState;
 use convert::{client_response, redirect, served, server_response};
 use doorman_core::config::Action;
-use doorman_core::server::{CapacityRequest, Grant, NotMaster};
+use doorman_core::server::{Grant, NotMaster};
 
 use crate::tls::PeerInfo;
 
@@ -49,13 +49,13 @@ impl CapacityService {
         CapacityService { state }
     }
 
-    /// The core's part of a validated request; each entry left out is
-    /// logged and counted by reason.
+    /// A validated request; each entry left out is logged and counted by
+    /// reason.
     fn checked(
         &self,
         method: &str,
         r: Result<validate::Checked, Status>,
-    ) -> Result<CapacityRequest, Status> {
+    ) -> Result<validate::Checked, Status> {
         let checked = r?;
         for x in &checked.rejected {
             self.state.metrics.rejected(method, x.reason);
@@ -66,7 +66,7 @@ impl CapacityService {
             let what = validate::summary(&checked.rejected);
             tracing::warn!(%who, left_out = n, "resource entries left out of the request: {what}");
         }
-        Ok(checked.request)
+        Ok(checked)
     }
 
     fn caller<T>(&self, req: &Request<T>) -> Result<Option<Arc<str>>, Status> {
@@ -74,7 +74,8 @@ impl CapacityService {
     }
 
     /// A validated request, owned by its caller, decided if the access
-    /// rules allow `action` (else PERMISSION_DENIED, counted).
+    /// rules allow `action` (else PERMISSION_DENIED naming each resource
+    /// refused, counted).
     fn decide(
         &self,
         method: &str,
@@ -82,13 +83,14 @@ impl CapacityService {
         action: Action,
         checked: Result<validate::Checked, Status>,
     ) -> Result<Result<Vec<Grant>, NotMaster>, Status> {
-        let mut req = self.checked(method, checked)?;
-        req.who = req.who.owned_by(caller);
-        match self.state.decide(caller, action, &req) {
+        let mut checked = self.checked(method, checked)?;
+        checked.request.who = checked.request.who.owned_by(caller);
+        match self.state.decide(caller, action, &checked.request) {
             Ok(out) => served(out),
             Err(why) => {
                 self.state.metrics.denied(action.name());
-                Err(Status::permission_denied(why))
+                let why = why.reindex(|i| checked.position(i));
+                Err(doorman_net::refusal::to_status(&why, "resource"))
             }
         }
     }

@@ -6,7 +6,8 @@
 //! its reason (the original Doorman server answers the valid entries too);
 //! only when no entry is valid is the request refused, naming every bad
 //! entry, e.g. `resource[2].wants: must be a finite number from 0 to 1e15,
-//! got NaN`. ReleaseCapacity ignores empty, over-long and repeated ids, as
+//! got NaN`, in the status details as well as its message
+//! (`doorman_net::refusal`). ReleaseCapacity ignores empty, over-long and repeated ids, as
 //! the original server does (the original Go client's `Close()` sends one
 //! empty id per resource before the real ones).
 //!
@@ -23,7 +24,9 @@ use doorman_core::limits::{
     id_length_problem, MAX_AMOUNT, MAX_BANDS, MAX_ID_BYTES, MAX_RESOURCES_PER_REQUEST,
     MAX_RESOURCE_ID_BYTES,
 };
+use doorman_core::refusal::{Reason, RequestRefusal, ResourceRefusal};
 use doorman_core::server::{CapacityRequest, Claim, ResourceAsk, Who};
+use doorman_net::refusal::to_status;
 
 /// A resource entry left out of a request, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,8 +34,8 @@ pub struct Rejected {
     /// What was wrong, as a metrics label: `resource_id`, `duplicate`,
     /// `wants`, `has`, `bands`, `num_clients` or `outstanding`.
     pub reason: &'static str,
-    /// `field: reason`, e.g. `resource[2].wants: must be …, got NaN`.
-    pub message: String,
+    /// The entry, its field and what is wrong with it.
+    pub refusal: ResourceRefusal,
 }
 
 /// A request for the core (its valid entries) and the entries left out.
@@ -40,8 +43,23 @@ pub struct Rejected {
 pub struct Checked {
     /// What goes to the core.
     pub request: CapacityRequest,
-    /// What was left out.
+    /// What was left out, in request order.
     pub rejected: Vec<Rejected>,
+}
+
+impl Checked {
+    /// The index in the request as sent of `request.resources[i]` (the
+    /// entries left out shift it; nothing is kept for it on the way).
+    pub fn position(&self, i: usize) -> usize {
+        let mut at = i;
+        for r in &self.rejected {
+            if r.refusal.index > at {
+                break;
+            }
+            at += 1;
+        }
+        at
+    }
 }
 
 /// A field of resource entry `entry` (`resource[2].wants[0].num_clients`),
@@ -64,13 +82,13 @@ impl Field {
     }
 }
 
-impl std::fmt::Display for Field {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "resource[{}]", self.entry)?;
-        if let Some(j) = self.band {
-            write!(f, ".wants[{j}]")?;
+impl Field {
+    /// Its path inside the entry (`wants[1].num_clients`).
+    fn path(&self) -> String {
+        match self.band {
+            Some(j) => format!("wants[{j}]{}", self.leaf),
+            None => self.leaf.trim_start_matches('.').to_string(),
         }
-        f.write_str(self.leaf)
     }
 }
 
@@ -82,42 +100,77 @@ fn seen<'a>(entries: usize) -> Seen<'a> {
     (entries > 1).then(|| HashSet::with_capacity(entries))
 }
 
-fn invalid(field: impl std::fmt::Display, reason: impl std::fmt::Display) -> Status {
-    Status::invalid_argument(format!("{field}: {reason}"))
+/// INVALID_ARGUMENT for the request as a whole.
+fn invalid(reason: Reason) -> Status {
+    to_status(&RequestRefusal::whole(reason), "resource")
 }
 
-fn reject(
-    reason: &'static str,
-    field: impl std::fmt::Display,
-    why: impl std::fmt::Display,
-) -> Rejected {
+/// An id of `len` bytes at `field` is empty (invalid) or too long (over
+/// the limit), if it is (the field's name is made only then).
+fn id_problem(field: impl FnOnce() -> String, len: usize, max: usize) -> Option<Reason> {
+    let problem = id_length_problem(len, max)?;
+    let field = field();
+    Some(if len == 0 {
+        Reason::Invalid { field, problem }
+    } else {
+        Reason::OverLimit { field, problem }
+    })
+}
+
+/// Entry `field.entry` is invalid (its id is filled in by the caller).
+fn reject(label: &'static str, field: Field, why: impl std::fmt::Display) -> Rejected {
+    let reason = Reason::Invalid {
+        field: field.path(),
+        problem: why.to_string(),
+    };
+    rejected(label, field.entry, reason)
+}
+
+fn rejected(label: &'static str, index: usize, reason: Reason) -> Rejected {
     Rejected {
-        reason,
-        message: format!("{field}: {why}"),
+        reason: label,
+        refusal: ResourceRefusal {
+            index,
+            resource_id: String::new(),
+            reason,
+        },
+    }
+}
+
+/// `r` with the id of the entry it rejects.
+fn of_entry(id: &str) -> impl FnOnce(Rejected) -> Rejected + '_ {
+    move |mut r| {
+        r.refusal.resource_id = id.to_string();
+        r
     }
 }
 
 /// The requester's id and the number of entries: wrong ones refuse the
 /// whole request.
 fn check_request(id_field: &str, id: &str, entries: usize) -> Result<(), Status> {
-    if let Some(reason) = id_length_problem(id.len(), MAX_ID_BYTES) {
-        return Err(invalid(id_field, reason));
+    if let Some(reason) = id_problem(|| id_field.into(), id.len(), MAX_ID_BYTES) {
+        return Err(invalid(reason));
     }
     if doorman_core::limits::has_control_chars(id) {
-        return Err(invalid(id_field, "must not contain control characters"));
+        return Err(invalid(Reason::Invalid {
+            field: id_field.into(),
+            problem: "must not contain control characters".into(),
+        }));
     }
     if entries > MAX_RESOURCES_PER_REQUEST {
-        return Err(invalid(
-            "resource",
-            format!("at most {MAX_RESOURCES_PER_REQUEST} resources per request, got {entries}"),
-        ));
+        return Err(invalid(Reason::OverLimit {
+            field: "resource".into(),
+            problem: format!(
+                "must be at most {MAX_RESOURCES_PER_REQUEST} resources per request, got {entries}"
+            ),
+        }));
     }
     Ok(())
 }
 
 fn check_resource_id<'a>(field: Field, id: &'a str, seen: &mut Seen<'a>) -> Result<(), Rejected> {
-    if let Some(why) = id_length_problem(id.len(), MAX_RESOURCE_ID_BYTES) {
-        return Err(reject("resource_id", field, why));
+    if let Some(reason) = id_problem(|| field.path(), id.len(), MAX_RESOURCE_ID_BYTES) {
+        return Err(rejected("resource_id", field.entry, reason));
     }
     if seen.as_mut().is_some_and(|s| !s.insert(id)) {
         let why = format!("resource {id:?} appears more than once in the request");
@@ -175,7 +228,9 @@ fn collect(
         }
     }
     if resources.is_empty() && !rejected.is_empty() {
-        return Err(Status::invalid_argument(summary(&rejected)));
+        let each = rejected.into_iter().map(|r| r.refusal).collect();
+        let refusal = RequestRefusal::of(each).unwrap_or_default();
+        return Err(to_status(&refusal, "resource"));
     }
     Ok(Checked {
         request: CapacityRequest { who, resources },
@@ -183,36 +238,13 @@ fn collect(
     })
 }
 
-/// Every entry's message (each cut at 300 bytes) as long as the text stays
-/// within [`SUMMARY_BYTES`], then how many more: an answer (a gRPC status
-/// travels in a header) or a log line stays small whatever the request,
-/// and a request with a few dozen bad entries has each of them named.
+/// The entries' problems for people: each named (cut at 300 bytes) while
+/// the text stays within [`doorman_core::refusal::MESSAGE_BYTES`], then
+/// how many more, so that a log line stays small whatever the request.
 pub fn summary(rejected: &[Rejected]) -> String {
-    let mut out = String::new();
-    for (i, r) in rejected.iter().enumerate() {
-        let mut m = r.message.clone();
-        if m.len() > 300 {
-            let cut = (0..=300)
-                .rev()
-                .find(|i| m.is_char_boundary(*i))
-                .unwrap_or(0);
-            m.truncate(cut);
-            m.push('…');
-        }
-        if i > 0 && out.len() + m.len() + 2 > SUMMARY_BYTES {
-            out.push_str(&format!("; and {} more", rejected.len() - i));
-            break;
-        }
-        if i > 0 {
-            out.push_str("; ");
-        }
-        out.push_str(&m);
-    }
-    out
+    let each = rejected.iter().map(|r| r.refusal.clone()).collect();
+    RequestRefusal::of(each).unwrap_or_default().message()
 }
-
-/// Most bytes of entry messages in one summary (see [`summary`]).
-pub const SUMMARY_BYTES: usize = 4096;
 
 fn client_entry<'a>(
     i: usize,
@@ -230,18 +262,25 @@ fn client_entry<'a>(
 }
 
 /// Validates a GetCapacity request.
-pub fn get_capacity(req: &pb::GetCapacityRequest) -> Result<Checked, Status> {
+pub fn get_capacity<'a>(req: &'a pb::GetCapacityRequest) -> Result<Checked, Status> {
     check_request("client_id", &req.client_id, req.resource.len())?;
     let mut seen = seen(req.resource.len());
     let who = Who::Client(Arc::from(req.client_id.as_str()));
     let entries = req.resource.iter().enumerate();
-    collect(who, entries.map(|(i, r)| client_entry(i, r, &mut seen)))
+    let each = |(i, r): (usize, &'a pb::ResourceRequest)| {
+        client_entry(i, r, &mut seen).map_err(of_entry(&r.resource_id))
+    };
+    collect(who, entries.map(each))
 }
 
 fn bands(i: usize, r: &pb::ServerCapacityResourceRequest) -> Result<Vec<Demand>, Rejected> {
     if r.wants.len() > MAX_BANDS {
-        let why = format!("at most {MAX_BANDS} priority bands, got {}", r.wants.len());
-        return Err(reject("bands", Field::at(i, ".wants"), why));
+        let problem = format!(
+            "must be at most {MAX_BANDS} priority bands, got {}",
+            r.wants.len()
+        );
+        let field = "wants".to_string();
+        return Err(rejected("bands", i, Reason::OverLimit { field, problem }));
     }
     let mut demands = Vec::with_capacity(r.wants.len());
     for (j, band) in r.wants.iter().enumerate() {
@@ -282,12 +321,15 @@ fn server_entry<'a>(
 }
 
 /// Validates a GetServerCapacity request.
-pub fn get_server_capacity(req: &pb::GetServerCapacityRequest) -> Result<Checked, Status> {
+pub fn get_server_capacity<'a>(req: &'a pb::GetServerCapacityRequest) -> Result<Checked, Status> {
     check_request("server_id", &req.server_id, req.resource.len())?;
     let mut seen = seen(req.resource.len());
     let who = Who::Server(Arc::from(req.server_id.as_str()));
     let entries = req.resource.iter().enumerate();
-    collect(who, entries.map(|(i, r)| server_entry(i, r, &mut seen)))
+    let each = |(i, r): (usize, &'a pb::ServerCapacityResourceRequest)| {
+        server_entry(i, r, &mut seen).map_err(of_entry(&r.resource_id))
+    };
+    collect(who, entries.map(each))
 }
 
 /// Validates a ReleaseCapacity request: the ids to release, each once.
@@ -421,7 +463,7 @@ mod tests {
         let many: Vec<_> = (0..10_001).map(|i| rr(&i.to_string(), 1.0)).collect();
         assert_eq!(
             msg(get_capacity(&req("c", many))),
-            "resource: at most 10000 resources per request, got 10001"
+            "resource: must be at most 10000 resources per request, got 10001"
         );
     }
 
@@ -449,6 +491,11 @@ mod tests {
         assert_eq!(
             e.message(),
             "resource[0].wants[1].num_clients: must be >= 1, got 0"
+        );
+        let back = doorman_net::refusal::from_status(&e, &["r".to_string()]).unwrap();
+        assert_eq!(
+            back.refusal.resources[0].reason.field(),
+            Some("wants[1].num_clients")
         );
         let e = get_server_capacity(&sreq(vec![band(1, f64::NAN)])).unwrap_err();
         assert_eq!(
@@ -527,9 +574,17 @@ mod tests {
         let reasons: Vec<&str> = r.rejected.iter().map(|x| x.reason).collect();
         assert_eq!(reasons, ["resource_id", "duplicate", "has", "wants"]);
         assert_eq!(
-            r.rejected[1].message,
+            r.rejected[1].refusal.to_string(),
             "resource[2].resource_id: resource \"a\" appears more than once in the request"
         );
+        let ids: Vec<&str> = r
+            .rejected
+            .iter()
+            .map(|x| x.refusal.resource_id.as_str())
+            .collect();
+        assert_eq!(ids, ["", "a", "c", "b"]);
+        let at: Vec<usize> = (0..2).map(|i| r.position(i)).collect();
+        assert_eq!(at, [0, 5]);
     }
 
     #[test]
@@ -544,17 +599,26 @@ mod tests {
         );
         let none = get_capacity(&req("c", vec![])).unwrap();
         assert!(none.request.resources.is_empty() && none.rejected.is_empty());
-        // Thirty bad entries: each is named.
+        // Thirty bad entries: each is named in the details, with its field.
         let bad: Vec<_> = (0..30).map(|i| rr(&format!("r{i}"), -1.0)).collect();
-        let m = msg(get_capacity(&req("c", bad)));
-        for i in 0..30 {
-            assert!(m.contains(&format!("resource[{i}].wants")), "{m}");
+        let ids: Vec<String> = bad.iter().map(|r| r.resource_id.clone()).collect();
+        let s = get_capacity(&req("c", bad)).unwrap_err();
+        let back = doorman_net::refusal::from_status(&s, &ids).unwrap();
+        assert_eq!(back.unnamed, 0);
+        for (i, r) in back.refusal.resources.iter().enumerate() {
+            assert_eq!((r.index, r.resource_id.as_str()), (i, ids[i].as_str()));
+            assert_eq!(r.reason.field(), Some("wants"));
         }
+        assert_eq!(back.refusal.resources.len(), 30);
         // Ten thousand: the message stays within its budget and says how
         // many it left out.
         let bad: Vec<_> = (0..10_000).map(|i| rr(&format!("r{i}"), -1.0)).collect();
         let m = msg(get_capacity(&req("c", bad)));
-        assert!(m.len() <= SUMMARY_BYTES + 40, "{}", m.len());
+        assert!(
+            m.len() <= doorman_core::refusal::MESSAGE_BYTES,
+            "{}",
+            m.len()
+        );
         assert!(m.ends_with(" more") && m.contains("; and "), "{m}");
     }
 
