@@ -8,6 +8,7 @@
 //! Must not: contain decisions (they belong to the core).
 
 pub mod convert;
+pub mod layers;
 pub mod legacy;
 pub mod transport;
 pub mod validate;
