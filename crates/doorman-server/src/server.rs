@@ -22,7 +22,7 @@ pub use crate::config_source::ConfigSource;
 use crate::config_source::Loaded;
 use crate::core_locks::LockedCore;
 use crate::election::{Candidacy, MasterView};
-use crate::grpc::{transport, CapacityService};
+use crate::grpc::{layers, transport, CapacityService};
 use crate::listener::{stopped, Incoming};
 use crate::metrics::Metrics;
 pub use crate::options::{ServerOptions, StartError, DEFAULT_GRPC_MAX_CONNECTIONS};
@@ -327,9 +327,15 @@ fn spawn_grpc(
         .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
     let rls = RateLimitServiceServer::new(crate::envoy::rls::RlsService::new(state.clone(), rls))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
-    let rlqs = crate::envoy::rlqs::RlqsService::new(state, stop.clone());
+    let rlqs = crate::envoy::rlqs::RlqsService::new(state.clone(), stop.clone());
     let rlqs = RateLimitQuotaServiceServer::new(rlqs)
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
+    // Identity, timing and the level header: grpc/layers/.
+    let (svc, rls, rlqs) = (
+        layers::capacity(&state, svc),
+        layers::rls(&state, rls),
+        layers::rlqs(&state, rlqs),
+    );
     // Small request/response pairs: without TCP_NODELAY (set by Incoming),
     // Nagle and delayed ACKs add ~40 ms to every response that spans two
     // writes.

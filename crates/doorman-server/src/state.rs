@@ -142,7 +142,7 @@ impl ServerState {
 
     /// Runs a request of this server's own (a front-end that checked its
     /// callers' access itself, such as Envoy's rate limit services)
-    /// through the core ([`ShardedCore::decide`]: one lock per shard and
+    /// through the core ([`Sharded::decide`]: one lock per shard and
     /// step), waking the upstream task if needed.
     pub fn decide_in_process(&self, req: &CapacityRequest) -> Result<Vec<Grant>, Refusal> {
         let decided = self.core().decide(self.now(), req);

@@ -12,6 +12,7 @@ use doorman_core::server::{CoreOptions, Sharded};
 use doorman_proto::doorman as pb;
 use doorman_proto::Capacity;
 use doorman_server::core_locks::LockedCore;
+use doorman_server::grpc::layers::Caller;
 use doorman_server::grpc::CapacityService;
 use doorman_server::metrics::Metrics;
 use doorman_server::state::ServerState;
@@ -38,6 +39,14 @@ fn service() -> CapacityService {
     CapacityService::new(Arc::new(ServerState::new(core, Metrics::new(), clock)))
 }
 
+/// A request as the caller layer hands it to the handler (an anonymous
+/// caller: this server does not authenticate), built before counting.
+fn identified(r: &pb::GetCapacityRequest) -> tonic::Request<pb::GetCapacityRequest> {
+    let mut req = tonic::Request::new(r.clone());
+    req.extensions_mut().insert(Caller(None));
+    req
+}
+
 fn request(client: usize) -> pb::GetCapacityRequest {
     pb::GetCapacityRequest {
         client_id: format!("client-{client}"),
@@ -61,7 +70,7 @@ fn allocations_per_request(clients: usize) -> f64 {
         .unwrap();
     let reqs: Vec<_> = (0..clients).map(request).collect();
     let call = |r: &pb::GetCapacityRequest| {
-        let answer = rt.block_on(svc.get_capacity(tonic::Request::new(r.clone())));
+        let answer = rt.block_on(svc.get_capacity(identified(r)));
         assert_eq!(answer.unwrap().get_ref().response.len(), 1);
     };
     reqs.iter().for_each(call);
@@ -69,7 +78,7 @@ fn allocations_per_request(clients: usize) -> f64 {
     let mut counted = 0;
     for _ in 0..rounds {
         for r in &reqs {
-            let clone = tonic::Request::new(r.clone());
+            let clone = identified(r);
             let before = allocations();
             let answer = rt.block_on(svc.get_capacity(clone));
             counted += allocations() - before;

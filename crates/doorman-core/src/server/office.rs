@@ -49,7 +49,7 @@ pub struct Office {
 
 /// What a new master may conclude at `now` from `record` (`None`: there
 /// is none yet), the last leader it saw take office, and `fresh`, the
-/// horizon it would write now ([`super::ServerCore::fresh_horizon`]).
+/// horizon it would write now ([`super::Sharded::fresh_horizon`]).
 pub fn take_office(
     record: Option<&HorizonRecord>,
     last_leader: Option<&[u8]>,

@@ -32,8 +32,6 @@ use crate::state::ServerState;
 /// Retry delay after the core refused (not the master, no config).
 const REFUSED_RETRY: Span = Span::secs(1);
 
-pub use crate::grpc::caller;
-
 /// PERMISSION_DENIED (counted) unless the access rules let `caller`
 /// acquire each of `ids` (the descriptors' resources, in order).
 pub fn may_acquire<'a>(

@@ -39,7 +39,8 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::{caller, may_acquire, refresh, refusal_reason, resource_problem, whole_seconds};
+use super::{may_acquire, refresh, refusal_reason, resource_problem, whole_seconds};
+use crate::grpc::layers::Caller;
 use crate::state::ServerState;
 
 /// Answers queued per stream before the stream's task waits for Envoy.
@@ -90,7 +91,7 @@ impl RateLimitQuotaService for RlqsService {
         &self,
         request: Request<Streaming<RateLimitQuotaUsageReports>>,
     ) -> Result<Response<Self::StreamRateLimitQuotasStream>, Status> {
-        let identity = caller(&self.state, &request)?;
+        let identity = Caller::of(&request)?;
         let n = self.streams.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("rlqs-{n}");
         let stream = Stream {

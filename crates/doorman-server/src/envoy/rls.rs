@@ -30,11 +30,9 @@ use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::{Request, Response, Status};
 
 use super::local::{Admission, LocalRequester};
-use super::{caller, may_acquire, resource_problem, whole_seconds};
+use super::{may_acquire, resource_problem, whole_seconds};
+use crate::grpc::layers::Caller;
 use crate::state::ServerState;
-
-/// The method's name in metrics.
-const METHOD: &str = "ShouldRateLimit";
 
 /// The RLS service.
 #[derive(Debug, Clone)]
@@ -50,7 +48,7 @@ impl RlsService {
     }
 
     fn answer(&self, request: &Request<RateLimitRequest>) -> Result<RateLimitResponse, Status> {
-        let who = caller(&self.state, request)?;
+        let who = Caller::of(request)?;
         let req = request.get_ref();
         let config = self.state.core().config().clone();
         let asks = asks(config.envoy(), req)?;
@@ -175,12 +173,6 @@ impl RateLimitService for RlsService {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        let start = crate::clock::instant();
-        let r = self.answer(&request);
-        let code = r.as_ref().err().map(|s| s.code());
-        self.state
-            .metrics
-            .observe(METHOD, crate::clock::since(start).as_secs_f64(), code);
-        r.map(Response::new)
+        self.answer(&request).map(Response::new)
     }
 }

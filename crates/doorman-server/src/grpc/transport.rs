@@ -29,18 +29,24 @@ const DECODE_ERROR: &str = "failed%20to%20decode%20Protobuf%20message";
 /// `INVALID_ARGUMENT`, keeping the message. Other responses pass untouched.
 pub fn undecodable_is_invalid_argument<B>(mut resp: http::Response<B>) -> http::Response<B> {
     let headers = resp.headers_mut();
-    let internal = headers.get("grpc-status").is_some_and(|v| v == "13");
-    let decode = headers
-        .get("grpc-message")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|m| m.starts_with(DECODE_ERROR));
-    if internal && decode {
+    if is_undecodable(headers) {
         let code = (tonic::Code::InvalidArgument as i32).to_string();
         if let Ok(v) = http::HeaderValue::from_str(&code) {
             headers.insert("grpc-status", v);
         }
     }
     resp
+}
+
+/// Whether `headers` are tonic's `INTERNAL` for a request it could not
+/// decode (which this port answers `INVALID_ARGUMENT`).
+pub fn is_undecodable(headers: &http::HeaderMap) -> bool {
+    let internal = headers.get("grpc-status").is_some_and(|v| v == "13");
+    let decode = headers
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|m| m.starts_with(DECODE_ERROR));
+    internal && decode
 }
 
 #[cfg(test)]
