@@ -149,7 +149,8 @@ async fn a_root_started_before_its_config_is_pushed_waits_for_it() {
     let now = doorman_server::lease_clock();
     let why = s.state.core().readiness(now).unwrap_err();
     assert!(
-        why.contains("no config at etcd key /doorman/config"),
+        why.to_string()
+            .contains("no config at etcd key /doorman/config"),
         "{why}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -187,7 +188,8 @@ async fn a_root_whose_etcd_is_down_at_start_waits_and_applies_its_config() {
         .readiness(doorman_server::lease_clock())
         .unwrap_err();
     assert!(
-        why.contains("cannot read the config at etcd key /doorman/config yet"),
+        why.to_string()
+            .contains("cannot read the config at etcd key /doorman/config yet"),
         "{why}"
     );
     e.restart().unwrap();
@@ -221,6 +223,7 @@ async fn a_root_pending_on_a_down_etcd_says_the_key_is_missing_once_etcd_answers
             .core()
             .readiness(doorman_server::lease_clock())
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default()
     };
     assert!(why().contains("cannot read the config"), "{}", why());

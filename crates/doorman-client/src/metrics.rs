@@ -40,82 +40,50 @@ impl ClientMetrics {
     /// are already registered there (one registry per client, or use
     /// `Registry::new_custom` with a prefix or labels).
     pub fn register(registry: &Registry) -> prometheus::Result<Self> {
-        let rpcs = IntCounterVec::new(
-            Opts::new("doorman_client_rpcs_total", "RPCs sent, by method."),
-            &["method"],
-        )?;
-        let errors = IntCounterVec::new(
-            Opts::new(
+        let per_resource = &["resource"];
+        Ok(ClientMetrics {
+            rpcs: counters(registry, "doorman_client_rpcs_total", "RPCs sent, by method.", &["method"])?,
+            errors: counters(
+                registry,
                 "doorman_client_rpc_errors_total",
                 "RPCs that failed, by method and gRPC code.",
-            ),
-            &["method", "code"],
-        )?;
-        let latency = HistogramVec::new(
-            HistogramOpts::new(
-                "doorman_client_rpc_duration_seconds",
-                "RPC latency, by method.",
-            ),
-            &["method"],
-        )?;
-        let capacity = GaugeVec::new(
-            Opts::new("doorman_client_capacity", "Capacity applied, per resource."),
-            &["resource"],
-        )?;
-        let wants = GaugeVec::new(
-            Opts::new("doorman_client_wants", "Wants sent, per resource."),
-            &["resource"],
-        )?;
-        let mode = IntGaugeVec::new(
-            Opts::new(
-                "doorman_client_mode",
-                "1 for the mode a resource is in (lease, pessimistic, optimistic, safe, refused).",
-            ),
-            &["resource", "mode"],
-        )?;
-        let wait = HistogramVec::new(
-            HistogramOpts::new(
-                "doorman_client_permit_wait_seconds",
-                "Time spent waiting for a permit.",
-            )
-            .buckets(vec![
-                0.0, 0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
-            ]),
-            &["resource"],
-        )?;
-        let refused = IntCounterVec::new(
-            Opts::new(
+                &["method", "code"],
+            )?,
+            latency: histograms(
+                registry,
+                HistogramOpts::new("doorman_client_rpc_duration_seconds", "RPC latency, by method."),
+                &["method"],
+            )?,
+            capacity: gauges(registry, "doorman_client_capacity", "Capacity applied, per resource.")?,
+            wants: gauges(registry, "doorman_client_wants", "Wants sent, per resource.")?,
+            mode: registered(
+                registry,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "doorman_client_mode",
+                        "1 for the mode a resource is in (lease, pessimistic, optimistic, safe, refused).",
+                    ),
+                    &["resource", "mode"],
+                )?,
+            )?,
+            wait: histograms(
+                registry,
+                HistogramOpts::new("doorman_client_permit_wait_seconds", "Time spent waiting for a permit.")
+                    .buckets(vec![0.0, 0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0]),
+                per_resource,
+            )?,
+            refused: counters(
+                registry,
                 "doorman_client_refused_total",
                 "Acquisitions refused at once for lack of capacity (try_acquire, try_mark).",
-            ),
-            &["resource"],
-        )?;
-        let fallbacks = IntCounterVec::new(
-            Opts::new(
+                per_resource,
+            )?,
+            fallbacks: counters(
+                registry,
                 "doorman_client_fallback_activations_total",
                 "Times a resource went from a lease to a fallback mode (pessimistic, optimistic, safe).",
-            ),
-            &["resource"],
-        )?;
-        registry.register(Box::new(refused.clone()))?;
-        registry.register(Box::new(fallbacks.clone()))?;
-        registry.register(Box::new(rpcs.clone()))?;
-        registry.register(Box::new(errors.clone()))?;
-        registry.register(Box::new(latency.clone()))?;
-        registry.register(Box::new(capacity.clone()))?;
-        registry.register(Box::new(wants.clone()))?;
-        registry.register(Box::new(mode.clone()))?;
-        registry.register(Box::new(wait.clone()))?;
-        Ok(ClientMetrics {
-            rpcs,
-            errors,
-            latency,
-            capacity,
-            wants,
-            mode,
-            wait,
-            refused,
-            fallbacks,
+                per_resource,
+            )?,
         })
     }
 
@@ -163,4 +131,37 @@ impl ClientMetrics {
             refused: self.refused.with_label_values(&[id]),
         }
     }
+}
+
+/// `metric`, registered on `registry`.
+fn registered<M: prometheus::core::Collector + Clone + 'static>(
+    registry: &Registry,
+    metric: M,
+) -> prometheus::Result<M> {
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+fn counters(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntCounterVec> {
+    registered(registry, IntCounterVec::new(Opts::new(name, help), labels)?)
+}
+
+fn gauges(registry: &Registry, name: &str, help: &str) -> prometheus::Result<GaugeVec> {
+    registered(
+        registry,
+        GaugeVec::new(Opts::new(name, help), &["resource"])?,
+    )
+}
+
+fn histograms(
+    registry: &Registry,
+    opts: HistogramOpts,
+    labels: &[&str],
+) -> prometheus::Result<HistogramVec> {
+    registered(registry, HistogramVec::new(opts, labels)?)
 }

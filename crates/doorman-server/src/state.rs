@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use doorman_core::refusal::RequestRefusal;
-use doorman_core::server::{CapacityRequest, Grant, Node, Refusal, ResourceShard, Sharded, Status};
+use doorman_core::server::{
+    CapacityRequest, Grant, Node, NotReady, Refusal, ResourceShard, Sharded, Status,
+};
 use doorman_core::Time;
 
 use doorman_core::config::Action;
@@ -26,6 +28,17 @@ use crate::parent_link::ParentLink;
 
 /// Where the server gets the time from (the lease clock in production).
 pub use crate::clock::Clock;
+
+/// Why a server is not ready (`/readyz` answers 503 with it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unready {
+    /// The core's reason (config, mastership, upstream leases).
+    #[error(transparent)]
+    Core(#[from] NotReady),
+    /// A parent that has not answered since start (its last error).
+    #[error("{0}")]
+    Parent(String),
+}
 
 /// State shared by the gRPC service, the HTTP endpoints and background tasks.
 pub struct ServerState {
@@ -228,13 +241,13 @@ impl ServerState {
 
     /// 200 or why not: the core's readiness (config, mastership, upstream
     /// leases of resources in use), then a parent that has never answered.
-    pub fn readiness(&self) -> Result<(), String> {
+    pub fn readiness(&self) -> Result<(), Unready> {
         let now = self.now();
         self.core().readiness(now)?;
         let is_master = self.core().is_master();
         let link = self.parent_link.as_ref().map(ParentLink::get);
         match link.as_ref().and_then(crate::parent_link::unready) {
-            Some(why) if is_master => Err(why),
+            Some(why) if is_master => Err(Unready::Parent(why)),
             _ => Ok(()),
         }
     }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use doorman_client::{Client, Fallback, Mode, RateOptions, RateResource};
 use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_server::state::Unready;
 use doorman_testkit::IsolatedServer;
 
 use doorman_testkit::eventually;
@@ -232,7 +233,7 @@ async fn a_leaf_whose_parent_never_answers_is_not_ready() {
     eventually("not ready", Duration::from_secs(5), || {
         leaf.state
             .readiness()
-            .is_err_and(|e| e.contains("the parent has not answered since start"))
+            .is_err_and(|e| matches!(&e, Unready::Parent(why) if why.contains("the parent has not answered since start")))
     })
     .await;
     let text = leaf.state.metrics_text();

@@ -42,6 +42,23 @@ impl Token {
     }
 }
 
+/// Why Go calls a whole glob malformed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GlobError {
+    /// A backslash with nothing after it.
+    #[error("ends with a lone '\\'")]
+    LoneBackslash,
+    /// A `[` class that Go cannot read.
+    #[error(
+        "bad class at byte {at}: not closed, empty, or an unescaped '-' or ']' \
+         where a character must be"
+    )]
+    BadClass {
+        /// Where the class starts.
+        at: usize,
+    },
+}
+
 /// Go's `ErrBadPattern`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadPattern;
@@ -200,7 +217,7 @@ fn class_char(chunk: &[u8]) -> Result<(char, &[u8]), BadPattern> {
 }
 
 /// Parses a whole glob, or says why Go calls it malformed.
-pub fn parse(glob: &str) -> Result<Vec<Token>, String> {
+pub fn parse(glob: &str) -> Result<Vec<Token>, GlobError> {
     let bytes = glob.as_bytes();
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -212,18 +229,14 @@ pub fn parse(glob: &str) -> Result<Vec<Token>, String> {
             '?' => tokens.push(Token::Any),
             '\\' => {
                 let Some(next) = glob[i + 1..].chars().next() else {
-                    return Err("ends with a lone '\\'".into());
+                    return Err(GlobError::LoneBackslash);
                 };
                 tokens.push(Token::Lit(next));
                 i += next.len_utf8();
             }
             '[' => {
-                let (negated, ranges, rest) = class(&bytes[i + 1..]).map_err(|_| {
-                    format!(
-                        "bad class at byte {i}: not closed, empty, or an unescaped '-' or ']' \
-                         where a character must be"
-                    )
-                })?;
+                let (negated, ranges, rest) =
+                    class(&bytes[i + 1..]).map_err(|_| GlobError::BadClass { at: i })?;
                 tokens.push(Token::Class { negated, ranges });
                 i = bytes.len() - rest.len();
                 continue;

@@ -69,23 +69,7 @@ impl Resource {
         let claim_end = ask.claim.map(|c| c.end(now));
         let requester = (id, who, claim_end);
         let (lease, hurry) = self.lease_for(cx, requester, (capacity, free_before), decision);
-        let inherit_until = match (ask.claimed_has(), inherited) {
-            (Some(_), _) => lease.expiry,
-            (None, Some(_)) => self
-                .shares
-                .get(id)
-                .map_or(Time::ZERO, Record::inherit_until),
-            // One of our servers (it reports `outstanding`) always claims a
-            // lease it holds: a successor may inherit this grant even if
-            // its holder dies before it could claim it once.
-            (None, None) if ask.outstanding.is_some() => lease.expiry,
-            (None, None) => Time::ZERO,
-        };
-        self.store(id, &lease, now, inherit_until, ask.outstanding);
-        if let (Some(c), Some(rec)) = (ask.claim, self.shares.get_mut(id)) {
-            rec.legacy = c.remaining.is_none();
-        }
-        self.reindex_absent(id, cx);
+        self.keep(cx, id, ask, &lease, inherited.is_some());
         let mut grant = self.grant(ask, lease, decision, now);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
@@ -93,6 +77,36 @@ impl Resource {
             grant.predecessor_until = predecessor.map(|p| p.1);
         }
         grant
+    }
+
+    /// Stores the lease handed out to `id` and what follows from it: until
+    /// when a successor may inherit it, whether its holder speaks the
+    /// original's protocol, and its place in the absence index.
+    fn keep(
+        &mut self,
+        cx: &Context,
+        id: RequesterId,
+        ask: &ResourceAsk,
+        lease: &doorman_algorithms::Lease,
+        inherited: bool,
+    ) {
+        let inherit_until = match (ask.claimed_has(), inherited) {
+            (Some(_), _) => lease.expiry,
+            (None, true) => self
+                .shares
+                .get(id)
+                .map_or(Time::ZERO, Record::inherit_until),
+            // One of our servers (it reports `outstanding`) always claims a
+            // lease it holds: a successor may inherit this grant even if
+            // its holder dies before it could claim it once.
+            (None, false) if ask.outstanding.is_some() => lease.expiry,
+            (None, false) => Time::ZERO,
+        };
+        self.store(id, lease, cx.now, inherit_until, ask.outstanding);
+        if let (Some(c), Some(rec)) = (ask.claim, self.shares.get_mut(id)) {
+            rec.legacy = c.remaining.is_none();
+        }
+        self.reindex_absent(id, cx);
     }
 
     /// What a downstream server still has handed out of a larger earlier

@@ -98,6 +98,24 @@ pub struct Counters {
     pub expired_leases: u64,
 }
 
+/// Why a server cannot serve right now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// A root (or an intermediate with access rules) waits for its config.
+    #[error("no config yet: {0}")]
+    NoConfig(String),
+    /// A master that can no longer prove it is one.
+    #[error("the master's election lease may have run out")]
+    ProofRunOut,
+    /// A standby that does not know the master.
+    #[error("not the master, and the master is unknown")]
+    MasterUnknown,
+    /// An intermediate master without a valid lease from its parent for
+    /// this many resources in use (and none still learning).
+    #[error("no valid lease from the parent for {0} resource(s) in use")]
+    CutOff(usize),
+}
+
 /// A master's resources in use without a valid upstream lease.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LeaseGap {
@@ -113,12 +131,9 @@ impl LeaseGap {
 
     /// Not ready while resources in use have no upstream lease, unless
     /// some resource is still learning.
-    pub(crate) fn verdict(self) -> Result<(), String> {
+    pub(crate) fn verdict(self) -> Result<(), NotReady> {
         if self.cut_off > 0 && !self.learning {
-            return Err(format!(
-                "no valid lease from the parent for {} resource(s) in use",
-                self.cut_off
-            ));
+            return Err(NotReady::CutOff(self.cut_off));
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use doorman_algorithms::Time;
 
 use super::horizon::LearningClock;
-use super::{CoreOptions, NotMaster, Predecessors, Refusal, Role};
+use super::{CoreOptions, NotMaster, NotReady, Predecessors, Refusal, Role};
 use crate::config::Config;
 
 /// The node-wide state of a lease server.
@@ -202,17 +202,17 @@ impl Node {
     /// The node's part of readiness: an error, ready (`None`: a standby
     /// that knows the master), or `Some(())` for a master whose shards'
     /// upstream leases are still to judge.
-    pub(crate) fn readiness(&self, now: Time) -> Result<Option<()>, String> {
+    pub(crate) fn readiness(&self, now: Time) -> Result<Option<()>, NotReady> {
         if let Some(reason) = &self.config_pending {
-            return Err(format!("no config yet: {reason}"));
+            return Err(NotReady::NoConfig(reason.clone()));
         }
         if self.is_master && !self.proven_master(now) {
-            return Err("the master's election lease may have run out".into());
+            return Err(NotReady::ProofRunOut);
         }
         if !self.is_master {
             return match &self.master_address {
                 Some(_) => Ok(None),
-                None => Err("not the master, and the master is unknown".into()),
+                None => Err(NotReady::MasterUnknown),
             };
         }
         Ok(Some(()))

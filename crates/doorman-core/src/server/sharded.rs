@@ -26,8 +26,8 @@ use doorman_algorithms::{Span, Time};
 use super::horizon::UpstreamReach;
 use super::sweep::whole_pass;
 use super::{
-    CapacityRequest, Counters, Grant, HorizonLead, Node, Predecessors, Refusal, ResourceAsk,
-    ResourceShard, Status, UpstreamAsk, UpstreamGrant, Who, DECIDE_STEP,
+    CapacityRequest, Counters, Grant, HorizonLead, Node, NotReady, Predecessors, Refusal,
+    ResourceAsk, ResourceShard, Status, UpstreamAsk, UpstreamGrant, Who, DECIDE_STEP,
 };
 use crate::config::Config;
 
@@ -227,7 +227,7 @@ pub trait Sharded: ShardAccess {
     /// needs a config; a standby must know the master; an intermediate
     /// master must hold a valid lease from its parent for the resources
     /// its requesters use (over every shard).
-    fn readiness(&mut self, now: Time) -> Result<(), String> {
+    fn readiness(&mut self, now: Time) -> Result<(), NotReady> {
         if self.node(|n| n.readiness(now))?.is_none() {
             return Ok(());
         }

@@ -14,7 +14,7 @@ pub mod tokens;
 use std::sync::Arc;
 
 pub use token_file::TokenFile;
-pub use tokens::Tokens;
+pub use tokens::{EntryProblem, Tokens, TokensError};
 
 /// How a server authenticates callers, besides TLS client certificates.
 #[derive(Debug, Clone, Default)]

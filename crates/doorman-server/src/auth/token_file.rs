@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::Tokens;
+use super::{Tokens, TokensError};
 use crate::hangup::Look;
 
 /// The tokens in use and the file they come from.
@@ -26,19 +26,19 @@ pub struct TokenFile {
 }
 
 /// What a look at the file found.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum TokenReload {
     /// Same content as before: nothing done.
     Unchanged,
     /// New tokens are in use (how many entries).
     Loaded(usize),
     /// The file could not be read or is invalid; the old tokens stay.
-    Rejected(String),
+    Rejected(TokensError),
 }
 
 impl TokenFile {
     /// Reads `path`; an error names the file and the entry at fault.
-    pub fn load(path: &Path) -> Result<TokenFile, String> {
+    pub fn load(path: &Path) -> Result<TokenFile, TokensError> {
         let bytes = read(path)?;
         let tokens = parse(path, &bytes)?;
         Ok(TokenFile {
@@ -112,14 +112,18 @@ impl TokenFile {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
+fn read(path: &Path) -> Result<Vec<u8>, TokensError> {
+    std::fs::read(path).map_err(|source| TokensError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<Tokens, String> {
-    let text =
-        std::str::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
-    Tokens::parse(text).map_err(|e| format!("{}: {e}", path.display()))
+fn parse(path: &Path, bytes: &[u8]) -> Result<Tokens, TokensError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| TokensError::NotText {
+        path: path.to_path_buf(),
+    })?;
+    Tokens::parse(text).map_err(|e| e.in_file(path))
 }
 
 /// Watches the token file every `interval` and on SIGHUP; `counted` is
@@ -150,10 +154,10 @@ mod tests {
         let f = TokenFile::load(&path).unwrap();
         let who = |f: &TokenFile, t: &str| f.tokens().identify(t).map(|i| i.to_string());
         assert_eq!(who(&f, "0123456789abcdef-aaaa").as_deref(), Some("a"));
-        assert_eq!(f.reload(false), TokenReload::Unchanged);
+        assert!(matches!(f.reload(false), TokenReload::Unchanged));
 
         std::fs::write(&path, TWO).unwrap();
-        assert_eq!(f.reload(false), TokenReload::Loaded(1));
+        assert!(matches!(f.reload(false), TokenReload::Loaded(1)));
         assert_eq!(who(&f, "0123456789abcdef-aaaa"), None, "revoked");
         assert_eq!(who(&f, "0123456789abcdef-bbbb").as_deref(), Some("b"));
 
@@ -161,15 +165,25 @@ mod tests {
         let TokenReload::Rejected(e) = f.reload(false) else {
             panic!("a short token must be rejected");
         };
+        let e = e.to_string();
         assert!(e.contains("token[0]") && !e.contains("short"), "{e}");
         assert_eq!(who(&f, "0123456789abcdef-bbbb").as_deref(), Some("b"));
-        assert_eq!(f.reload(false), TokenReload::Unchanged, "reported once");
+        assert!(
+            matches!(f.reload(false), TokenReload::Unchanged),
+            "reported once"
+        );
 
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(f.reload(false), TokenReload::Rejected(_)));
-        assert_eq!(f.reload(false), TokenReload::Unchanged, "reported once");
+        assert!(
+            matches!(f.reload(false), TokenReload::Unchanged),
+            "reported once"
+        );
         assert_eq!(who(&f, "0123456789abcdef-bbbb").as_deref(), Some("b"));
         std::fs::write(&path, TWO).unwrap();
-        assert_eq!(f.reload(false), TokenReload::Loaded(1), "back again");
+        assert!(
+            matches!(f.reload(false), TokenReload::Loaded(1)),
+            "back again"
+        );
     }
 }

@@ -12,13 +12,87 @@
 //!
 //! Must not: decide what an identity may do.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
 
 /// Shortest plain token accepted in the file.
 pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// What is wrong with a token file, naming the file and the entry at
+/// fault (never the token itself).
+#[derive(Debug, thiserror::Error)]
+pub enum TokensError {
+    /// The file cannot be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The read error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not UTF-8 text.
+    #[error("{}: not UTF-8 text", path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
+    /// What is wrong inside the file.
+    #[error("{}: {problem}", path.display())]
+    In {
+        /// The file.
+        path: PathBuf,
+        /// The problem.
+        #[source]
+        problem: Box<TokensError>,
+    },
+    /// Not TOML.
+    #[error("not valid TOML: {0}")]
+    NotToml(String),
+    /// No `[[token]]` entry.
+    #[error("expected one or more [[token]] entries")]
+    NoEntries,
+    /// An entry that is wrong.
+    #[error("token[{index}]: {problem}")]
+    Entry {
+        /// Its position in the file.
+        index: usize,
+        /// What is wrong with it.
+        problem: EntryProblem,
+    },
+}
+
+impl TokensError {
+    /// This problem, found in the file at `path`.
+    pub fn in_file(self, path: &Path) -> TokensError {
+        TokensError::In {
+            path: path.to_path_buf(),
+            problem: Box::new(self),
+        }
+    }
+}
+
+/// What is wrong with one `[[token]]` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EntryProblem {
+    /// No identity.
+    #[error("identity: required (a string)")]
+    NoIdentity,
+    /// An empty identity, or one with control characters.
+    #[error("identity: must be non-empty, without control characters")]
+    BadIdentity,
+    /// A plain token shorter than [`MIN_TOKEN_CHARS`].
+    #[error("token: at least {MIN_TOKEN_CHARS} characters")]
+    ShortToken,
+    /// A digest that is not 64 hexadecimal digits.
+    #[error("sha256: 64 hexadecimal digits")]
+    BadDigest,
+    /// Both or neither of `token` and `sha256`.
+    #[error("give exactly one of token or sha256")]
+    NotExactlyOne,
+}
 
 /// Tokens and the identities they name.
 #[derive(Clone, Default)]
@@ -53,41 +127,43 @@ fn unhex(s: &str) -> Option<[u8; 32]> {
 impl Tokens {
     /// Reads and checks the file: every problem is reported with its
     /// entry (never the token itself).
-    pub fn load(path: &Path) -> Result<Tokens, String> {
-        let name = path.display();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
-        Tokens::parse(&text).map_err(|e| format!("{name}: {e}"))
+    pub fn load(path: &Path) -> Result<Tokens, TokensError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokensError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Tokens::parse(&text).map_err(|e| e.in_file(path))
     }
 
     /// Parses the file's text.
-    pub fn parse(text: &str) -> Result<Tokens, String> {
+    pub fn parse(text: &str) -> Result<Tokens, TokensError> {
         let table: toml::Table = text
             .parse()
-            .map_err(|e: toml::de::Error| format!("not valid TOML: {}", e.message()))?;
+            .map_err(|e: toml::de::Error| TokensError::NotToml(e.message().to_string()))?;
         let items = match table.get("token") {
             Some(toml::Value::Array(items)) if !items.is_empty() => items,
-            _ => return Err("expected one or more [[token]] entries".into()),
+            _ => return Err(TokensError::NoEntries),
         };
         let mut tokens = Tokens::default();
-        for (i, item) in items.iter().enumerate() {
-            let entry = Tokens::entry(item).map_err(|why| format!("token[{i}]: {why}"))?;
+        for (index, item) in items.iter().enumerate() {
+            let entry =
+                Tokens::entry(item).map_err(|problem| TokensError::Entry { index, problem })?;
             tokens.entries.push(entry);
         }
         Ok(tokens)
     }
 
-    fn entry(item: &toml::Value) -> Result<([u8; 32], Arc<str>), String> {
+    fn entry(item: &toml::Value) -> Result<([u8; 32], Arc<str>), EntryProblem> {
         let get = |k: &str| item.get(k).and_then(|v| v.as_str());
-        let identity = get("identity").ok_or("identity: required (a string)")?;
+        let identity = get("identity").ok_or(EntryProblem::NoIdentity)?;
         if identity.is_empty() || doorman_core::limits::has_control_chars(identity) {
-            return Err("identity: must be non-empty, without control characters".into());
+            return Err(EntryProblem::BadIdentity);
         }
         let digest = match (get("token"), get("sha256")) {
             (Some(t), None) if t.chars().count() >= MIN_TOKEN_CHARS => digest(t),
-            (Some(_), None) => return Err(format!("token: at least {MIN_TOKEN_CHARS} characters")),
-            (None, Some(h)) => unhex(h).ok_or("sha256: 64 hexadecimal digits")?,
-            _ => return Err("give exactly one of token or sha256".into()),
+            (Some(_), None) => return Err(EntryProblem::ShortToken),
+            (None, Some(h)) => unhex(h).ok_or(EntryProblem::BadDigest)?,
+            _ => return Err(EntryProblem::NotExactlyOne),
         };
         Ok((digest, Arc::from(identity)))
     }
@@ -146,10 +222,18 @@ mod tests {
     #[test]
     fn bad_files_say_which_entry_and_never_echo_the_token() {
         let e = Tokens::parse("[[token]]\nidentity = \"a\"\ntoken = \"short\"\n").unwrap_err();
+        assert!(matches!(
+            e,
+            TokensError::Entry {
+                index: 0,
+                problem: EntryProblem::ShortToken
+            }
+        ));
+        let e = e.to_string();
         assert_eq!(e, "token[0]: token: at least 16 characters");
         assert!(!e.contains("short\""));
         let e = Tokens::parse("[[token]]\ntoken = \"0123456789abcdefgh\"\n").unwrap_err();
-        assert!(e.contains("identity: required"), "{e}");
+        assert!(e.to_string().contains("identity: required"), "{e}");
         assert!(Tokens::parse("").is_err());
     }
 }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::timeout;
 
 pub use crate::config_version::sha256_hex;
-use crate::etcd::{connect, EtcdOptions};
+use crate::etcd::{connect, EtcdError, EtcdOptions};
 
 const STEP: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -61,12 +61,12 @@ pub async fn push(
     text: &str,
     pusher: &str,
     action: &str,
-) -> Result<Record, String> {
+) -> Result<Record, EtcdError> {
     let mut client = connect(etcd, STEP).await?;
     let read = timeout(STEP, client.get(key, None))
         .await
-        .map_err(|_| format!("reading {key} from etcd timed out"))?
-        .map_err(|e| format!("reading {key} from etcd: {e}"))?;
+        .map_err(EtcdError::timed_out(format!("reading {key} from etcd")))?
+        .map_err(EtcdError::failed(format!("reading {key} from etcd")))?;
     let previous = read.kvs().first().map(|kv| kv.mod_revision()).unwrap_or(0);
     let seen = read.header().map(|h| h.revision()).unwrap_or(0);
     // Unique among successful pushes: each one raises the store revision.
@@ -80,7 +80,10 @@ pub async fn push(
         sha256: sha256_hex(text.as_bytes()),
         config: text.to_string(),
     };
-    let json = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec(&record).map_err(|e| EtcdError::Malformed {
+        what: format!("the record of {key}"),
+        why: e.to_string(),
+    })?;
     let txn = Txn::new()
         .when([
             Compare::mod_revision(key, CompareOp::Equal, previous),
@@ -92,19 +95,21 @@ pub async fn push(
         ]);
     let resp = timeout(STEP, client.txn(txn))
         .await
-        .map_err(|_| format!("writing {key} to etcd timed out"))?
-        .map_err(|e| format!("writing {key} to etcd: {e}"))?;
+        .map_err(EtcdError::timed_out(format!("writing {key} to etcd")))?
+        .map_err(EtcdError::failed(format!("writing {key} to etcd")))?;
     if !resp.succeeded() {
-        return Err(format!(
-            "{key} changed while pushing (someone else pushed): nothing written; read it again and retry"
-        ));
+        return Err(EtcdError::Conflict {
+            what: format!(
+                "{key} changed while pushing (someone else pushed): nothing written; read it again and retry"
+            ),
+        });
     }
     record.version = resp.header().map(|h| h.revision()).unwrap_or(0);
     Ok(record)
 }
 
 /// Every recorded version of `key`, oldest first.
-pub async fn history(etcd: &EtcdOptions, key: &str) -> Result<Vec<Record>, String> {
+pub async fn history(etcd: &EtcdOptions, key: &str) -> Result<Vec<Record>, EtcdError> {
     records(etcd, key, GetOptions::new().with_prefix()).await
 }
 
@@ -114,7 +119,7 @@ pub async fn record_of(
     etcd: &EtcdOptions,
     key: &str,
     version: i64,
-) -> Result<Option<Record>, String> {
+) -> Result<Option<Record>, EtcdError> {
     let opts = GetOptions::new()
         .with_prefix()
         .with_min_mod_revision(version)
@@ -122,13 +127,17 @@ pub async fn record_of(
     Ok(records(etcd, key, opts).await?.pop())
 }
 
-async fn records(etcd: &EtcdOptions, key: &str, opts: GetOptions) -> Result<Vec<Record>, String> {
+async fn records(
+    etcd: &EtcdOptions,
+    key: &str,
+    opts: GetOptions,
+) -> Result<Vec<Record>, EtcdError> {
     let prefix = history_prefix(key);
     let mut client = connect(etcd, STEP).await?;
     let resp = timeout(STEP, client.get(prefix.as_str(), Some(opts)))
         .await
-        .map_err(|_| format!("reading {prefix} from etcd timed out"))?
-        .map_err(|e| format!("reading {prefix} from etcd: {e}"))?;
+        .map_err(EtcdError::timed_out(format!("reading {prefix} from etcd")))?
+        .map_err(EtcdError::failed(format!("reading {prefix} from etcd")))?;
     let mut out = Vec::new();
     for kv in resp.kvs() {
         match serde_json::from_slice::<Record>(kv.value()) {

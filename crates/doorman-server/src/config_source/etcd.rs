@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio::time::timeout;
 
 use super::{apply, audit, ConfigVersion};
-use crate::etcd::{connect, EtcdOptions};
+use crate::etcd::{connect, EtcdError, EtcdOptions};
 use crate::state::ServerState;
 
 const STEP: Duration = Duration::from_secs(3);
@@ -35,12 +35,12 @@ pub fn source_name(key: &str) -> String {
 pub async fn fetch_value(
     etcd: &EtcdOptions,
     key: &str,
-) -> Result<(Option<(Vec<u8>, i64)>, i64), String> {
+) -> Result<(Option<(Vec<u8>, i64)>, i64), EtcdError> {
     let mut client = connect(etcd, STEP).await?;
     let resp = timeout(STEP, client.get(key, None))
         .await
-        .map_err(|_| format!("reading {key} from etcd timed out"))?
-        .map_err(|e| format!("reading {key} from etcd: {e}"))?;
+        .map_err(EtcdError::timed_out(format!("reading {key} from etcd")))?
+        .map_err(EtcdError::failed(format!("reading {key} from etcd")))?;
     let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
     let value = resp
         .kvs()
@@ -63,10 +63,10 @@ pub fn unreadable(key: &str, why: &str) -> String {
 
 /// Reads the key: its value and the revision it was read at; a missing
 /// key is an error (`doorman config get`).
-pub async fn fetch(etcd: &EtcdOptions, key: &str) -> Result<(Vec<u8>, i64), String> {
+pub async fn fetch(etcd: &EtcdOptions, key: &str) -> Result<(Vec<u8>, i64), EtcdError> {
     match fetch_value(etcd, key).await? {
         (Some((value, _)), revision) => Ok((value, revision)),
-        (None, _) => Err(missing(key)),
+        (None, _) => Err(EtcdError::Missing { why: missing(key) }),
     }
 }
 
@@ -158,7 +158,7 @@ impl Watcher {
         &mut self,
         stop: &mut watch::Receiver<bool>,
         backoff: &mut Backoff,
-    ) -> Result<(), String> {
+    ) -> Result<(), EtcdError> {
         let key = self.key.clone();
         let mut client = connect(&self.etcd, STEP).await?;
         if self.revision == 0 {
@@ -179,19 +179,24 @@ impl Watcher {
         let mut stream = client
             .watch(key.as_str(), Some(opts))
             .await
-            .map_err(|e| format!("watching {key}: {e}"))?;
+            .map_err(EtcdError::failed(format!("watching {key}")))?;
         backoff.reset();
         loop {
             let msg = tokio::select! {
-                m = stream.message() => m.map_err(|e| format!("watch on {key}: {e}"))?,
-                // Stopped, or the server was dropped without stopping.
-                r = stop.changed() => return r.map_err(|_| String::new()),
+                m = stream.message() => m.map_err(EtcdError::failed(format!("watch on {key}")))?,
+                // Stopped, or the server was dropped without stopping
+                // (the caller tells them apart).
+                _ = stop.changed() => return Ok(()),
             };
             let Some(resp) = msg else {
-                return Err(format!("watch on {key} closed"));
+                return Err(EtcdError::Ended {
+                    what: format!("watch on {key} closed"),
+                });
             };
             if resp.canceled() {
-                return Err(format!("watch on {key} canceled (compacted?)"));
+                return Err(EtcdError::Ended {
+                    what: format!("watch on {key} canceled (compacted?)"),
+                });
             }
             for ev in resp.events() {
                 self.event(ev).await;

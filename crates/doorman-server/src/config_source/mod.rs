@@ -94,7 +94,7 @@ impl ConfigSource {
                     Ok(read) => read,
                     // Revision 0: the watcher reads the key again as soon
                     // as etcd answers.
-                    Err(e) => return Ok(Loaded::pending(etcd::unreadable(key, &e), 0)),
+                    Err(e) => return Ok(Loaded::pending(etcd::unreadable(key, &e.to_string()), 0)),
                 };
                 let Some((bytes, written)) = value else {
                     return Ok(Loaded::pending(etcd::missing(key), rev));

@@ -29,7 +29,7 @@ use super::{
     Candidacy, Election, ElectionFuture, LeaseHorizon, MasterView, MastershipProof, SessionFlag,
     StopGranting,
 };
-use crate::etcd::{connect, EtcdOptions};
+use crate::etcd::{connect, EtcdError, EtcdOptions};
 
 /// Settings of an etcd election.
 #[derive(Debug, Clone)]
@@ -118,18 +118,19 @@ impl EtcdElection {
     }
 
     /// Connects, grants a lease of `ttl` and opens its keep-alive stream.
-    async fn open(&self, step: Duration) -> Result<Session, String> {
+    async fn open(&self, step: Duration) -> Result<Session, EtcdError> {
         let mut client = connect(&self.etcd, step).await?;
         let granted_at = crate::clock::instant();
-        let lease = match timeout(step, client.lease_grant(self.ttl_secs(), None)).await {
-            Ok(Ok(r)) => r.id(),
-            Ok(Err(e)) => return Err(format!("lease grant: {e}")),
-            Err(_) => return Err("lease grant timed out".into()),
-        };
-        let stream = match timeout(step, client.lease_keep_alive(lease)).await {
-            Ok(Ok(pair)) => pair,
-            _ => return Err("cannot open the lease keep-alive stream".into()),
-        };
+        let lease = timeout(step, client.lease_grant(self.ttl_secs(), None))
+            .await
+            .map_err(EtcdError::timed_out("lease grant"))?
+            .map_err(EtcdError::failed("lease grant"))?
+            .id();
+        let what = "opening the lease keep-alive stream";
+        let stream = timeout(step, client.lease_keep_alive(lease))
+            .await
+            .map_err(EtcdError::timed_out(what))?
+            .map_err(EtcdError::failed(what))?;
         Ok(Session {
             client,
             lease,
@@ -156,7 +157,7 @@ impl EtcdElection {
         let step = (self.ttl / 3).max(Duration::from_millis(100));
         let mut s = match self.open(step).await {
             Ok(s) => s,
-            Err(e) => return End::Retry(e),
+            Err(e) => return End::Retry(e.to_string()),
         };
         session.set(true);
         let (obs_tx, mut obs_rx) = watch::channel(None);
@@ -246,7 +247,7 @@ impl EtcdElection {
         let limit = (crate::clock::instant() + s.step).min(deadline);
         let record = match horizon::read(&mut s.client, &key, limit).await {
             Ok(r) => r,
-            Err(e) => return Some(End::Retry(e)),
+            Err(e) => return Some(End::Retry(e.to_string())),
         };
         let Office {
             predecessors,

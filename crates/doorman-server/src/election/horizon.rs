@@ -30,6 +30,8 @@ use doorman_core::server::HorizonRecord;
 use etcd_client::{Client, Compare, CompareOp, LeaderKey, Txn, TxnOp};
 use tokio::time::{timeout_at, Instant};
 
+use crate::etcd::EtcdError;
+
 /// The record's key for election key `election`.
 pub(super) fn key(election: &str) -> String {
     format!("{election}.horizon")
@@ -61,21 +63,17 @@ fn ttl_for(until: Time, now: Time) -> i64 {
     (ms + 999) / 1000 + 1
 }
 
-fn timed_out<T>(what: String) -> impl FnOnce(tokio::time::error::Elapsed) -> Result<T, String> {
-    move |_| Err(format!("{what} timed out"))
-}
-
 /// Reads the record and asks etcd what is left of its lease; `None` if
 /// there is none.
 pub(super) async fn read(
     client: &mut Client,
     key: &str,
     limit: Instant,
-) -> Result<Option<HorizonRecord>, String> {
+) -> Result<Option<HorizonRecord>, EtcdError> {
     let resp = timeout_at(limit, client.get(key, None))
         .await
-        .or_else(timed_out(format!("reading {key}")))?
-        .map_err(|e| format!("reading {key}: {e}"))?;
+        .map_err(EtcdError::timed_out(format!("reading {key}")))?
+        .map_err(EtcdError::failed(format!("reading {key}")))?;
     let Some(kv) = resp.kvs().first() else {
         return Ok(None);
     };
@@ -84,8 +82,8 @@ pub(super) async fn read(
     };
     let ttl = timeout_at(limit, client.lease_time_to_live(lease, None))
         .await
-        .or_else(timed_out(format!("the lease of {key}")))?
-        .map_err(|e| format!("the lease of {key}: {e}"))?
+        .map_err(EtcdError::timed_out(format!("the lease of {key}")))?
+        .map_err(EtcdError::failed(format!("the lease of {key}")))?
         .ttl();
     // etcd says -1 once the lease has ended (or if it never knew it), and
     // rounds what is left down to whole seconds.
@@ -102,11 +100,11 @@ pub(super) async fn write(
     leader: &LeaderKey,
     (until, now): (Time, Time),
     limit: Instant,
-) -> Result<Option<i64>, String> {
+) -> Result<Option<i64>, EtcdError> {
     let lease = timeout_at(limit, client.lease_grant(ttl_for(until, now), None))
         .await
-        .or_else(timed_out(format!("a lease for {key}")))?
-        .map_err(|e| format!("a lease for {key}: {e}"))?
+        .map_err(EtcdError::timed_out(format!("a lease for {key}")))?
+        .map_err(EtcdError::failed(format!("a lease for {key}")))?
         .id();
     let txn = Txn::new()
         .when([Compare::create_revision(
@@ -115,11 +113,11 @@ pub(super) async fn write(
             leader.rev(),
         )])
         .and_then([TxnOp::put(key, value(lease, leader.key()), None)]);
-    let written = match timeout_at(limit, client.txn(txn)).await {
-        Ok(Ok(r)) => r.succeeded(),
-        Ok(Err(e)) => return Err(format!("writing {key}: {e}")),
-        Err(_) => return Err(format!("writing {key} timed out")),
-    };
+    let written = timeout_at(limit, client.txn(txn))
+        .await
+        .map_err(EtcdError::timed_out(format!("writing {key}")))?
+        .map_err(EtcdError::failed(format!("writing {key}")))?
+        .succeeded();
     if !written {
         revoke(client, lease).await;
         return Ok(None);

@@ -7,6 +7,8 @@
 //! Must not: hold state or retry (callers back off themselves), or show a
 //! password (its `Debug` is redacted).
 
+mod error;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +19,8 @@ use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use tokio::time::timeout;
+
+pub use error::{EtcdError, EtcdSetupError};
 
 /// Where etcd is and how to authenticate to it.
 #[derive(Clone, Default)]
@@ -98,17 +102,17 @@ impl EtcdOptions {
     /// Options from endpoints and files, each file checked: a missing or
     /// unreadable one, a certificate without a key, or a user without a
     /// password file is an error naming the flag.
-    pub fn from_files(endpoints: Vec<String>, f: EtcdFiles) -> Result<EtcdOptions, String> {
+    pub fn from_files(endpoints: Vec<String>, f: EtcdFiles) -> Result<EtcdOptions, EtcdSetupError> {
         let mut opts = EtcdOptions::read(endpoints, &f)?;
         opts.files = Some(Arc::new(f));
         Ok(opts)
     }
 
-    fn read(endpoints: Vec<String>, f: &EtcdFiles) -> Result<EtcdOptions, String> {
+    fn read(endpoints: Vec<String>, f: &EtcdFiles) -> Result<EtcdOptions, EtcdSetupError> {
         let (ca, cert, key) = (f.ca.as_deref(), f.cert.as_deref(), f.key.as_deref());
         let tls = match (ca, cert, key) {
             (None, None, None) => None,
-            (None, _, _) => return Err("--etcd-cert/--etcd-key need --etcd-ca".into()),
+            (None, _, _) => return Err(EtcdSetupError::CertWithoutCa),
             (Some(ca), cert, key) => Some(EtcdTls {
                 ca_pem: flagged("--etcd-ca", pem_certs(ca))?,
                 identity: match (cert, key) {
@@ -117,7 +121,7 @@ impl EtcdOptions {
                         flagged("--etcd-cert", pem_certs(c))?,
                         flagged("--etcd-key", pem_key(k))?,
                     )),
-                    _ => return Err("--etcd-cert and --etcd-key go together".into()),
+                    _ => return Err(EtcdSetupError::CertWithoutKey),
                 },
             }),
         };
@@ -127,7 +131,7 @@ impl EtcdOptions {
                 name: name.to_string(),
                 password: read_password(p)?,
             }),
-            _ => return Err("--etcd-user and --etcd-password-file go together".into()),
+            _ => return Err(EtcdSetupError::UserWithoutPassword),
         };
         Ok(EtcdOptions {
             endpoints,
@@ -216,19 +220,25 @@ impl EtcdOptions {
 
 /// The PEM text of a file read by `pem_certs`/`pem_key`, or the error
 /// naming the flag.
-fn flagged<T>(flag: &str, r: Result<(Vec<u8>, T), TlsFileError>) -> Result<Vec<u8>, String> {
-    r.map(|(pem, _)| pem).map_err(|e| format!("{flag} {e}"))
+fn flagged<T>(
+    flag: &'static str,
+    r: Result<(Vec<u8>, T), TlsFileError>,
+) -> Result<Vec<u8>, EtcdSetupError> {
+    r.map(|(pem, _)| pem)
+        .map_err(|source| EtcdSetupError::File { flag, source })
 }
 
-fn read_password(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--etcd-password-file {}: cannot read: {e}", path.display()))?;
+fn read_password(path: &Path) -> Result<String, EtcdSetupError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| EtcdSetupError::PasswordUnreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let password = text.trim_end_matches(['\r', '\n']).to_string();
     if password.is_empty() {
-        return Err(format!(
-            "--etcd-password-file {}: the file is empty",
-            path.display()
-        ));
+        return Err(EtcdSetupError::PasswordEmpty {
+            path: path.to_path_buf(),
+        });
     }
     Ok(password)
 }
@@ -244,13 +254,13 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// Connects to etcd with short timeouts (campaigns block, so no request
 /// timeout is set; callers bound each call themselves).
-pub async fn connect(etcd: &EtcdOptions, connect_timeout: Duration) -> Result<Client, String> {
+pub async fn connect(etcd: &EtcdOptions, connect_timeout: Duration) -> Result<Client, EtcdError> {
     let etcd = etcd.reread();
     let endpoints = etcd.urls();
     let opts = etcd.connect_options(connect_timeout);
-    match timeout(connect_timeout * 2, Client::connect(&endpoints, Some(opts))).await {
-        Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(format!("cannot connect to etcd {endpoints:?}: {e}")),
-        Err(_) => Err(format!("cannot connect to etcd {endpoints:?}: timed out")),
-    }
+    let what = format!("cannot connect to etcd {endpoints:?}");
+    timeout(connect_timeout * 2, Client::connect(&endpoints, Some(opts)))
+        .await
+        .map_err(EtcdError::timed_out(what.clone()))?
+        .map_err(EtcdError::failed(what))
 }
