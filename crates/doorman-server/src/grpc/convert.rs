@@ -72,6 +72,9 @@ pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityRespo
 /// in a header).
 pub fn note_header(r: &Result<Vec<Grant>, NotMaster>) -> Option<MetadataValue<Ascii>> {
     let grants = r.as_ref().ok()?;
+    if grants.iter().all(|g| g.note.is_none()) {
+        return None;
+    }
     let entries: Vec<String> = grants
         .iter()
         .filter_map(|g| Some(format!("{}: {}", g.resource_id, g.note?)))

@@ -1,7 +1,10 @@
 //! This server's level in the tree (`doorman-level`,
-//! `doorman_proto::LEVEL_HEADER`) on every response of the service it
-//! wraps (`doorman.Capacity`), once the level is known, so the servers
-//! below know theirs.
+//! `doorman_proto::LEVEL_HEADER`) on the responses of the listed methods
+//! (`doorman.Capacity`'s Discovery and GetServerCapacity: what a server
+//! below asks), once the level is known, so the servers below know
+//! theirs. End clients' GetCapacity answers go without it: formatting and
+//! encoding a header on each cost about a tenth of a request's server CPU
+//! (measured with `scripts/bench-compare.sh`, 1 client).
 //!
 //! Must not: change anything else in a response.
 
@@ -13,19 +16,21 @@ use tonic::codegen::http;
 use tonic::server::NamedService;
 use tower::{Layer, Service};
 
-use super::{OnResponse, Then};
+use super::{method_in, OnResponse, Then};
 use crate::state::ServerState;
 
-/// Says `state`'s level on every response.
+/// Says `state`'s level on the responses of `methods`.
 #[derive(Debug, Clone)]
 pub struct LevelLayer {
     state: Arc<ServerState>,
+    methods: &'static [&'static str],
 }
 
 impl LevelLayer {
-    /// Says `state`'s level as it is when each response is ready.
-    pub fn new(state: Arc<ServerState>) -> Self {
-        LevelLayer { state }
+    /// Says `state`'s level as it is when each response of `methods` is
+    /// ready.
+    pub fn new(state: Arc<ServerState>, methods: &'static [&'static str]) -> Self {
+        LevelLayer { state, methods }
     }
 }
 
@@ -35,7 +40,7 @@ impl<S> Layer<S> for LevelLayer {
     fn layer(&self, inner: S) -> WithLevel<S> {
         WithLevel {
             inner,
-            state: self.state.clone(),
+            layer: self.clone(),
         }
     }
 }
@@ -44,7 +49,7 @@ impl<S> Layer<S> for LevelLayer {
 #[derive(Debug, Clone)]
 pub struct WithLevel<S> {
     inner: S,
-    state: Arc<ServerState>,
+    layer: LevelLayer,
 }
 
 impl<S: NamedService> NamedService for WithLevel<S> {
@@ -65,7 +70,9 @@ where
     }
 
     fn call(&mut self, req: http::Request<ReqB>) -> Self::Future {
-        Then::new(self.inner.call(req), Some(Level(self.state.clone())))
+        let said = method_in(req.uri().path(), self.layer.methods).is_some();
+        let level = said.then(|| Level(self.layer.state.clone()));
+        Then::new(self.inner.call(req), level)
     }
 }
 
@@ -87,9 +94,9 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn every_response_says_the_level_once_it_is_known() {
+    async fn the_listed_responses_say_the_level_once_it_is_known() {
         let state = state_with_tokens(true);
-        let layer = LevelLayer::new(state.clone());
+        let layer = LevelLayer::new(state.clone(), &["Get", "Other"]);
         let mut svc = layer.layer(answering(0));
         let r = call(&mut svc, "/s.S/Get", None).await;
         assert!(r.headers().get(LEVEL_HEADER).is_none(), "unknown yet");
@@ -99,5 +106,7 @@ mod tests {
         let mut refusing = layer.layer(answering(7));
         let r = call(&mut refusing, "/s.S/Other", None).await;
         assert_eq!(r.headers()[LEVEL_HEADER], "2");
+        let r = call(&mut svc, "/s.S/Unlisted", None).await;
+        assert!(r.headers().get(LEVEL_HEADER).is_none(), "not listed");
     }
 }

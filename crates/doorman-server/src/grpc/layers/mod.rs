@@ -46,6 +46,9 @@ pub const CAPACITY_METHODS: &[&str] = &[
 /// The methods of `doorman.Capacity` that need to know their caller
 /// (anyone may ask who the master is).
 pub const CAPACITY_IDENTIFIED: &[&str] = &["GetCapacity", "GetServerCapacity", "ReleaseCapacity"];
+/// The methods of `doorman.Capacity` whose answers say the level (what a
+/// server below asks).
+pub const CAPACITY_LEVELLED: &[&str] = &["Discovery", "GetServerCapacity"];
 /// Envoy's RLS method.
 pub const RLS_METHODS: &[&str] = &["ShouldRateLimit"];
 /// Envoy's RLQS method (a stream: identified, not timed).
@@ -58,7 +61,7 @@ pub fn capacity<S>(
 ) -> level::WithLevel<timing::Timed<caller::Identified<S>>> {
     let svc = CallerLayer::new(state.clone(), CAPACITY_IDENTIFIED).layer(svc);
     let svc = TimingLayer::new(state.clone(), CAPACITY_METHODS).layer(svc);
-    LevelLayer::new(state.clone()).layer(svc)
+    LevelLayer::new(state.clone(), CAPACITY_LEVELLED).layer(svc)
 }
 
 /// Envoy's RLS service with its layers.
