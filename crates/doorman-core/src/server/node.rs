@@ -22,7 +22,7 @@ use super::{CoreOptions, NotMaster, NotReady, Predecessors, Refusal, Role};
 use crate::config::Config;
 
 /// The node-wide state of a lease server.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Node {
     pub(crate) opts: CoreOptions,
     pub(crate) config: Arc<Config>,
