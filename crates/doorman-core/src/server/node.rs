@@ -22,7 +22,7 @@ use super::{CoreOptions, NotMaster, NotReady, Predecessors, Refusal, Role};
 use crate::config::Config;
 
 /// The node-wide state of a lease server.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Node {
     pub(crate) opts: CoreOptions,
     pub(crate) config: Arc<Config>,
