@@ -219,13 +219,22 @@ if [ -n "$missing" ]; then
 fi
 sh scripts/original-build.sh "$PWD/target/original"
 log "fault harness: short schedule, seed ${FAULTS_SEED:-1}"
-cargo build --quiet -p doorman-faults -p doorman-cli --bins
+cargo build --quiet -p doorman-faults -p doorman-cli -p doorman-sim --bins
 rm -rf target/faults
 $SUDO target/debug/doorman-faults run --seed "${FAULTS_SEED:-1}" \
   --doorman target/debug/doorman \
   --python target/venv-python/bin/python \
   --goclient target/original/goclient \
   --out target/faults
+disk
+
+# The simulator against the real tree (docs/simulation.md, "The
+# simulator against the real tree"): the real-tree scenario's short
+# profile (three minutes, one seed) simulated, replayed on real doorman
+# processes, etcd and clients, and compared; fails when the two disagree
+# beyond the targets.
+log "simulator against the real tree: real-tree (short), seed 1"
+./scripts/sim-vs-real.sh --profile short --seeds 1 --out target/sim-vs-real/short
 disk
 
 # The original Go Doorman next to ours (scripts/original-interop.py, in a

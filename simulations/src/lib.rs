@@ -5,11 +5,14 @@
 //!
 //! Must not: read the real clock or use randomness other than the seeded generators.
 
+pub mod compare;
 pub mod engine;
 pub mod mishaps;
 pub mod output;
+pub mod plan;
 pub mod plot;
 pub mod raster;
+pub mod runs;
 pub mod scenario;
 pub mod seeds;
 pub mod summary;

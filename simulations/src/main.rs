@@ -1,7 +1,8 @@
 //! `doorman-sim run FILE [--profile P] [--seed N | --seeds A..B --jobs J]
-//! --out DIR` and `doorman-sim all [--profile P] --out DIR`.
+//! --out DIR`, `doorman-sim all [--profile P] --out DIR` and
+//! `doorman-sim compare SIM REAL [--out DIR] [--check]`.
 //!
-//! Must not: compute figures (`summary.rs` and `seeds.rs` do).
+//! Must not: compute figures (`summary.rs`, `seeds.rs` and `compare/` do).
 
 use std::path::{Path, PathBuf};
 
@@ -58,6 +59,39 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Compare a simulated run with a real tree's run of the same schedule
+    /// (its plan.json): print a Markdown report; with --out, also write
+    /// compare.md, compare.json and a chart of both runs per seed.
+    Compare {
+        /// The simulated run's directory (with plan.json), or a directory
+        /// of seed-N runs.
+        sim: PathBuf,
+        /// The real run's directory, laid out as SIM.
+        real: PathBuf,
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Exit with status 1 when a target is missed.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+/// `compare`: the report on stdout (and in `out`); with `check`, exit 1
+/// when a target is missed, naming it.
+fn compare(sim: &Path, real: &Path, out: Option<&Path>, check: bool) -> anyhow::Result<()> {
+    use doorman_sim::compare;
+    let c = compare::compare_dirs(sim, real)?;
+    print!("{}", compare::markdown(&c));
+    if let Some(dir) = out {
+        compare::write(&c, dir)?;
+    }
+    if check && !c.passed() {
+        for m in c.misses() {
+            eprintln!("missed: {m}");
+        }
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 fn load(file: &Path, profile: &str) -> anyhow::Result<Scenario> {
@@ -175,6 +209,12 @@ fn main() -> anyhow::Result<()> {
             seed,
             out,
         } => all(&scenarios, &profile, seed, &out)?,
+        Command::Compare {
+            sim,
+            real,
+            out,
+            check,
+        } => compare(&sim, &real, out.as_deref(), check)?,
     }
     Ok(())
 }

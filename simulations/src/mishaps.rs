@@ -16,12 +16,15 @@ use crate::summary::{Band, Summary, Timeline};
 /// A re-convergence longer than this counts against issue 17's goal.
 const GOAL_S: f64 = 30.0;
 
-/// One dip: its length in samples, its lowest ratio, and the kind of the
-/// last mark that started at or before it.
-struct Dip {
-    secs: usize,
-    lowest: f64,
-    after: Option<MarkKind>,
+/// One dip out of the band.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dip {
+    /// Its length in samples (seconds).
+    pub secs: usize,
+    /// Its lowest ratio (Σ has / min(Σ wants, capacity)).
+    pub lowest: f64,
+    /// The kind of the last mark that started at or before it.
+    pub after: Option<MarkKind>,
 }
 
 /// The report over `runs` (one per seed), as Markdown.
@@ -80,8 +83,8 @@ fn over_goal(v: &[f64]) -> usize {
 
 /// Kinds in the order of docs/simulation.md's tables: spikes, then from
 /// the deepest nodes up, a cut-off before a lost master.
-#[derive(PartialEq, Eq)]
-struct Order(MarkKind);
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order(pub MarkKind);
 
 impl Order {
     fn key(&self) -> (usize, usize, usize) {
@@ -106,8 +109,9 @@ impl Ord for Order {
     }
 }
 
-/// The dips of one run from its `settle` on.
-fn seed_dips(tl: &Timeline) -> Vec<(Dip, (usize, usize))> {
+/// The dips of one run from its `settle` on, each with its samples (first
+/// index, last index + 1).
+pub fn seed_dips(tl: &Timeline) -> Vec<(Dip, (usize, usize))> {
     tl.band
         .dips(tl.settle)
         .into_iter()
@@ -127,8 +131,9 @@ fn seed_dips(tl: &Timeline) -> Vec<(Dip, (usize, usize))> {
         .collect()
 }
 
-/// The `q` quantile of `v` (the element at rank ⌊q · (n − 1)⌋).
-fn quantile<T: PartialOrd + Copy + Default>(v: &[T], q: f64) -> T {
+/// The `q` quantile of `v` (the element at rank ⌊q · (n − 1)⌋ of the
+/// sorted values; the default, 0, for none).
+pub fn quantile<T: PartialOrd + Copy + Default>(v: &[T], q: f64) -> T {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v.get((q * (v.len().max(1) - 1) as f64) as usize)
@@ -145,14 +150,17 @@ fn kinds_table(out: &mut String, per_kind: &BTreeMap<Order, Vec<f64>>, seeds: us
         over_goal(&every),
         quantile(&every, 0.5)
     );
-    out.push_str("| mishap | count | > 30 s | p90 | longest |\n|---|---:|---:|---:|---:|\n");
+    out.push_str(
+        "| mishap | count | > 30 s | median | p90 | longest |\n|---|---:|---:|---:|---:|---:|\n",
+    );
     for (k, v) in per_kind {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} s | {:.0} s |",
+            "| {} | {} | {} | {:.0} s | {:.0} s | {:.0} s |",
             k.0,
             v.len(),
             over_goal(v),
+            quantile(v, 0.5),
             quantile(v, 0.9),
             longest(v)
         );
@@ -177,6 +185,38 @@ fn dips_line(out: &mut String, dips: &[(Dip, (usize, usize))], runs: &[Summary])
         lengths.iter().max().unwrap_or(&0),
         100.0 * lows.iter().copied().fold(1.0, f64::min),
     );
+    let deepest = dips.iter().min_by(|a, b| a.0.lowest.total_cmp(&b.0.lowest));
+    if let Some((d, _)) = deepest {
+        let after = d
+            .after
+            .map_or("no mishap".to_string(), |k| format!("a {k}"));
+        let _ = writeln!(
+            out,
+            "\nthe deepest dip ({:.1} %, {} s) came after {after}",
+            100.0 * d.lowest,
+            d.secs
+        );
+    }
+    worst_seed_line(out, runs);
+}
+
+/// The seed with the most seconds out of the band, per hour.
+fn worst_seed_line(out: &mut String, runs: &[Summary]) {
+    let per_hour = |r: &Summary| {
+        let secs: usize = seed_dips(&r.timeline).iter().map(|d| d.0.secs).sum();
+        secs as f64 * 3600.0 / r.timeline.duration.max(1.0)
+    };
+    let worst = runs
+        .iter()
+        .max_by(|a, b| per_hour(a).total_cmp(&per_hour(b)));
+    if let Some(r) = worst {
+        let _ = writeln!(
+            out,
+            "\nworst seed out of the band: seed {}, {:.0} s per hour",
+            r.seed,
+            per_hour(r)
+        );
+    }
 }
 
 /// The dips by the kind of mark before them, and the longest

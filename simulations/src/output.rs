@@ -1,5 +1,5 @@
 //! Writing a run's results: `timeseries.csv`, `nodes.csv`, `events.csv`, `plot.svg`,
-//! `plot.png`, `summary.json`.
+//! `plot.png`, `summary.json`, `plan.json` (`plan.rs`).
 //!
 //! Must not: compute figures (`summary.rs` does) or change the run.
 
@@ -51,7 +51,8 @@ pub fn events_csv(sim: &Sim) -> String {
     out
 }
 
-fn hex(c: [u8; 3]) -> String {
+/// `#rrggbb` of a colour.
+pub(crate) fn hex(c: [u8; 3]) -> String {
     format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
 }
 
@@ -179,7 +180,8 @@ pub fn png(sim: &Sim) -> Vec<u8> {
     cv.png()
 }
 
-fn esc(s: &str) -> String {
+/// `s` escaped for SVG text.
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -191,6 +193,8 @@ pub fn write_all(sim: &Sim, summary: &Summary, dir: &Path) -> anyhow::Result<()>
     std::fs::write(dir.join("timeseries.csv"), csv(sim))?;
     std::fs::write(dir.join("events.csv"), events_csv(sim))?;
     std::fs::write(dir.join("nodes.csv"), nodes_csv(sim))?;
+    let plan = crate::plan::Plan::of(sim, summary.seed);
+    std::fs::write(dir.join("plan.json"), plan.to_json()?)?;
     std::fs::write(dir.join("plot.svg"), svg(sim))?;
     std::fs::write(dir.join("plot.png"), png(sim))?;
     std::fs::write(

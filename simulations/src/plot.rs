@@ -80,14 +80,15 @@ fn letter(m: &Mark) -> char {
 }
 
 /// A tick step (seconds) giving at most about 12 ticks.
-fn tick_step(t_max: f64) -> f64 {
+pub(crate) fn tick_step(t_max: f64) -> f64 {
     [10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0]
         .into_iter()
         .find(|s| t_max / s <= 12.0)
         .unwrap_or(7200.0)
 }
 
-fn fmt_t(t: f64, step: f64) -> String {
+/// A tick's label: minutes for steps of a minute or more, else seconds.
+pub(crate) fn fmt_t(t: f64, step: f64) -> String {
     if step >= 60.0 {
         format!("{:.0} min", t / 60.0)
     } else {
@@ -96,7 +97,7 @@ fn fmt_t(t: f64, step: f64) -> String {
 }
 
 /// Grid values from 0 to `max` in round steps.
-fn y_grid(max: f64) -> Vec<f64> {
+pub(crate) fn y_grid(max: f64) -> Vec<f64> {
     let raw = (max / 5.0).max(1e-9);
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 2.5, 5.0, 10.0]

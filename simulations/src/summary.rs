@@ -134,20 +134,33 @@ fn jain(per: &[(f64, f64)], capacity: f64) -> Option<f64> {
 
 /// The design doc's shortfall figures and utilisation over `samples`
 /// (ratios Σ has / capacity, from `settle` on for the utilisation).
-struct Doc {
-    utilisation: Option<f64>,
-    events: usize,
-    max: f64,
-    mean_over: Option<f64>,
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doc {
+    /// Mean Σ has / capacity from `settle` on.
+    pub utilisation: Option<f64>,
+    /// Times Σ has rose above capacity ([`over_capacity`]).
+    pub events: usize,
+    /// Largest Σ has / capacity (0 at least).
+    pub max: f64,
+    /// Mean Σ has / capacity over the samples above capacity.
+    pub mean_over: Option<f64>,
+    /// Samples above capacity.
+    pub over: usize,
 }
 
-fn doc_figures<'a>(samples: impl Iterator<Item = &'a Sample>, cap: f64, settle: f64) -> Doc {
+/// Whether Σ client has is above capacity (beyond rounding).
+pub fn over_capacity(s: &Sample, cap: f64) -> bool {
+    s.client_has > cap * (1.0 + 1e-9)
+}
+
+/// The design doc's figures ([`Doc`]) over `samples`.
+pub fn doc_figures<'a>(samples: impl Iterator<Item = &'a Sample>, cap: f64, settle: f64) -> Doc {
     let (mut util, mut over) = (Vec::new(), Vec::new());
     let (mut events, mut was_over, mut max) = (0, false, 0.0f64);
     for s in samples {
         let ratio = if cap > 0.0 { s.client_has / cap } else { 0.0 };
         max = max.max(ratio);
-        let is_over = s.client_has > cap * (1.0 + 1e-9);
+        let is_over = over_capacity(s, cap);
         if is_over {
             over.push(ratio);
             events += usize::from(!was_over);
@@ -162,7 +175,20 @@ fn doc_figures<'a>(samples: impl Iterator<Item = &'a Sample>, cap: f64, settle: 
         events,
         max,
         mean_over: mean(&over),
+        over: over.len(),
     }
+}
+
+/// Ours: mean Σ client has / capacity over the samples from `settle` on
+/// where Σ wants ≥ capacity ([`Summary::ours_utilisation`]), and how many
+/// samples that was.
+pub fn ours_utilisation(samples: &[Sample], cap: f64, settle: f64) -> (Option<f64>, usize) {
+    let util: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.t >= settle && s.client_wants >= cap)
+        .map(|s| if cap > 0.0 { s.client_has / cap } else { 0.0 })
+        .collect();
+    (mean(&util), util.len())
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -336,14 +362,11 @@ pub fn summarize(sim: &mut Sim, seed: u64, wall_clock_s: f64) -> Summary {
         .iter()
         .filter(|s| (s.t as u64).is_multiple_of(5));
     let doc5 = doc_figures(every5, cap, settle);
-    let mut util = Vec::new();
+    let (utilisation, utilisation_samples) = ours_utilisation(&sim.samples, cap, settle);
     let mut jains = Vec::new();
     for s in sim.samples.iter().filter(|s| s.t >= settle) {
-        if s.client_wants >= cap {
-            util.push(if cap > 0.0 { s.client_has / cap } else { 0.0 });
-            if (s.t as u64).is_multiple_of(10) && !s.per_client.is_empty() {
-                jains.extend(jain(&s.per_client, cap));
-            }
+        if s.client_wants >= cap && (s.t as u64).is_multiple_of(10) && !s.per_client.is_empty() {
+            jains.extend(jain(&s.per_client, cap));
         }
     }
     let duration = sim.scenario.duration as f64;
@@ -364,8 +387,8 @@ pub fn summarize(sim: &mut Sim, seed: u64, wall_clock_s: f64) -> Summary {
         doc_utilisation_5s: doc5.utilisation,
         shortfall_events_5s: doc5.events,
         max_over_capacity_5s: doc5.max,
-        ours_utilisation: mean(&util),
-        utilisation_samples: util.len(),
+        ours_utilisation: utilisation,
+        utilisation_samples,
         reconvergence_s: reconv,
         reconvergence_from_start_s: reconv_start,
         unconverged_marks: never,

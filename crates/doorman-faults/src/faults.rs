@@ -112,6 +112,10 @@ pub async fn apply(w: &mut World, f: &Fault) -> anyhow::Result<Applied> {
             }
             cut(w, links)?
         }
+        Fault::Unreachable(n) => {
+            let links = unreachable_links(w, *n);
+            cut(w, links)?
+        }
         Fault::CutClient(c) => {
             let client = w.clients[*c].proc.spec.host.clone();
             let leaf = w.clients[*c].spec.leaf;
@@ -141,6 +145,28 @@ pub async fn apply(w: &mut World, f: &Fault) -> anyhow::Result<Applied> {
             Applied::Config
         }
     })
+}
+
+/// Every link between node `n`'s replicas and its parent's replicas, the
+/// replicas of the nodes below it, and the hosts of its clients.
+fn unreachable_links(w: &World, n: usize) -> Vec<(Host, Host)> {
+    let nodes = &w.layout.nodes;
+    let near = |s: &crate::tree::Server| {
+        nodes[n].parent == Some(s.node) || nodes[s.node].parent == Some(n)
+    };
+    let mut peers: Vec<Host> = w
+        .servers
+        .iter()
+        .filter(|s| near(s))
+        .map(|s| s.proc.spec.host.clone())
+        .collect();
+    let clients = w.clients.iter().filter(|c| c.spec.leaf == n);
+    peers.extend(clients.map(|c| c.proc.spec.host.clone()));
+    peers.sort();
+    peers.dedup();
+    w.replicas(n)
+        .flat_map(|s| peers.iter().map(|p| (s.proc.spec.host.clone(), p.clone())))
+        .collect()
 }
 
 fn cut(w: &mut World, links: Vec<(Host, Host)>) -> anyhow::Result<Applied> {

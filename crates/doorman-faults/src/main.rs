@@ -8,6 +8,7 @@
 //!
 //! Must not: run anywhere but on its own namespaces and bridge.
 
+mod argv;
 mod audit;
 mod client;
 mod clock;
@@ -17,6 +18,7 @@ mod net;
 mod procs;
 mod report;
 mod run;
+mod scenario;
 mod schedule;
 mod tree;
 
@@ -39,6 +41,9 @@ enum Cmd {
     /// Runs the tree under a schedule of faults and audits it (needs root:
     /// network namespaces; iproute2, nftables, faketime and etcd).
     Run(run::Args),
+    /// Runs a simulator scenario's plan (`doorman-sim run`'s `plan.json`)
+    /// on real processes and writes the simulator's files (needs root).
+    Scenario(scenario::Args),
     /// One Rust client of the tree (started by `run`).
     Client(client::Args),
 }
@@ -58,6 +63,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.cmd {
         Cmd::Run(a) => rt.block_on(run::run(a)),
+        Cmd::Scenario(a) => rt.block_on(scenario::run(a)),
         Cmd::Client(a) => rt.block_on(client::run(a)).map(|()| true),
     };
     match result {

@@ -114,6 +114,18 @@ impl Proc {
         Ok(())
     }
 
+    /// Writes `line` to its standard input (a client's `wants <n>`).
+    pub fn send(&mut self, line: &str) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        let name = &self.spec.name;
+        let input = self
+            .stdin
+            .as_mut()
+            .with_context(|| format!("{name}: input closed"))?;
+        writeln!(input, "{line}").and_then(|()| input.flush())?;
+        Ok(())
+    }
+
     /// Its pid, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)

@@ -57,28 +57,39 @@ pub struct Args {
     pub warmup: f64,
 }
 
-fn programs(a: &Args) -> anyhow::Result<Programs> {
+/// Where the programs are: the `doorman` binary (default: beside this
+/// one), etcd (default: `ETCD_BIN`, else `etcd` on the PATH), and the
+/// optional Python and Go clients.
+pub fn programs(
+    doorman: Option<PathBuf>,
+    etcd: Option<PathBuf>,
+    python: Option<PathBuf>,
+    goclient: Option<PathBuf>,
+) -> anyhow::Result<Programs> {
     let harness = std::env::current_exe().context("where is this binary")?;
     let beside = |name: &str| harness.with_file_name(name);
-    let etcd = a
-        .etcd
-        .clone()
+    let etcd = etcd
         .or_else(|| std::env::var_os("ETCD_BIN").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("etcd"));
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     Ok(Programs {
-        doorman: a.doorman.clone().unwrap_or_else(|| beside("doorman")),
+        doorman: doorman.unwrap_or_else(|| beside("doorman")),
         harness,
         etcd,
-        python: a.python.clone(),
+        python,
         pyclient: repo.join("clients/pyclient.py"),
-        goclient: a.goclient.clone(),
+        goclient,
     })
 }
 
 /// Runs the tree and the schedule; `Ok(false)` when the audit failed.
 pub async fn run(a: Args) -> anyhow::Result<bool> {
-    let programs = programs(&a)?;
+    let programs = programs(
+        a.doorman.clone(),
+        a.etcd.clone(),
+        a.python.clone(),
+        a.goclient.clone(),
+    )?;
     let layout = Layout::default_tree(&programs, Terms::default());
     let slots = match (a.quiet, a.duration) {
         _ if !a.slot.is_empty() => a

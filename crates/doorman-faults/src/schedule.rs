@@ -24,6 +24,10 @@ pub enum Fault {
     CutFromParent(usize),
     /// The client cut off from its leaf, for longer than a lease.
     CutClient(usize),
+    /// Every replica of the node cut off from its parent's and from its
+    /// requesters (the replicas of the nodes below, or the clients on it);
+    /// it still reaches etcd (the simulator's unreachable node).
+    Unreachable(usize),
     /// The client's wall clock stepped this many seconds off, and back.
     SkewClient(usize, i64),
     /// The node master's wall clock stepped this many seconds off, and back.
@@ -55,7 +59,7 @@ pub struct Slot {
 pub fn duration(f: &Fault, lease: f64, ttl: f64) -> f64 {
     match f {
         Fault::PauseMaster(_) => (2.5 * ttl).max(ttl + 4.0),
-        Fault::CutFromParent(_) | Fault::CutClient(_) => lease + 4.0,
+        Fault::CutFromParent(_) | Fault::CutClient(_) | Fault::Unreachable(_) => lease + 4.0,
         Fault::SkewClient(..) | Fault::SkewMaster(..) => lease + 6.0,
         _ => lease + 2.0,
     }
@@ -221,6 +225,7 @@ fn disjoint(a: &Fault, b: &Fault) -> bool {
         | Fault::PauseMaster(n)
         | Fault::EtcdCut(n)
         | Fault::CutFromParent(n)
+        | Fault::Unreachable(n)
         | Fault::SkewMaster(n, _) => format!("node{n}"),
         Fault::CutClient(c) | Fault::SkewClient(c, _) => format!("client{c}"),
         Fault::EtcdDown => "etcd".into(),
@@ -295,6 +300,7 @@ fn parse_fault(spec: &str, l: &Layout) -> anyhow::Result<Fault> {
         "etcd-cut" => Fault::EtcdCut(node(1)?),
         "cut-parent" => Fault::CutFromParent(node(1)?),
         "cut-client" => Fault::CutClient(client(1)?),
+        "unreachable" => Fault::Unreachable(node(1)?),
         "skew-client" => Fault::SkewClient(client(1)?, secs(2)?),
         "skew-master" => Fault::SkewMaster(node(1)?, secs(2)?),
         "capacity-down" => Fault::CapacityDown,
@@ -320,6 +326,7 @@ pub fn name(f: &Fault, l: &Layout) -> String {
         Fault::EtcdCut(n) => format!("{} master cut from etcd", node(n)),
         Fault::CutFromParent(n) => format!("{} cut from its parent", node(n)),
         Fault::CutClient(c) => format!("{} cut from its leaf", client(c)),
+        Fault::Unreachable(n) => format!("{} unreachable", node(n)),
         Fault::SkewClient(c, s) => format!("{} clock {s:+} s", client(c)),
         Fault::SkewMaster(n, s) => format!("{} master clock {s:+} s", node(n)),
         Fault::CapacityDown => "capacity pushed to 60 %".into(),

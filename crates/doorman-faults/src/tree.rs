@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
+use crate::argv::{etcd_spec, join, replica_name};
 use crate::net::{Host, Net};
 use crate::procs::{Proc, Sink, Spec};
 
@@ -46,20 +47,25 @@ pub struct Terms {
     pub wants: f64,
 }
 
-/// The default tree's terms: 10 s leases, refreshed every 2 s at the root
+/// The default tree's terms: 14 s leases, refreshed every 2 s at the root
 /// (1 s below), an election TTL of 3 s. They keep the margin rule for
 /// failing over without a dip (docs/operations.md, "Lease and refresh
 /// settings"): what a lease has left at the clients, at least the lease
-/// less the refresh intervals above them (10 − 2 − 1 = 7 s), exceeds the
+/// less the refresh intervals above them (14 − 2 − 1 = 11 s), covers the
 /// time a hung master's subtree needs to reach its successor (the TTL, a
-/// keep-alive period, a request deadline: 3 + 1 + 1 = 5 s). With a root
-/// refresh of 4 s it does not (4 s left), and a paused master cost its
-/// subtree up to 11 s (measured).
+/// keep-alive period, a request deadline: 3 + 1 + 1 = 5 s) and, for an
+/// intermediate, the successor's hold (three of its requesters' refresh
+/// intervals and a second: 4 s) and the renewal's way down to the
+/// clients (a refresh interval per level below it: 2 s). With 10 s
+/// leases (7 s left) the renewal after a lost intermediate master reached
+/// the clients two levels below just after their leases ended, once in
+/// about three runs (a 35 ms gap; measured); with a root refresh of 4 s a
+/// paused master cost its subtree up to 11 s.
 impl Default for Terms {
     fn default() -> Self {
         Terms {
             capacity: 100.0,
-            lease: 10,
+            lease: 14,
             refresh: 2,
             ttl: 3,
             wants: 30.0,
@@ -94,8 +100,14 @@ pub enum Kind {
 /// A client of the tree.
 #[derive(Debug, Clone)]
 pub struct ClientSpec {
-    /// Its name (and client id).
+    /// Its name (process and log).
     pub name: String,
+    /// Its client id.
+    pub id: String,
+    /// The host it runs on (clients naming the same host share it).
+    pub host: String,
+    /// What it wants at start.
+    pub wants: f64,
     /// Its program.
     pub kind: Kind,
     /// The leaf node it asks.
@@ -128,6 +140,11 @@ pub struct Layout {
     pub clients: Vec<ClientSpec>,
     /// Its terms.
     pub terms: Terms,
+    /// The root's config at start (default: [`Layout::config`] at the
+    /// terms' capacity).
+    pub config: Option<String>,
+    /// The resource the Rust and Python clients use.
+    pub resource: String,
 }
 
 impl Layout {
@@ -147,7 +164,16 @@ impl Layout {
             node("leafB", Some(1), 2, true),
         ];
         let mut clients = Vec::new();
-        let mut add = |name: String, kind, leaf| clients.push(ClientSpec { name, kind, leaf });
+        let mut add = |name: String, kind, leaf| {
+            clients.push(ClientSpec {
+                id: name.clone(),
+                host: name.clone(),
+                name,
+                wants: terms.wants,
+                kind,
+                leaf,
+            })
+        };
         for (leaf, tag) in [(2, "a"), (3, "b")] {
             for i in 0..3 {
                 add(format!("rust-{tag}{i}"), Kind::Rust, leaf);
@@ -166,6 +192,8 @@ impl Layout {
             nodes,
             clients,
             terms,
+            config: None,
+            resource: RESOURCE.into(),
         }
     }
 
@@ -247,8 +275,8 @@ pub struct World {
 }
 
 const GRPC_PORT: u16 = 6000;
-const HTTP_PORT: u16 = 8080;
-const ETCD_PORT: u16 = 2379;
+pub(crate) const HTTP_PORT: u16 = 8080;
+pub(crate) const ETCD_PORT: u16 = 2379;
 
 impl World {
     /// Starts etcd, pushes the config, starts every server and client.
@@ -281,7 +309,9 @@ impl World {
         };
         w.wait_for_etcd()?;
         let t = w.layout.terms;
-        w.push_config(&w.layout.config(t.capacity, "FAIR_SHARE", true))?;
+        let config = w.layout.config.clone();
+        let config = config.unwrap_or_else(|| w.layout.config(t.capacity, "FAIR_SHARE", true));
+        w.push_config(&config)?;
         w.start_servers()?;
         w.start_clients()?;
         Ok(w)
@@ -326,7 +356,7 @@ impl World {
         for (n, node) in self.layout.nodes.clone().iter().enumerate() {
             let mut mine = Vec::new();
             for r in 0..node.replicas {
-                let name = format!("{}{}", node.name, r + 1);
+                let name = replica_name(&node.name, r);
                 let host = self.net.host(&name)?;
                 let addr = SocketAddr::new(host.ip.into(), GRPC_PORT);
                 let parent = node.parent.map(|p| join(&addrs[p]));
@@ -355,34 +385,14 @@ impl World {
         Ok(())
     }
 
-    fn server_argv(&self, node: &Node, addr: SocketAddr, parent: Option<String>) -> Vec<String> {
-        let http = SocketAddr::new(addr.ip(), HTTP_PORT);
-        let mut argv = vec![
-            self.programs.doorman.to_string_lossy().to_string(),
-            "server".into(),
-            "--listen".into(),
-            addr.to_string(),
-            "--http".into(),
-            http.to_string(),
-            "--log-format".into(),
-            "json".into(),
-            "--etcd".into(),
-            self.etcd_addr.to_string(),
-            "--election-key".into(),
-            format!("/faults/{}", node.name),
-            "--election-ttl".into(),
-            self.layout.terms.ttl.to_string(),
-        ];
-        match parent {
-            Some(p) => argv.extend(["--parent".into(), p]),
-            None => argv.extend(["--config".into(), format!("etcd:{CONFIG_KEY}")]),
-        }
-        argv
-    }
-
     fn start_clients(&mut self) -> anyhow::Result<()> {
+        let mut hosts: std::collections::HashMap<String, Host> = Default::default();
         for (i, c) in self.layout.clients.clone().into_iter().enumerate() {
-            let host = self.net.host(&c.name)?;
+            let host = match hosts.get(&c.host) {
+                Some(h) => h.clone(),
+                None => self.net.host(&c.host)?,
+            };
+            hosts.insert(c.host.clone(), host.clone());
             let servers: Vec<SocketAddr> = self.replicas(c.leaf).map(|s| s.addr).collect();
             let argv = self.client_argv(&c, &servers)?;
             let spec = Spec {
@@ -397,49 +407,6 @@ impl World {
             self.clients.push(Client { spec: c, proc });
         }
         Ok(())
-    }
-
-    fn client_argv(&self, c: &ClientSpec, servers: &[SocketAddr]) -> anyhow::Result<Vec<String>> {
-        let wants = self.layout.terms.wants.to_string();
-        let p = &self.programs;
-        let s = |x: &Path| x.to_string_lossy().to_string();
-        Ok(match c.kind {
-            Kind::Rust => vec![
-                s(&p.harness),
-                "client".into(),
-                "--server".into(),
-                join(servers),
-                "--id".into(),
-                c.name.clone(),
-                "--resource".into(),
-                RESOURCE.into(),
-                "--wants".into(),
-                wants,
-            ],
-            Kind::Python => vec![
-                s(p.python.as_deref().context("no python")?),
-                s(&p.pyclient),
-                join(servers),
-                c.name.clone(),
-                RESOURCE.into(),
-                wants,
-            ],
-            // One address: the original client does not do Discovery.
-            Kind::Go => vec![
-                s(p.goclient.as_deref().context("no goclient")?),
-                "-server".into(),
-                servers[0].to_string(),
-                "-resource".into(),
-                LEGACY_RESOURCE.into(),
-                "-wants".into(),
-                wants,
-                "-client_id".into(),
-                c.name.clone(),
-                "-duration".into(),
-                "100000".into(),
-                "-logtostderr".into(),
-            ],
-        })
     }
 
     /// The replicas of node `n`.
@@ -463,41 +430,4 @@ impl World {
         self.etcd.stop(Duration::from_secs(3));
         slow
     }
-}
-
-fn etcd_spec(p: &Programs, host: &Host, dir: &Path) -> Spec {
-    let url = |port: u16| format!("http://{}:{port}", host.ip);
-    let data = dir.join("etcd-data");
-    Spec {
-        name: "etcd".into(),
-        host: host.clone(),
-        argv: vec![
-            p.etcd.to_string_lossy().to_string(),
-            "--name".into(),
-            "faults".into(),
-            "--data-dir".into(),
-            data.to_string_lossy().to_string(),
-            "--listen-client-urls".into(),
-            url(ETCD_PORT),
-            "--advertise-client-urls".into(),
-            url(ETCD_PORT),
-            "--listen-peer-urls".into(),
-            url(ETCD_PORT + 1),
-            "--initial-advertise-peer-urls".into(),
-            url(ETCD_PORT + 1),
-            "--initial-cluster".into(),
-            format!("faults={}", url(ETCD_PORT + 1)),
-        ],
-        faketime: false,
-        env: Vec::new(),
-        stdin_closes: false,
-    }
-}
-
-fn join(addrs: &[SocketAddr]) -> String {
-    addrs
-        .iter()
-        .map(SocketAddr::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }

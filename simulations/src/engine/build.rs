@@ -13,7 +13,9 @@ use doorman_core::config::Config;
 use doorman_core::server::Role;
 use doorman_core::Backoff;
 
-use super::{master_core, queue, Ev, Link, Node, Rng, Sim, SimClient};
+use super::{
+    master_core, queue, Ev, Link, Node, Rng, Sim, SimClient, WantsChange, WANTS_LOG_CLIENTS,
+};
 use crate::scenario::Scenario;
 
 /// The backoff of every simulated client and upstream link: the real
@@ -158,6 +160,15 @@ impl Sim {
         let (nodes, leaves) = tree(&scenario, &cfg, start, &mut rng);
         let clients = clients(&scenario, &nodes, &leaves, start, &mut rng);
         let keep_per_client = clients.len() <= 10_000;
+        let wants_log = (clients.len() <= WANTS_LOG_CLIENTS).then(|| {
+            (0..clients.len())
+                .map(|client| WantsChange {
+                    t: 0.0,
+                    client,
+                    wants: scenario.demand.initial,
+                })
+                .collect()
+        });
         let mut sim = Sim {
             capacity,
             start,
@@ -168,6 +179,7 @@ impl Sim {
             clients,
             samples: Vec::new(),
             marks: Vec::new(),
+            wants_log,
             keep_per_client,
             events_run: 0,
             rpcs: Default::default(),

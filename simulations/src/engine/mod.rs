@@ -205,7 +205,29 @@ pub struct Mark {
     pub what: String,
     /// Its kind, for the figures by kind (`mishaps.rs`).
     pub kind: MarkKind,
+    /// The node it is about (index into `Sim::nodes`), if any.
+    pub node: Option<usize>,
+    /// The client it is about (index into the clients), if exactly one.
+    pub client: Option<usize>,
 }
+
+/// One setting of a client's wants (`plan.json`'s demand): its initial
+/// wants, a demand change, a spike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WantsChange {
+    /// Seconds since the start.
+    pub t: f64,
+    /// The client (index into the clients).
+    pub client: usize,
+    /// Its wants from then on.
+    pub wants: f64,
+}
+
+/// Runs with more clients than this record no [`Sim::wants_log`]: a
+/// million clients whose wants change every 10 s would log 60 million
+/// changes (1.4 GiB) and write gigabytes of `plan.json`, for a schedule
+/// no real tree is run with.
+pub const WANTS_LOG_CLIENTS: usize = 10_000;
 
 /// The kind of a mark. Nodes are named by depth as in scenario 7's tree:
 /// 0 the root, 1 a region, 2 and deeper a datacenter.
@@ -254,6 +276,10 @@ pub struct Sim {
     pub samples: Vec<Sample>,
     /// The scenario's events, as they happened.
     pub marks: Vec<Mark>,
+    /// Every setting of a client's wants, in time order, from each
+    /// client's initial wants at 0 on; `None` for a run of more than
+    /// [`WANTS_LOG_CLIENTS`] clients.
+    pub wants_log: Option<Vec<WantsChange>>,
     keep_per_client: bool,
     /// Events processed.
     pub events_run: u64,
@@ -308,6 +334,27 @@ impl Sim {
     /// Seconds since the start.
     pub fn elapsed(&self) -> f64 {
         (self.now() - self.start).as_secs_f64()
+    }
+
+    /// Each client's id, leaf (index into `nodes`) and wants now, in the
+    /// clients' order.
+    pub fn clients(&self) -> impl Iterator<Item = (&str, usize, f64)> + '_ {
+        self.clients.iter().map(|c| (&*c.id, c.leaf, c.wants))
+    }
+
+    /// Sets client `c`'s wants, logs the change and wakes its loop (the
+    /// library's `set_wants` wakes it).
+    fn set_wants(&mut self, c: usize, wants: f64) {
+        let t = self.elapsed();
+        self.clients[c].wants = wants;
+        if let Some(log) = self.wants_log.as_mut() {
+            log.push(WantsChange {
+                t,
+                client: c,
+                wants,
+            });
+        }
+        self.poke_client(c);
     }
 
     /// Runs to the end of the scenario.

@@ -48,9 +48,7 @@ impl Sim {
         let ch = self.scenario.demand.change;
         for c in 0..self.clients.len() {
             let f = 1.0 + ch * (2.0 * self.world.unit() - 1.0);
-            let cl = &mut self.clients[c];
-            cl.wants = (cl.wants * f).max(0.0);
-            self.poke_client(c);
+            self.set_wants(c, (self.clients[c].wants * f).max(0.0));
         }
         let every = self.scenario.demand.change_every as i64;
         self.push(now + Span::secs(every), Ev::DemandTick);
@@ -66,17 +64,16 @@ impl Sim {
         match pick(&m, r) {
             Some(Mishap::Spike) => {
                 let c = self.world.below(self.clients.len() as u64) as usize;
-                self.clients[c].wants += m.spike;
-                self.poke_client(c);
+                self.set_wants(c, self.clients[c].wants + m.spike);
                 let what = format!("spike +{} at client {}", m.spike, self.clients[c].id);
-                self.mark(what, 0, MarkKind::Spike);
+                self.mark(what, 0, MarkKind::Spike, (None, Some(c)));
             }
             Some(Mishap::Election) => {
                 let node = self.random_node();
                 let task = self.world.below(self.nodes[node].tasks as u64) as usize;
                 let (name, depth) = (&self.nodes[node].name, self.nodes[node].depth);
                 let what = format!("{name}: master election (task {task} wins)");
-                self.mark(what, 0, MarkKind::Election(depth));
+                self.mark(what, 0, MarkKind::Election(depth), (Some(node), None));
                 self.elect(node, task);
             }
             Some(Mishap::MasterLost) => {
@@ -104,10 +101,12 @@ impl Sim {
         let name = self.nodes[node].name.clone();
         let kind = MarkKind::MasterLost(self.nodes[node].depth);
         let Some(task) = self.nodes[node].master else {
-            self.mark(format!("{name}: master lost again (has none)"), 0, kind);
+            let what = format!("{name}: master lost again (has none)");
+            self.mark(what, 0, kind, (Some(node), None));
             return;
         };
-        let i = self.mark(format!("{name}: master lost for {secs} s"), secs, kind);
+        let what = format!("{name}: master lost for {secs} s");
+        let i = self.mark(what, secs, kind, (Some(node), None));
         let n = &mut self.nodes[node];
         n.dead = Some(task);
         n.master = None;
@@ -170,21 +169,31 @@ impl Sim {
         let n = &mut self.nodes[node];
         n.unreachable_until = n.unreachable_until.max(until);
         let kind = MarkKind::CutOff(n.depth);
-        self.mark(format!("{name}: unreachable for {secs} s"), secs, kind);
+        let what = format!("{name}: unreachable for {secs} s");
+        self.mark(what, secs, kind, (Some(node), None));
     }
 
     fn random_node(&mut self) -> usize {
         self.world.below(self.nodes.len() as u64) as usize
     }
 
-    /// Records a mark lasting `secs`; returns its index.
-    fn mark(&mut self, what: String, secs: u64, kind: MarkKind) -> usize {
+    /// Records a mark lasting `secs`, about a node and a client, if any;
+    /// returns its index.
+    fn mark(
+        &mut self,
+        what: String,
+        secs: u64,
+        kind: MarkKind,
+        (node, client): (Option<usize>, Option<usize>),
+    ) -> usize {
         let t = self.elapsed();
         self.marks.push(Mark {
             t,
             end: t + secs as f64,
             what,
             kind,
+            node,
+            client,
         });
         self.marks.len() - 1
     }
@@ -197,14 +206,11 @@ impl Sim {
         match kind {
             EventKind::Spike { clients, wants } => {
                 for c in 0..clients.min(self.clients.len()) {
-                    self.clients[c].wants = wants;
-                    self.poke_client(c);
+                    self.set_wants(c, wants);
                 }
-                self.mark(
-                    format!("{clients} client(s) spike to {wants}"),
-                    0,
-                    MarkKind::Spike,
-                );
+                let what = format!("{clients} client(s) spike to {wants}");
+                let one = (clients == 1 && !self.clients.is_empty()).then_some(0);
+                self.mark(what, 0, MarkKind::Spike, (None, one));
             }
             EventKind::MasterLost { node } => {
                 if let Some(i) = self.node(&node) {

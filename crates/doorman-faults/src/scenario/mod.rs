@@ -1,0 +1,170 @@
+//! `doorman-faults scenario`: a simulator scenario run on real processes
+//! (docs/simulation.md, "The simulator against the real tree"). It reads
+//! the schedule the simulator realised for one seed (`plan.json` of a
+//! `doorman-sim run`), starts the scenario's tree (every node `tasks`
+//! replicas electing through etcd with the scenario's `reelection_s` as
+//! their election TTL; every client its own process on our Rust client
+//! library, the clients of a leaf sharing one host), replays the plan in
+//! real time (`replay.rs`), reads every node's master once a second
+//! (`sample.rs`), and writes the simulator's files (`timeseries.csv`,
+//! `nodes.csv`, `events.csv`, a copy of `plan.json`) and `real.json`, so
+//! `doorman-sim compare` reads the real run beside the simulated one.
+//!
+//! Must not: compare or judge (`doorman-sim compare` does).
+
+mod replay;
+mod sample;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::Args as ClapArgs;
+use doorman_sim::plan::{Plan, PlanKind};
+use doorman_sim::scenario::Scenario;
+
+use crate::clock::mono;
+use crate::run::programs;
+use crate::tree::{ClientSpec, Kind, Layout, Node, Terms, World};
+
+/// `scenario`'s options.
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Args {
+    /// The scenario file (`simulations/scenarios/*.toml`).
+    pub file: PathBuf,
+    /// Its profile.
+    #[arg(long, default_value = "ours")]
+    pub profile: String,
+    /// The simulated run to replay: the directory holding its `plan.json`
+    /// (`doorman-sim run FILE --seed N --out DIR`).
+    #[arg(long)]
+    pub sim: PathBuf,
+    /// The `doorman` binary (default: beside this one).
+    #[arg(long)]
+    pub doorman: Option<PathBuf>,
+    /// etcd (default: `ETCD_BIN`, else `etcd` on the PATH).
+    #[arg(long)]
+    pub etcd: Option<PathBuf>,
+    /// Where the real run's files go.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Runs the scenario's plan on real processes and writes its files.
+pub async fn run(a: Args) -> anyhow::Result<bool> {
+    let plan = read_plan(&a.sim)?;
+    let scenario = load(&a.file, &a.profile)?;
+    check(&plan, &scenario)?;
+    let programs = programs(a.doorman.clone(), a.etcd.clone(), None, None)?;
+    let layout = layout(&plan, &scenario)?;
+    std::fs::create_dir_all(&a.out)?;
+    eprintln!(
+        "doorman-faults: scenario {} ({}), seed {}, {} s, {} nodes, {} clients; logs in {}",
+        plan.scenario,
+        plan.profile,
+        plan.seed,
+        plan.duration,
+        plan.nodes.len(),
+        plan.clients.len(),
+        a.out.display()
+    );
+    let mut world = World::start(layout, programs, &a.out, std::process::id())?;
+    let t0 = mono();
+    let https = world.layout.nodes.iter().enumerate();
+    let https = https.map(|(n, _)| world.replicas(n).map(|s| s.http).collect());
+    let poller = tokio::spawn(sample::poll(
+        https.collect(),
+        plan.resource.clone(),
+        t0,
+        plan.duration,
+    ));
+    let done = replay::replay(&mut world, &plan, t0).await;
+    let views = poller.await.context("the poller failed")?;
+    world.stop();
+    let done = done?;
+    sample::write(&a.out, &plan, &world, (t0, &views), &done)?;
+    std::fs::copy(a.sim.join("plan.json"), a.out.join("plan.json"))?;
+    eprintln!("doorman-faults: wrote {}", a.out.display());
+    Ok(true)
+}
+
+fn read_plan(dir: &Path) -> anyhow::Result<Plan> {
+    let file = dir.join("plan.json");
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}", file.display()))
+}
+
+fn load(file: &Path, profile: &str) -> anyhow::Result<Scenario> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    Scenario::parse_profile(&text, profile).with_context(|| format!("{}", file.display()))
+}
+
+/// The plan belongs to the scenario and can be replayed.
+fn check(plan: &Plan, s: &Scenario) -> anyhow::Result<()> {
+    if plan.scenario != s.name || plan.profile != s.profile {
+        bail!(
+            "the plan is of scenario {} ({}), not {} ({})",
+            plan.scenario,
+            plan.profile,
+            s.name,
+            s.profile
+        );
+    }
+    if !plan.demand_recorded {
+        bail!("the plan has no demand (too many clients for a recorded run)");
+    }
+    if plan.marks.iter().any(|m| m.kind == PlanKind::Election) {
+        bail!("the plan holds elections, which the real tree cannot replay: set mishaps.weights.election = 0");
+    }
+    Ok(())
+}
+
+/// The scenario's tree: its nodes with `tasks` replicas each, its clients
+/// (Rust, one process each, one host per leaf), its config.
+fn layout(plan: &Plan, s: &Scenario) -> anyhow::Result<Layout> {
+    let index = |name: &str| plan.nodes.iter().position(|n| n.name == name);
+    let mut nodes = Vec::new();
+    for n in &plan.nodes {
+        let parent = match &n.parent {
+            Some(p) => Some(index(p).with_context(|| format!("plan: no node {p}"))?),
+            None => None,
+        };
+        nodes.push(Node {
+            name: n.name.clone(),
+            parent,
+            replicas: s.tasks,
+            faultable: true,
+        });
+    }
+    let mut wants = vec![0.0; plan.clients.len()];
+    for &(_, c, w) in plan.demand.iter().take_while(|d| d.0 <= 0.0) {
+        if let Some(x) = wants.get_mut(c) {
+            *x = w;
+        }
+    }
+    let mut clients = Vec::new();
+    for (c, w) in plan.clients.iter().zip(wants) {
+        let leaf = index(&c.leaf).with_context(|| format!("plan: no node {}", c.leaf))?;
+        clients.push(ClientSpec {
+            name: c.id.replace('/', "-"),
+            id: c.id.clone(),
+            host: format!("{}-clients", c.leaf),
+            wants: w,
+            kind: Kind::Rust,
+            leaf,
+        });
+    }
+    let terms = Terms {
+        capacity: plan.capacity,
+        ttl: s.reelection_s.max(1),
+        ..Terms::default()
+    };
+    Ok(Layout {
+        nodes,
+        clients,
+        terms,
+        config: Some(s.config.clone()),
+        resource: plan.resource.clone(),
+    })
+}
