@@ -98,6 +98,8 @@ enum Ev {
         reply: Reply,
     },
     DemandTick,
+    /// Every master's periodic cleanup (`Sim::cleanup`).
+    Cleanup,
     Sample,
     Scheduled(usize),
     Mishap,
@@ -389,6 +391,7 @@ impl Sim {
                 reply,
             } => self.reply(caller, epoch, task, reply),
             Ev::DemandTick => self.demand_tick(),
+            Ev::Cleanup => self.cleanup(),
             Ev::Sample => {
                 self.keep_horizons();
                 self.sample();

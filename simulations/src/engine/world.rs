@@ -155,6 +155,20 @@ impl Sim {
         self.schedule_upstream(node, Some(now));
     }
 
+    /// Every master forgets expired leases and empty resources, as the
+    /// server's cleanup task does every second (`ServerOptions::
+    /// cleanup_interval`): a node nobody asks (one cut off) then sees its
+    /// requesters' leases end, and reports what is left when it is back
+    /// (found against the real tree, docs/simulation.md, "The simulator
+    /// against the real tree").
+    pub(super) fn cleanup(&mut self) {
+        let now = self.now();
+        for n in self.nodes.iter_mut().filter(|n| n.master.is_some()) {
+            n.core.cleanup(now);
+        }
+        self.push(now + Span::secs(1), Ev::Cleanup);
+    }
+
     /// Every master moves its node's horizon record on when due (the
     /// server's periodic check; the write itself takes no time here).
     pub(super) fn keep_horizons(&mut self) {
