@@ -12,7 +12,8 @@ use anyhow::Context;
 use crate::net::Host;
 use crate::procs::Spec;
 use crate::tree::{
-    ClientSpec, Kind, Node, Programs, World, CONFIG_KEY, ETCD_PORT, HTTP_PORT, LEGACY_RESOURCE,
+    join, ClientSpec, Kind, Node, Programs, World, CONFIG_KEY, ETCD_PORT, HTTP_PORT,
+    LEGACY_RESOURCE,
 };
 
 impl World {
@@ -94,50 +95,35 @@ impl World {
     }
 }
 
-pub(crate) fn etcd_spec(p: &Programs, host: &Host, dir: &Path) -> Spec {
-    let url = |port: u16| format!("http://{}:{port}", host.ip);
-    let data = dir.join("etcd-data");
-    Spec {
-        name: "etcd".into(),
-        host: host.clone(),
-        argv: vec![
-            p.etcd.to_string_lossy().to_string(),
-            "--name".into(),
-            "faults".into(),
-            "--data-dir".into(),
-            data.to_string_lossy().to_string(),
-            "--listen-client-urls".into(),
-            url(ETCD_PORT),
-            "--advertise-client-urls".into(),
-            url(ETCD_PORT),
-            "--listen-peer-urls".into(),
-            url(ETCD_PORT + 1),
-            "--initial-advertise-peer-urls".into(),
-            url(ETCD_PORT + 1),
-            "--initial-cluster".into(),
-            format!("faults={}", url(ETCD_PORT + 1)),
-        ],
-        faketime: false,
-        env: Vec::new(),
-        stdin_closes: false,
+impl Programs {
+    /// etcd's command line on `host`, its data under `dir`.
+    pub(crate) fn etcd_spec(&self, host: &Host, dir: &Path) -> Spec {
+        let p = self;
+        let url = |port: u16| format!("http://{}:{port}", host.ip);
+        let data = dir.join("etcd-data");
+        Spec {
+            name: "etcd".into(),
+            host: host.clone(),
+            argv: vec![
+                p.etcd.to_string_lossy().to_string(),
+                "--name".into(),
+                "faults".into(),
+                "--data-dir".into(),
+                data.to_string_lossy().to_string(),
+                "--listen-client-urls".into(),
+                url(ETCD_PORT),
+                "--advertise-client-urls".into(),
+                url(ETCD_PORT),
+                "--listen-peer-urls".into(),
+                url(ETCD_PORT + 1),
+                "--initial-advertise-peer-urls".into(),
+                url(ETCD_PORT + 1),
+                "--initial-cluster".into(),
+                format!("faults={}", url(ETCD_PORT + 1)),
+            ],
+            faketime: false,
+            env: Vec::new(),
+            stdin_closes: false,
+        }
     }
-}
-
-/// Replica `r`'s name: the node's name and `r + 1` (`root1`), with a dash
-/// when the name ends in a digit (`n1.2-1`).
-pub(crate) fn replica_name(node: &str, r: usize) -> String {
-    let dash = if node.ends_with(|c: char| c.is_ascii_digit()) {
-        "-"
-    } else {
-        ""
-    };
-    format!("{node}{dash}{}", r + 1)
-}
-
-pub(crate) fn join(addrs: &[SocketAddr]) -> String {
-    addrs
-        .iter()
-        .map(SocketAddr::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use crate::argv::{etcd_spec, join, replica_name};
 use crate::net::{Host, Net};
 use crate::procs::{Proc, Sink, Spec};
 
@@ -291,7 +290,7 @@ impl World {
         let etcd_host = net.host("etcd")?;
         let etcd_addr = SocketAddr::new(etcd_host.ip.into(), ETCD_PORT);
         let etcd = Proc::start(
-            etcd_spec(&programs, &etcd_host, dir),
+            programs.etcd_spec(&etcd_host, dir),
             dir,
             usize::MAX,
             sink.clone(),
@@ -430,4 +429,23 @@ impl World {
         self.etcd.stop(Duration::from_secs(3));
         slow
     }
+}
+
+/// Replica `r`'s name: the node's name and `r + 1` (`root1`), with a dash
+/// when the name ends in a digit (`n1.2-1`).
+fn replica_name(node: &str, r: usize) -> String {
+    let dash = if node.ends_with(|c: char| c.is_ascii_digit()) {
+        "-"
+    } else {
+        ""
+    };
+    format!("{node}{dash}{}", r + 1)
+}
+
+pub(crate) fn join(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(SocketAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
