@@ -29,24 +29,27 @@ pub struct Dip {
 
 /// The report over `runs` (one per seed), as Markdown.
 pub fn report(runs: &[Summary]) -> String {
-    let mut per_kind: BTreeMap<Order, Vec<f64>> = BTreeMap::new();
-    let mut dips = Vec::new();
-    for r in runs {
-        let tl = &r.timeline;
-        for &(_, end, kind) in &tl.marks {
-            per_kind
-                .entry(Order(kind))
-                .or_default()
-                .push(tl.band.reconvergence(end));
-        }
-        dips.extend(seed_dips(tl));
-    }
+    let per_kind = by_kind(runs.iter().map(|r| &r.timeline));
+    let dips: Vec<_> = runs.iter().flat_map(|r| seed_dips(&r.timeline)).collect();
     let mut out = String::new();
     kinds_table(&mut out, &per_kind, runs.len());
     dips_line(&mut out, &dips, runs);
     what_if(&mut out, &dips, runs);
     gapless_line(&mut out, runs);
     out
+}
+
+/// The re-convergence after every mark of `timelines` (from its end,
+/// [`Band::reconvergence`]), by kind in the tables' order.
+pub fn by_kind<'a>(timelines: impl IntoIterator<Item = &'a Timeline>) -> BTreeMap<Order, Vec<f64>> {
+    let mut per_kind: BTreeMap<Order, Vec<f64>> = BTreeMap::new();
+    for tl in timelines {
+        for &(_, end, kind) in &tl.marks {
+            let r = tl.band.reconvergence(end);
+            per_kind.entry(Order(kind)).or_default().push(r);
+        }
+    }
+    per_kind
 }
 
 /// Re-convergence as if every hand-over had no gap ([`Timeline::gapless`]).
@@ -72,7 +75,7 @@ fn gapless_line(out: &mut String, runs: &[Summary]) {
 }
 
 /// The longest of `v` (0 if none).
-fn longest(v: &[f64]) -> f64 {
+pub fn longest(v: &[f64]) -> f64 {
     v.iter().copied().fold(0.0, f64::max)
 }
 
@@ -204,17 +207,13 @@ fn dips_line(out: &mut String, dips: &[(Dip, (usize, usize))], runs: &[Summary])
 fn worst_seed_line(out: &mut String, runs: &[Summary]) {
     let per_hour = |r: &Summary| {
         let secs: usize = seed_dips(&r.timeline).iter().map(|d| d.0.secs).sum();
-        secs as f64 * 3600.0 / r.timeline.duration.max(1.0)
+        (secs as f64 * 3600.0 / r.timeline.duration.max(1.0), r.seed)
     };
-    let worst = runs
-        .iter()
-        .max_by(|a, b| per_hour(a).total_cmp(&per_hour(b)));
-    if let Some(r) = worst {
+    let worst = runs.iter().map(per_hour).max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((secs, seed)) = worst {
         let _ = writeln!(
             out,
-            "\nworst seed out of the band: seed {}, {:.0} s per hour",
-            r.seed,
-            per_hour(r)
+            "\nworst seed out of the band: seed {seed}, {secs:.0} s per hour"
         );
     }
 }

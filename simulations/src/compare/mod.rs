@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::engine::{MarkKind, Sample};
-use crate::mishaps::{quantile, seed_dips, Order};
+use crate::mishaps::{by_kind, longest, quantile, seed_dips};
 use crate::plan::Plan;
 use crate::runs::{read_run, ReadError, Run};
 use crate::summary::{doc_figures, ours_utilisation, over_capacity, Band, Timeline};
@@ -183,19 +183,14 @@ pub fn figures(samples: &[Sample], cx: &Context) -> Figures {
     let (utilisation, utilisation_samples) = ours_utilisation(samples, cap, settle);
     let tl = cx.timeline(samples);
     let dips: Vec<_> = seed_dips(&tl).into_iter().map(|(d, _)| d).collect();
-    let mut per_kind: BTreeMap<Order, Vec<f64>> = BTreeMap::new();
-    for &(_, end, kind) in &tl.marks {
-        let r = tl.band.reconvergence(end);
-        per_kind.entry(Order(kind)).or_default().push(r);
-    }
-    let reconvergence = per_kind
+    let reconvergence = by_kind([&tl])
         .into_iter()
         .map(|(k, v)| KindReconvergence {
             kind: k.0.to_string(),
             marks: v.len(),
             median_s: quantile(&v, 0.5),
             p90_s: quantile(&v, 0.9),
-            worst_s: v.iter().copied().fold(0.0, f64::max),
+            worst_s: longest(&v),
         })
         .collect();
     Figures {
