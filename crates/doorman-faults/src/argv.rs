@@ -98,14 +98,13 @@ impl World {
 impl Programs {
     /// etcd's command line on `host`, its data under `dir`.
     pub(crate) fn etcd_spec(&self, host: &Host, dir: &Path) -> Spec {
-        let p = self;
         let url = |port: u16| format!("http://{}:{port}", host.ip);
         let data = dir.join("etcd-data");
         Spec {
             name: "etcd".into(),
             host: host.clone(),
             argv: vec![
-                p.etcd.to_string_lossy().to_string(),
+                self.etcd.to_string_lossy().to_string(),
                 "--name".into(),
                 "faults".into(),
                 "--data-dir".into(),

@@ -49,12 +49,7 @@ fn record(body: &str, resource: &str, out: &Readings) {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
         return;
     };
-    let resources = v.get("resources").and_then(|r| r.as_array());
-    let Some(r) = resources
-        .into_iter()
-        .flatten()
-        .find(|r| r["id"] == resource)
-    else {
+    let Some(r) = resource_status(&v, resource) else {
         return;
     };
     let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
@@ -71,6 +66,16 @@ fn record(body: &str, resource: &str, out: &Readings) {
         };
         out.push((t, id.to_string(), has, left));
     }
+}
+
+/// The status of `resource` in a server's status page (`/api/v1/status`),
+/// if it has state for it.
+pub fn resource_status<'a>(
+    status: &'a serde_json::Value,
+    resource: &str,
+) -> Option<&'a serde_json::Value> {
+    let mut resources = status["resources"].as_array().into_iter().flatten();
+    resources.find(|r| r["id"] == resource)
 }
 
 /// One HTTP/1.0 GET: the body, if an answer came within a second.

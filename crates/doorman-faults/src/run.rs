@@ -31,12 +31,9 @@ pub struct Args {
     /// config-watch reconnects).
     #[arg(long)]
     pub quiet: bool,
-    /// The `doorman` binary (default: beside this one).
-    #[arg(long)]
-    pub doorman: Option<PathBuf>,
-    /// etcd (default: `ETCD_BIN`, else `etcd` on the PATH).
-    #[arg(long)]
-    pub etcd: Option<PathBuf>,
+    /// The servers' programs.
+    #[command(flatten)]
+    pub servers: ServerPrograms,
     /// A Python with the doorman_client package: adds Python clients.
     #[arg(long)]
     pub python: Option<PathBuf>,
@@ -57,23 +54,35 @@ pub struct Args {
     pub warmup: f64,
 }
 
-/// Where the programs are: the `doorman` binary (default: beside this
-/// one), etcd (default: `ETCD_BIN`, else `etcd` on the PATH), and the
-/// optional Python and Go clients.
+/// The programs every tree runs (options of `run` and `scenario`).
+#[derive(Debug, Clone, ClapArgs)]
+pub struct ServerPrograms {
+    /// The `doorman` binary (default: beside this one).
+    #[arg(long)]
+    pub doorman: Option<PathBuf>,
+    /// etcd (default: `ETCD_BIN`, else `etcd` on the PATH).
+    #[arg(long)]
+    pub etcd: Option<PathBuf>,
+}
+
+/// Where the programs are: the servers' (`doorman` by default beside this
+/// binary, etcd from `ETCD_BIN` or the PATH), and the optional Python and
+/// Go clients.
 pub fn programs(
-    doorman: Option<PathBuf>,
-    etcd: Option<PathBuf>,
+    servers: &ServerPrograms,
     python: Option<PathBuf>,
     goclient: Option<PathBuf>,
 ) -> anyhow::Result<Programs> {
     let harness = std::env::current_exe().context("where is this binary")?;
     let beside = |name: &str| harness.with_file_name(name);
-    let etcd = etcd
+    let etcd = servers
+        .etcd
+        .clone()
         .or_else(|| std::env::var_os("ETCD_BIN").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("etcd"));
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     Ok(Programs {
-        doorman: doorman.unwrap_or_else(|| beside("doorman")),
+        doorman: servers.doorman.clone().unwrap_or_else(|| beside("doorman")),
         harness,
         etcd,
         python,
@@ -84,12 +93,7 @@ pub fn programs(
 
 /// Runs the tree and the schedule; `Ok(false)` when the audit failed.
 pub async fn run(a: Args) -> anyhow::Result<bool> {
-    let programs = programs(
-        a.doorman.clone(),
-        a.etcd.clone(),
-        a.python.clone(),
-        a.goclient.clone(),
-    )?;
+    let programs = programs(&a.servers, a.python.clone(), a.goclient.clone())?;
     let layout = Layout::default_tree(&programs, Terms::default());
     let slots = match (a.quiet, a.duration) {
         _ if !a.slot.is_empty() => a

@@ -23,7 +23,7 @@ use doorman_sim::plan::{Plan, PlanKind};
 use doorman_sim::scenario::Scenario;
 
 use crate::clock::mono;
-use crate::run::programs;
+use crate::run::{programs, ServerPrograms};
 use crate::tree::{ClientSpec, Kind, Layout, Node, Terms, World};
 
 /// `scenario`'s options.
@@ -38,12 +38,9 @@ pub struct Args {
     /// (`doorman-sim run FILE --seed N --out DIR`).
     #[arg(long)]
     pub sim: PathBuf,
-    /// The `doorman` binary (default: beside this one).
-    #[arg(long)]
-    pub doorman: Option<PathBuf>,
-    /// etcd (default: `ETCD_BIN`, else `etcd` on the PATH).
-    #[arg(long)]
-    pub etcd: Option<PathBuf>,
+    /// The servers' programs.
+    #[command(flatten)]
+    pub servers: ServerPrograms,
     /// Where the real run's files go.
     #[arg(long)]
     pub out: PathBuf,
@@ -54,7 +51,7 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
     let plan = read_plan(&a.sim)?;
     let scenario = load(&a.file, &a.profile)?;
     check(&plan, &scenario)?;
-    let programs = programs(a.doorman.clone(), a.etcd.clone(), None, None)?;
+    let programs = programs(&a.servers, None, None)?;
     let layout = layout(&plan, &scenario)?;
     std::fs::create_dir_all(&a.out)?;
     eprintln!(

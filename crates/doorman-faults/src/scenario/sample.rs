@@ -18,7 +18,7 @@ use doorman_sim::plan::Plan;
 
 use crate::audit::{self, Record, Steps};
 use crate::clock::mono;
-use crate::leases::get;
+use crate::leases::{get, resource_status};
 use crate::tree::World;
 
 /// A node master's view: capacity, Σ wants, Σ has.
@@ -62,8 +62,7 @@ async fn master_view(replicas: Vec<SocketAddr>, resource: String) -> View {
         if v["is_master"] != serde_json::Value::Bool(true) {
             continue;
         }
-        let rs = v["resources"].as_array().into_iter().flatten();
-        let Some(r) = rs.into_iter().find(|r| r["id"] == resource.as_str()) else {
+        let Some(r) = resource_status(&v, &resource) else {
             return View::default();
         };
         let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
