@@ -4,7 +4,9 @@
 //! `{"t": <monotonic s>, "cap": <capacity>, "mode": "lease"|…,
 //! "expiry_ms": <its lease's end on its own clock, or null>}`; it reads
 //! `wants <n>` lines on standard input. End of input closes the client
-//! (its lease released) and the process exits.
+//! (its lease released) and the process exits. The library's warnings
+//! (a failed or refused request) go to standard error, the process's log,
+//! stamped with the same monotonic seconds.
 //!
 //! Must not: decide anything (the library does) or report a capacity
 //! later than it applies it.
@@ -36,6 +38,14 @@ pub struct Args {
 
 /// Runs the client until its standard input ends.
 pub async fn run(a: Args) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_timer(MonoTimer)
+        .try_init();
     let client = Client::builder()
         .servers(a.server.clone())
         .client_id(a.id.clone())
@@ -68,6 +78,15 @@ pub async fn run(a: Args) -> anyhow::Result<()> {
     drop(res);
     client.close().await;
     Ok(())
+}
+
+/// Log lines stamped with the machine's monotonic seconds, as reports are.
+struct MonoTimer;
+
+impl tracing_subscriber::fmt::time::FormatTime for MonoTimer {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        write!(w, "{:.3}", mono())
+    }
 }
 
 fn report(s: &doorman_client::CapacityState) {

@@ -1,10 +1,12 @@
-//! What a server counts for the original Go clients: their leases, read
-//! from the status API of the leaf they ask (every 250 ms while the tree
-//! runs). The original client keeps its last capacity until an answer
-//! changes it, even past its lease's end (it has no timer at a lease's
-//! end and no deadline on an RPC), so the auditor counts it for no more
-//! than the lease the server counts, and reports the rest as the
-//! original client's own overrun.
+//! What the leaves count for each client: its lease, read from the status
+//! API of every leaf replica (every 250 ms while the tree runs). The
+//! original Go client keeps its last capacity until an answer changes it,
+//! even past its lease's end (it has no timer at a lease's end and no
+//! deadline on an RPC), so the auditor counts it for no more than the
+//! lease the server counts, and reports the rest as the original client's
+//! own overrun. For our clients the same readings tell, when Σ passes the
+//! capacity, which side was wrong: a client using a lease past the end
+//! its leaf stated, or a leaf handing out what it still had leased.
 //!
 //! Must not: change anything on the servers it reads.
 
@@ -24,17 +26,19 @@ pub type Reading = (f64, String, f64, f64);
 pub type Readings = Arc<Mutex<Vec<Reading>>>;
 
 /// Polls the status API of `servers` (their HTTP addresses) until `stop`,
-/// recording every client lease on `resource`.
+/// recording every client lease on `resources`.
 pub async fn poll(
     servers: Vec<SocketAddr>,
-    resource: String,
+    resources: Vec<String>,
     out: Readings,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
         for http in &servers {
             if let Some(body) = get(*http, "/api/v1/status").await {
-                record(&body, &resource, &out);
+                for resource in &resources {
+                    record(&body, resource, &out);
+                }
             }
         }
         tokio::select! {

@@ -12,6 +12,7 @@ mod argv;
 mod audit;
 mod client;
 mod clock;
+mod explain;
 mod faults;
 mod leases;
 mod net;

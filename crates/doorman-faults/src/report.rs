@@ -47,7 +47,7 @@ pub struct Happened {
     pub capacity: Steps,
     /// The slots.
     pub slots: Vec<SlotRun>,
-    /// The Go clients' leases by their leaf's word.
+    /// Every client's lease by its leaf's word.
     pub readings: Vec<crate::leases::Reading>,
     /// Each root replica's lost config watches at the end.
     pub watch_restarts: Vec<(String, f64)>,
@@ -234,6 +234,9 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
         }
     }
     print(&rows, &h, over_s, &failures, w);
+    for line in crate::explain::lines(w, &rec, &h.readings, &whole, h.start) {
+        println!("why: {line}");
+    }
     if overrun_s > 0.0 {
         println!(
             "the original Go clients used capacity past their leases for {overrun_s:.1} s (by up to {overrun_by:.1}); not counted above (their limitation: docs/operations.md, \"Faults we test\")"
@@ -241,6 +244,7 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
     }
     write_series(&whole, h.start, &out.join("timeseries.csv"))?;
     write_events(w, (&rec, &legacy), h.start, &out.join("events.csv"))?;
+    write_readings(&h.readings, h.start, &out.join("leased.csv"))?;
     let report = Report {
         seed_faults: rows,
         over_s,
@@ -317,6 +321,20 @@ fn write_series(points: &[audit::Point], start: f64, path: &Path) -> anyhow::Res
             p.bound,
             p.goal
         );
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+/// Every lease read from a leaf's status: `t,client,has,left_s`.
+fn write_readings(
+    readings: &[crate::leases::Reading],
+    start: f64,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let mut text = String::from("t,client,has,left_s\n");
+    for (t, client, has, left) in readings {
+        text += &format!("{:.3},{client},{has:.3},{left:.3}\n", t - start);
     }
     std::fs::write(path, text)?;
     Ok(())

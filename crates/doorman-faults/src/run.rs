@@ -15,7 +15,7 @@ use crate::faults::{self, Applied};
 use crate::leases;
 use crate::report::{self, Happened, SlotRun};
 use crate::schedule::{self, Slot};
-use crate::tree::{Kind, Layout, Programs, Terms, World, LEGACY_RESOURCE};
+use crate::tree::{Layout, Programs, Terms, World, LEGACY_RESOURCE, RESOURCE};
 
 /// `run`'s options.
 #[derive(Debug, Clone, ClapArgs)]
@@ -123,10 +123,9 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
     let mut world = World::start(layout, programs, &out, tag)?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let readings = leases::Readings::default();
-    let go_leaves = go_leaves(&world);
     let poller = tokio::spawn(leases::poll(
-        go_leaves,
-        LEGACY_RESOURCE.into(),
+        leaves(&world),
+        vec![RESOURCE.into(), LEGACY_RESOURCE.into()],
         readings.clone(),
         stopped,
     ));
@@ -156,14 +155,9 @@ async fn watch_restarts(w: &World) -> Vec<(String, f64)> {
     out
 }
 
-/// The HTTP addresses of the replicas of the leaves the Go clients ask.
-fn go_leaves(w: &World) -> Vec<std::net::SocketAddr> {
-    let leaves: Vec<usize> = w
-        .clients
-        .iter()
-        .filter(|c| c.spec.kind == Kind::Go)
-        .map(|c| c.spec.leaf)
-        .collect();
+/// The HTTP addresses of the replicas of the leaves clients ask.
+fn leaves(w: &World) -> Vec<std::net::SocketAddr> {
+    let leaves: Vec<usize> = w.clients.iter().map(|c| c.spec.leaf).collect();
     w.servers
         .iter()
         .filter(|s| leaves.contains(&s.node))
