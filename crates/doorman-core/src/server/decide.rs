@@ -341,6 +341,7 @@ impl Resource {
         let rec = Record {
             who: who.clone(),
             expiry: now,
+            held_until: now,
             last_request: now,
             refresh_interval: 0,
             claim_counted: false,
@@ -483,6 +484,12 @@ impl Resource {
         let Some(rec) = self.shares.get_mut(id) else {
             return;
         };
+        // A lease granted before may end later than this one, and be
+        // what the requester holds if this answer is lost: a client cut
+        // off just after its request arrived would use it after this
+        // server had forgotten it and handed its share out (a CI run of
+        // the fault harness saw a cut client's share handed out 3 s early).
+        rec.held_until = rec.held_until.max(rec.expiry).max(lease.expiry);
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);

@@ -12,7 +12,14 @@ use super::request::Who;
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
     pub who: Who,
+    /// The end of the lease last granted.
     pub expiry: Time,
+    /// The latest end of any lease granted to it: a later grant may end
+    /// sooner (a reload shortened leases; an intermediate's own lease
+    /// from its parent, measured from a slower answer, ends sooner), and
+    /// if that answer is lost the requester holds the earlier lease to its
+    /// end, so the record is not forgotten before it.
+    pub held_until: Time,
     pub last_request: Time,
     pub refresh_interval: u32,
     /// The lease it claimed when first answered by this master in
@@ -65,15 +72,17 @@ impl Default for ServerPart {
 }
 
 impl Record {
-    /// When the requester may be forgotten: its lease's expiry, or for a
-    /// downstream server the end of the longest grant it may still have
-    /// sub-leases of (a reload may have shortened its latest lease). The
-    /// expiry index is keyed by this.
+    /// When the requester may be forgotten: the latest end of a lease
+    /// granted to it (it may hold an earlier lease than the last, see
+    /// `held_until`), or for a downstream server the end of the longest
+    /// grant it may still have sub-leases of. The expiry index is keyed
+    /// by this.
     pub fn forget_at(&self) -> Time {
+        let held = self.expiry.max(self.held_until);
         self.server
             .as_ref()
             .and_then(|s| s.grants.last_expiry())
-            .map_or(self.expiry, |e| e.max(self.expiry))
+            .map_or(held, |e| e.max(held))
     }
 
     /// What a downstream server reported having handed out.

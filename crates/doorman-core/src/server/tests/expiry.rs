@@ -28,22 +28,27 @@ fn a_renewed_lease_outlives_its_first_key_and_is_forgotten_at_its_end() {
 }
 
 #[test]
-fn a_lease_a_reload_shortened_is_forgotten_at_its_new_end() {
+fn a_lease_a_reload_shortened_stays_counted_until_the_lease_before_it_ends() {
     let mut c = core_with(0);
-    get(&mut c, t(1), "a", ask("nolearn", 10.0, None));
+    // nolearn: leases of 20 s. a holds 60 until 21.
+    get(&mut c, t(1), "a", ask("nolearn", 60.0, None));
     c.cleanup(t(1));
-    // Filed at 21; the reload makes leases 5 s long: renewed at 2, it ends
-    // at 7, before its key.
+    // The reload makes leases 5 s long: renewed at 2, a's lease ends at 7.
+    // If that answer is lost, a holds its first lease, 60 until 21.
     c.replace_config(Arc::new(Config::parse(NOLEARN_5S, "short.toml").unwrap()));
-    let g = get(&mut c, t(2), "a", ask("nolearn", 10.0, None));
+    let g = get(&mut c, t(2), "a", ask("nolearn", 60.0, None));
     assert_eq!(g.lease.expiry, t(7));
-    c.cleanup(t(6));
-    assert!(c.lease_of("nolearn", &client("a")).is_some());
-    c.cleanup(t(7));
+    c.cleanup(t(8));
     assert!(
-        c.lease_of("nolearn", &client("a")).is_none(),
-        "not kept to 21"
+        c.lease_of("nolearn", &client("a")).is_some(),
+        "kept to 21, not forgotten at 7"
     );
+    let b = get(&mut c, t(8), "b", ask("nolearn", 100.0, None));
+    assert_eq!(b.lease.capacity, 40.0, "a's 60 stays counted");
+    c.cleanup(t(21));
+    assert!(c.lease_of("nolearn", &client("a")).is_none());
+    let b = get(&mut c, t(21), "b", ask("nolearn", 100.0, None));
+    assert_eq!(b.lease.capacity, 100.0);
 }
 
 #[test]
@@ -104,4 +109,29 @@ fn a_mass_expiry_is_forgotten_in_bounded_steps_of_one_pass() {
     assert_eq!(c.with_shard(0, |n, s| s.cleanup_step(n, t(21), 0)), None);
     assert_eq!(c.counters().expired_leases, n as u64);
     assert_eq!(c.lease_count(), 0);
+}
+
+#[test]
+fn a_client_lease_cut_short_by_the_parents_next_lease_stays_counted_until_its_first_end() {
+    use super::intermediate::{leaf_granted, parent_grant};
+    let ids = vec!["r".to_string()];
+    // The parent's lease ends at 30: a's lease is cut to it.
+    let mut c = leaf_granted(50.0, parent_grant(100.0, 30, 8, 0));
+    let first = get(&mut c, t(2), "a", ask("r", 50.0, None));
+    assert_eq!((first.lease.capacity, first.lease.expiry), (50.0, t(30)));
+    // The next answer from the parent, measured from a request that took
+    // longer, ends sooner: at 27. a's renewal is cut to it; if that answer
+    // is lost, a holds its first lease, 50 until 30.
+    c.upstream_request(t(9)).unwrap();
+    c.upstream_response(t(9), &ids, &[parent_grant(100.0, 27, 8, 0)]);
+    let second = get(&mut c, t(10), "a", ask("r", 50.0, Some(50.0)));
+    assert_eq!(second.lease.expiry, t(27));
+    c.upstream_request(t(17)).unwrap();
+    c.upstream_response(t(17), &ids, &[parent_grant(100.0, 60, 8, 0)]);
+    c.cleanup(t(28));
+    let b = get(&mut c, t(28), "b", ask("r", 100.0, None));
+    assert_eq!(b.lease.capacity, 50.0, "a's 50 stays counted until 30");
+    c.cleanup(t(30));
+    let b = get(&mut c, t(30), "b", ask("r", 100.0, None));
+    assert_eq!(b.lease.capacity, 100.0);
 }
