@@ -36,9 +36,7 @@ pub async fn poll(
     loop {
         for http in &servers {
             if let Some(body) = get(*http, "/api/v1/status").await {
-                for resource in &resources {
-                    record(&body, resource, &out);
-                }
+                record(&body, &resources, &out);
             }
         }
         tokio::select! {
@@ -48,16 +46,15 @@ pub async fn poll(
     }
 }
 
-fn record(body: &str, resource: &str, out: &Readings) {
+fn record(body: &str, resources: &[String], out: &Readings) {
     let t = mono();
     let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
         return;
     };
-    let Some(r) = resource_status(&v, resource) else {
-        return;
-    };
     let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
-    for l in r["leases"].as_array().into_iter().flatten() {
+    let statuses = resources.iter().filter_map(|r| resource_status(&v, r));
+    let leases = statuses.flat_map(|r| r["leases"].as_array().into_iter().flatten());
+    for l in leases {
         if l["kind"] != "client" {
             continue;
         }

@@ -489,7 +489,7 @@ impl Resource {
         // off just after its request arrived would use it after this
         // server had forgotten it and handed its share out (a CI run of
         // the fault harness saw a cut client's share handed out 3 s early).
-        rec.held_until = rec.held_until.max(rec.expiry).max(lease.expiry);
+        rec.held_until = rec.held_until.max(lease.expiry);
         rec.expiry = lease.expiry;
         rec.last_request = now;
         rec.refresh_interval = u32::try_from(lease.refresh_interval).unwrap_or(u32::MAX);

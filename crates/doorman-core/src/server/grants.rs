@@ -85,11 +85,6 @@ impl Grants {
             .filter(|&e| e > now)
             .max()
     }
-
-    /// The latest expiry of any grant kept.
-    pub fn last_expiry(&self) -> Option<Time> {
-        self.0.iter().map(|g| g.1).max()
-    }
 }
 
 #[cfg(test)]
@@ -114,14 +109,13 @@ mod tests {
 
     /// Found in review: a smaller grant that ends sooner (a reload
     /// shortened leases) is queued after the larger one; the larger one's
-    /// end is still when its sub-leases may last to, so a parent must not
-    /// forget the requester before it.
+    /// end still covers (that its holder is not forgotten before it is
+    /// `Record::held_until`'s: tests/expiry.rs).
     #[test]
-    fn the_latest_expiry_is_found_after_a_shorter_smaller_grant() {
+    fn the_latest_expiry_covers_after_a_shorter_smaller_grant() {
         let mut g = Grants::default();
         g.note(100.0, Time::from_secs(100));
         g.note(50.0, Time::from_secs(50));
-        assert_eq!(g.last_expiry(), Some(Time::from_secs(100)));
         assert_eq!(g.covering(50.0, Time::ZERO), Some(Time::from_secs(100)));
     }
 

@@ -14,8 +14,8 @@ pub(crate) struct Record {
     pub who: Who,
     /// The end of the lease last granted.
     pub expiry: Time,
-    /// The latest end of any lease granted to it: a later grant may end
-    /// sooner (a reload shortened leases; an intermediate's own lease
+    /// The latest end of any lease granted to it (at least `expiry`): a
+    /// later grant may end sooner (a reload shortened leases; an intermediate's own lease
     /// from its parent, measured from a slower answer, ends sooner), and
     /// if that answer is lost the requester holds the earlier lease to its
     /// end, so the record is not forgotten before it.
@@ -72,17 +72,12 @@ impl Default for ServerPart {
 }
 
 impl Record {
-    /// When the requester may be forgotten: the latest end of a lease
-    /// granted to it (it may hold an earlier lease than the last, see
-    /// `held_until`), or for a downstream server the end of the longest
-    /// grant it may still have sub-leases of. The expiry index is keyed
-    /// by this.
+    /// When the requester may be forgotten: the latest end of any lease
+    /// granted to it (`held_until`), which for a downstream server is
+    /// also the end of the longest grant it may still have sub-leases of.
+    /// The expiry index is keyed by this.
     pub fn forget_at(&self) -> Time {
-        let held = self.expiry.max(self.held_until);
-        self.server
-            .as_ref()
-            .and_then(|s| s.grants.last_expiry())
-            .map_or(held, |e| e.max(held))
+        self.held_until
     }
 
     /// What a downstream server reported having handed out.

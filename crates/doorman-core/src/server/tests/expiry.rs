@@ -135,3 +135,24 @@ fn a_client_lease_cut_short_by_the_parents_next_lease_stays_counted_until_its_fi
     let b = get(&mut c, t(30), "b", ask("r", 100.0, None));
     assert_eq!(b.lease.capacity, 100.0);
 }
+
+/// A downstream server renewed with a shorter lease may still have
+/// sub-leases out of its longer earlier grant: it is forgotten only after
+/// that grant's end.
+#[test]
+fn a_downstream_server_outlives_a_shorter_renewal_until_its_longer_grant_ends() {
+    let mut c = core_with(0);
+    let node = Who::Server(Arc::from("region-1"));
+    let g = c.get_capacity(t(1), &region(60.0, None)).unwrap().remove(0);
+    assert_eq!(g.lease.expiry, t(21));
+    c.replace_config(Arc::new(Config::parse(NOLEARN_5S, "short.toml").unwrap()));
+    let g = c
+        .get_capacity(t(2), &region(60.0, Some(60.0)))
+        .unwrap()
+        .remove(0);
+    assert_eq!(g.lease.expiry, t(7));
+    c.cleanup(t(8));
+    assert!(c.lease_of("nolearn", &node).is_some(), "kept to 21");
+    c.cleanup(t(21));
+    assert!(c.lease_of("nolearn", &node).is_none());
+}
