@@ -16,6 +16,10 @@
 #
 # Usage: [ORIGINAL_BIN=DIR] scripts/bench-compare.sh [SECONDS (10)] [ROUNDS (1)]
 #        DOORMAN_BIN=PATH scripts/bench-compare.sh …   (another build of ours)
+#        BEFORE_BIN=PATH …   an earlier build of ours side by side ("before",
+#                            the same load tool: ours), with each round's
+#                            paired ratios ours ÷ before and ÷ floor
+#        CLIENTS="1000" …    only these client counts (default 1 1000 10000)
 #        PIN=1, FLOOR_ARGS=--nodelay: see below
 #        BENCH_FLOOR=0 …   without the floor (no bench build: CI's short run
 #                          against the original re-measures only its columns)
@@ -37,6 +41,10 @@ else
     ip link set lo up
 fi
 OURS=${DOORMAN_BIN:-target/release/doorman}
+if [ -n "${BEFORE_BIN:-}" ]; then
+    [ -x "$BEFORE_BIN" ] || { echo "no $BEFORE_BIN" >&2; exit 2; }
+fi
+CLIENTS=${CLIENTS:-1 1000 10000}
 if [ "${BENCH_FLOOR:-1}" != 0 ]; then
     FLOOR=$(floor_exe)
     [ -x "$FLOOR" ] || { echo "cannot find the noop_floor executable" >&2; exit 1; }
@@ -57,8 +65,11 @@ YAML
 start() {
     case $1 in
     floor) $SERVER_CPU "$FLOOR" --listen "127.0.0.1:$PORT" $FLOOR_ARGS >"$WORK/server.log" 2>&1 & ;;
-    ours) DOORMAN_LOG=warn $SERVER_CPU "$OURS" server --config "$WORK/ours.toml" --listen "127.0.0.1:$PORT" \
-        --min-request-interval 0 >"$WORK/server.log" 2>&1 & ;;
+    ours | before)
+        local bin=$OURS
+        [ "$1" = before ] && bin=$BEFORE_BIN
+        DOORMAN_LOG=warn $SERVER_CPU "$bin" server --config "$WORK/ours.toml" --listen "127.0.0.1:$PORT" \
+            --min-request-interval 0 >"$WORK/server.log" 2>&1 & ;;
     original) $SERVER_CPU "$ORIGINAL_BIN/doorman" -config="file:$WORK/original.yml" -port="$PORT" \
         -debug_port=$((PORT + 1)) -hostname=127.0.0.1 >"$WORK/server.log" 2>&1 & ;;
     esac
@@ -82,39 +93,48 @@ fi
 FLOOR_ARGS=${FLOOR_ARGS:-}
 SERVERS="floor ours"
 [ "${BENCH_FLOOR:-1}" = 0 ] && SERVERS="ours"
+[ -n "${BEFORE_BIN:-}" ] && SERVERS="$SERVERS before"
 [ -n "${ORIGINAL_BIN:-}" ] && SERVERS="$SERVERS original"
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:\s*//p'), $(date -u +%Y-%m-%d)"
 : >"$WORK/runs"
 for round in $(seq 1 "$ROUNDS"); do
-    for clients in 1 1000 10000; do
-        for s in $SERVERS; do
+    for clients in $CLIENTS; do
+        # Each round starts one server later in the list, so no server is
+        # always measured first or right after another.
+        read -ra list <<<"$SERVERS"
+        for i in "${!list[@]}"; do
+            s=${list[$(((i + round - 1) % ${#list[@]}))]}
             start "$s"
             DOORMAN_LOG=warn $LOAD_CPU "$OURS" loadtest --server "127.0.0.1:$PORT" --clients "$clients" \
                 --concurrency 64 --connections 4 --duration "$SECS" --warmup 2 \
                 --server-pid "$SP" --json >"$WORK/r.json"
             stop
-            python3 - "$s" "$clients" "$WORK/r.json" >>"$WORK/runs" <<'PY'
+            python3 - "$s" "$clients" "$WORK/r.json" "$round" >>"$WORK/runs" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[3]))
 err = sum(r["errors"].values())
-print(sys.argv[1], sys.argv[2], r["rpcs_per_s"], r["latency_us"]["p99"], r["server_cpu"]["us_per_rpc"], err)
+print(sys.argv[4], sys.argv[1], sys.argv[2], r["rpcs_per_s"], r["latency_us"]["p99"], r["server_cpu"]["us_per_rpc"], err)
 PY
         done
     done
 done
-python3 - "$WORK/runs" "$SERVERS" <<'PY'
+python3 - "$WORK/runs" "$SERVERS" "$CLIENTS" <<'PY'
+import statistics
 import sys
 from collections import defaultdict
 runs = defaultdict(list)
+cpu_of = {}
 for line in open(sys.argv[1]):
-    s, c, rps, p99, cpu, err = line.split()
+    rnd, s, c, rps, p99, cpu, err = line.split()
     runs[(s, int(c))].append((float(rps), float(p99), float(cpu), int(err)))
+    cpu_of[(int(rnd), s, int(c))] = float(cpu)
 servers = sys.argv[2].split()
+counts = [int(c) for c in sys.argv[3].split()]
 mean = {k: [sum(x) / len(v) for x in zip(*v)] for k, v in runs.items()}
 print()
 print("| clients | server | GetCapacity/s | p99 µs | server CPU µs/RPC | errors |")
 print("|---:|---|---:|---:|---:|---:|")
-for c in (1, 1000, 10000):
+for c in counts:
     for s in servers:
         rps, p99, cpu, err = mean[(s, c)]
         print(f"| {c} | {s} | {rps:.0f} | {p99:.0f} | {cpu:.1f} | {err:.0f} |")
@@ -123,8 +143,31 @@ others = [s for s in servers if s != "ours"]
 head = " | ".join(f"CPU/RPC ours ÷ {o} | RPC/s ours ÷ {o}" for o in others)
 print(f"| clients | {head} |")
 print("|---:|" + "---:|" * (2 * len(others)))
-for c in (1, 1000, 10000):
+for c in counts:
     o = mean[("ours", c)]
     cells = " | ".join(f"{o[2] / mean[(x, c)][2]:.2f} | {o[0] / mean[(x, c)][0]:.2f}" for x in others)
     print(f"| {c} | {cells} |")
+if "before" in servers:
+    # Each round's ratios, the builds measured next to each other.
+    rounds = sorted({r for r, _, _ in cpu_of})
+    def ratios(c, a, b):
+        return [cpu_of[(r, a, c)] / cpu_of[(r, b, c)] for r in rounds]
+    floor = "floor" in servers
+    print()
+    print("| clients | CPU/RPC ours ÷ before, median of rounds (range) | ours below before |"
+          + (" ÷ floor: ours | ÷ floor: before |" if floor else ""))
+    print("|---:|---:|---:|" + ("---:|---:|" if floor else ""))
+    for c in counts:
+        d = ratios(c, "ours", "before")
+        row = (f"| {c} | {statistics.median(d):.3f} ({min(d):.2f}–{max(d):.2f}) | "
+               f"{sum(x < 1 for x in d)} of {len(d)} |")
+        if floor:
+            row += (f" {statistics.median(ratios(c, 'ours', 'floor')):.3f} |"
+                    f" {statistics.median(ratios(c, 'before', 'floor')):.3f} |")
+        print(row)
+    if len(counts) > 1:
+        # The code paths differ alike at every count: all rounds pooled.
+        d = [x for c in counts for x in ratios(c, "ours", "before")]
+        print(f"| all | {statistics.median(d):.3f} ({min(d):.2f}–{max(d):.2f}) | "
+              f"{sum(x < 1 for x in d)} of {len(d)} |" + (" | |" if floor else ""))
 PY

@@ -18,7 +18,6 @@
 //!
 //! [`ServerCore`]: super::ServerCore
 
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::Arc;
 
 use doorman_algorithms::{Span, Time};
@@ -48,8 +47,14 @@ pub trait ShardAccess {
 
 /// The shard a resource lives in among `shards` (a fixed hash: the same
 /// in every process, so tests and benchmarks can place resources).
+/// FNV-1a, not a keyed hash: a client that crowds one shard with ids
+/// chosen for it contends no more than one asking for one resource many
+/// times (SipHash cost about 190 instructions per request here, measured
+/// with callgrind).
 pub fn shard_of(resource_id: &str, shards: usize) -> usize {
-    let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(resource_id);
+    let hash = resource_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
     (hash % shards.max(1) as u64) as usize
 }
 

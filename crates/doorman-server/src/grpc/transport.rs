@@ -25,6 +25,12 @@ pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// percent-encoded in the `grpc-message` header.
 const DECODE_ERROR: &str = "failed%20to%20decode%20Protobuf%20message";
 
+/// A response's gRPC status code header (a name made once: looking a
+/// header up by a string parses the name on every response).
+pub const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+/// A response's gRPC status message header.
+const GRPC_MESSAGE: http::HeaderName = http::HeaderName::from_static("grpc-message");
+
 /// Rewrites tonic's `INTERNAL` for an undecodable request into
 /// `INVALID_ARGUMENT`, keeping the message. Other responses pass untouched.
 pub fn undecodable_is_invalid_argument<B>(mut resp: http::Response<B>) -> http::Response<B> {
@@ -32,7 +38,7 @@ pub fn undecodable_is_invalid_argument<B>(mut resp: http::Response<B>) -> http::
     if is_undecodable(headers) {
         let code = (tonic::Code::InvalidArgument as i32).to_string();
         if let Ok(v) = http::HeaderValue::from_str(&code) {
-            headers.insert("grpc-status", v);
+            headers.insert(GRPC_STATUS, v);
         }
     }
     resp
@@ -41,12 +47,11 @@ pub fn undecodable_is_invalid_argument<B>(mut resp: http::Response<B>) -> http::
 /// Whether `headers` are tonic's `INTERNAL` for a request it could not
 /// decode (which this port answers `INVALID_ARGUMENT`).
 pub fn is_undecodable(headers: &http::HeaderMap) -> bool {
-    let internal = headers.get("grpc-status").is_some_and(|v| v == "13");
-    let decode = headers
-        .get("grpc-message")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|m| m.starts_with(DECODE_ERROR));
-    internal && decode
+    headers.get(GRPC_STATUS).is_some_and(|v| v == "13")
+        && headers
+            .get(GRPC_MESSAGE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|m| m.starts_with(DECODE_ERROR))
 }
 
 #[cfg(test)]

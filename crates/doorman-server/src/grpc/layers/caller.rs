@@ -84,7 +84,8 @@ impl<S> Identified<S> {
     fn identify<B>(&self, req: &http::Request<B>) -> Result<Option<Arc<str>>, Status> {
         let peer = req.extensions().get::<PeerInfo>();
         let peer = peer.and_then(|p| p.identity.as_ref());
-        let header = req.headers().get("authorization").map(|v| v.as_bytes());
+        let header = req.headers().get(http::header::AUTHORIZATION);
+        let header = header.map(|v| v.as_bytes());
         let state = &self.layer.state;
         state
             .identify_rpc(peer, header)

@@ -77,10 +77,15 @@ pub fn rlqs<S>(state: &Arc<ServerState>, svc: S) -> caller::Identified<S> {
 }
 
 /// The method of a gRPC path (`/package.Service/Method`) if it is one of
-/// `methods`.
+/// `methods`. Compared from the end, without searching for the last `/`
+/// (on every RPC, in each layer, that search was a measurable part of the
+/// layers' cost: callgrind, 1 000 clients).
 fn method_in(path: &str, methods: &'static [&'static str]) -> Option<&'static str> {
-    let (_, method) = path.rsplit_once('/')?;
-    methods.iter().find(|m| **m == method).copied()
+    methods.iter().copied().find(|m| {
+        path.len() > m.len()
+            && path.ends_with(m)
+            && path.as_bytes()[path.len() - m.len() - 1] == b'/'
+    })
 }
 
 /// What a layer does to a response when its service yields one.
@@ -137,5 +142,14 @@ mod tests {
             None
         );
         assert_eq!(method_in("", CAPACITY_METHODS), None);
+        assert_eq!(method_in("GetCapacity", CAPACITY_METHODS), None);
+        assert_eq!(
+            method_in("/doorman.Capacity/XGetCapacity", CAPACITY_METHODS),
+            None
+        );
+        assert_eq!(
+            method_in("/GetCapacity", CAPACITY_METHODS),
+            Some("GetCapacity")
+        );
     }
 }

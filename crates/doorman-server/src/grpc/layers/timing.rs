@@ -101,7 +101,7 @@ impl<B> OnResponse<B> for Observe {
 /// answer), as the client will see it; `None` for a success, whose status
 /// follows in the trailers.
 fn error_code(headers: &http::HeaderMap) -> Option<Code> {
-    match Code::from_bytes(headers.get("grpc-status")?.as_bytes()) {
+    match Code::from_bytes(headers.get(transport::GRPC_STATUS)?.as_bytes()) {
         Code::Ok => None,
         _ if transport::is_undecodable(headers) => Some(Code::InvalidArgument),
         code => Some(code),
