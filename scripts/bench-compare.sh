@@ -99,11 +99,14 @@ echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:\s*//p'), $(date 
 : >"$WORK/runs"
 for round in $(seq 1 "$ROUNDS"); do
     for clients in $CLIENTS; do
-        # Each round starts one server later in the list, so no server is
-        # always measured first or right after another.
+        # Each round starts one server later in the list, and every other
+        # round goes through it backwards, so no server is always measured
+        # first or right after another.
         read -ra list <<<"$SERVERS"
+        n=${#list[@]}
         for i in "${!list[@]}"; do
-            s=${list[$(((i + round - 1) % ${#list[@]}))]}
+            [ $((round % 2)) = 0 ] && i=$((n - 1 - i))
+            s=${list[$(((i + round - 1) % n))]}
             start "$s"
             DOORMAN_LOG=warn $LOAD_CPU "$OURS" loadtest --server "127.0.0.1:$PORT" --clients "$clients" \
                 --concurrency 64 --connections 4 --duration "$SECS" --warmup 2 \

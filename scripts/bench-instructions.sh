@@ -18,8 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
-SECS=${1:-10}
-shift || true
+SECS=10
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then SECS=$1; shift; fi
 [ $# -ge 1 ] || { echo "usage: $0 [SECONDS] BIN [BIN…]" >&2; exit 2; }
 command -v callgrind_control >/dev/null || { echo "needs valgrind (callgrind)" >&2; exit 2; }
 LOAD=${LOAD_BIN:-target/release/doorman}
@@ -74,7 +74,10 @@ echo "|---:|---|---:|---:|---:|"
 declare -A per
 for clients in $CLIENTS; do
     for bin in "$@"; do
-        read -r ir rpcs errors < <(count "$bin" "$clients")
+        # Not in a subshell: the EXIT trap must see the server's pid.
+        count "$bin" "$clients" >"$WORK/counted"
+        read -r ir rpcs errors <"$WORK/counted"
+        [ "$rpcs" -gt 0 ] || { echo "$bin answered nothing at $clients clients" >&2; exit 1; }
         per[$clients,$bin]=$((ir / rpcs))
         echo "| $clients | $bin | $rpcs | ${per[$clients,$bin]} | $errors |"
     done

@@ -55,7 +55,9 @@ pub fn shard_of(resource_id: &str, shards: usize) -> usize {
     let hash = resource_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    (hash % shards.max(1) as u64) as usize
+    // FNV's low bits depend only on the low bits of each byte ("A" and "a"
+    // would share a shard among 32): fold the high half in.
+    ((hash ^ (hash >> 32)) % shards.max(1) as u64) as usize
 }
 
 /// What a request's decisions came to.
