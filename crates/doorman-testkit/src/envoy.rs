@@ -25,6 +25,44 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// `envoy --mode validate` on `cfg`, tried twice: CI once saw it fail
+/// with nothing on stdout while the same file passed everywhere else, and
+/// its reason (on stderr, with the exit status) was not kept then.
+fn validate(bin: &Path, cfg: &Path, config: &str) -> Result<(), String> {
+    let run = || {
+        Command::new(bin)
+            .args(["--mode", "validate", "--disable-hot-restart", "-c"])
+            .arg(cfg)
+            .output()
+            .map_err(|e| format!("{bin:?}: {e}"))
+    };
+    let why = |out: &std::process::Output| {
+        let tail = &out.stderr[out.stderr.len().saturating_sub(1500)..];
+        let (out_text, tail) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(tail),
+        );
+        format!("{} {out_text}{tail}", out.status)
+    };
+    let first = run()?;
+    if first.status.success() {
+        return Ok(());
+    }
+    eprintln!(
+        "envoy --mode validate {config} failed, trying again: {}",
+        why(&first)
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let second = run()?;
+    if second.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "envoy --mode validate rejected {config}: {}",
+        why(&second)
+    ))
+}
+
 /// Where the Envoy binary is: `$ENVOY_BIN`, else the venv of
 /// `scripts/envoy-setup.sh`.
 pub fn find_envoy() -> Result<PathBuf, String> {
@@ -88,17 +126,7 @@ impl EnvoyProcess {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let cfg = dir.path().join("envoy.yaml");
         std::fs::write(&cfg, text).map_err(|e| e.to_string())?;
-        let check = Command::new(&bin)
-            .args(["--mode", "validate", "-c"])
-            .arg(&cfg)
-            .output()
-            .map_err(|e| format!("{bin:?}: {e}"))?;
-        if !check.status.success() {
-            return Err(format!(
-                "envoy --mode validate rejected {config}: {}",
-                String::from_utf8_lossy(&check.stdout)
-            ));
-        }
+        validate(&bin, &cfg, config)?;
         let log = std::fs::File::create(dir.path().join("envoy.log")).map_err(|e| e.to_string())?;
         let child = Command::new(&bin)
             .arg("-c")
