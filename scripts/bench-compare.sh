@@ -74,10 +74,7 @@ start() {
         -debug_port=$((PORT + 1)) -hostname=127.0.0.1 >"$WORK/server.log" 2>&1 & ;;
     esac
     SP=$!
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return
-        sleep 0.05
-    done
+    listening "$PORT" 5 && return
     echo "$1 did not start:" >&2; cat "$WORK/server.log" >&2; exit 1
 }
 stop() { kill "$SP"; wait "$SP" 2>/dev/null || true; SP=; }
@@ -125,12 +122,14 @@ python3 - "$WORK/runs" "$SERVERS" "$CLIENTS" <<'PY'
 import statistics
 import sys
 from collections import defaultdict
-runs = defaultdict(list)
-cpu_of = {}
+# (round, server, clients) -> (RPC/s, p99, CPU per RPC, errors)
+measured = {}
 for line in open(sys.argv[1]):
     rnd, s, c, rps, p99, cpu, err = line.split()
-    runs[(s, int(c))].append((float(rps), float(p99), float(cpu), int(err)))
-    cpu_of[(int(rnd), s, int(c))] = float(cpu)
+    measured[(int(rnd), s, int(c))] = (float(rps), float(p99), float(cpu), int(err))
+runs = defaultdict(list)
+for (_, s, c), v in measured.items():
+    runs[(s, c)].append(v)
 servers = sys.argv[2].split()
 counts = [int(c) for c in sys.argv[3].split()]
 mean = {k: [sum(x) / len(v) for x in zip(*v)] for k, v in runs.items()}
@@ -152,9 +151,9 @@ for c in counts:
     print(f"| {c} | {cells} |")
 if "before" in servers:
     # Each round's ratios, the builds measured next to each other.
-    rounds = sorted({r for r, _, _ in cpu_of})
+    rounds = sorted({r for r, _, _ in measured})
     def ratios(c, a, b):
-        return [cpu_of[(r, a, c)] / cpu_of[(r, b, c)] for r in rounds]
+        return [measured[(r, a, c)][2] / measured[(r, b, c)][2] for r in rounds]
     floor = "floor" in servers
     print()
     print("| clients | CPU/RPC ours ÷ before, median of rounds (range) | ours below before |"

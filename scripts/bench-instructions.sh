@@ -39,10 +39,7 @@ count() {
         "$bin" server --config "$WORK/c.toml" --listen "127.0.0.1:$port" \
         --min-request-interval 0 >"$WORK/server.log" 2>&1 &
     SP=$!
-    for _ in $(seq 1 600); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-        sleep 0.1
-    done
+    listening "$port" 60 || { echo "$bin did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
     load() {
         DOORMAN_LOG=warn "$LOAD" loadtest --server "127.0.0.1:$port" --clients "$clients" \
             --concurrency 16 --connections 4 --duration "$1" --warmup 0 --json >"$WORK/r.json"

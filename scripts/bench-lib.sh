@@ -1,11 +1,23 @@
-# Sourced by the benchmark scripts (bench-compare, bench-rls, bench-server,
-# profile-server, scrape-p99): a free port on 127.0.0.1, the config of one
+# Sourced by the benchmark scripts (bench-compare, bench-instructions,
+# bench-rls, bench-server, profile-server, scrape-p99): a free port on
+# 127.0.0.1, waiting for a server to listen on one, the config of one
 # FAIR_SHARE template without learning mode that they load, and where the
 # no-op floor's executable is.
 
 # A TCP port on 127.0.0.1 that nothing listens on now.
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# listening PORT SECONDS: true once something accepts on 127.0.0.1:PORT,
+# false if nothing has within SECONDS (checked every 50 ms).
+listening() {
+    local tries=$(($2 * 20))
+    for _ in $(seq 1 "$tries"); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
 }
 
 # fair_share_config GLOB CAPACITY LEASE_LENGTH REFRESH_INTERVAL: the config

@@ -342,9 +342,11 @@ def sample(seconds, views, sides, at=None, whole=None):
     one may exceed it only within a Lowering); each side's has at the
     root after the warm-up. views: name -> (read(), fixed capacity or
     None); sides: name -> f(root leases) -> has; at: (seconds, action) run
-    once that far into the sampling; whole: (f(readings) -> Σ held by every
-    client of the tree, capacity, view whose lowering may excuse it, by no
-    more than that view holds above its own capacity)."""
+    once that far into the sampling; whole: (the view below the root,
+    f(root leases) -> what the root's other clients hold): Σ held by every
+    client of the tree ≤ the root's capacity, above it only within that
+    view's Lowering and by no more than the view holds above its own
+    capacity."""
     over, samples, shares = [], 0, {s: [] for s in sides}
     lowering = {name: Lowering() for name in views}
     start = time.monotonic()
@@ -371,11 +373,14 @@ def sample(seconds, views, sides, at=None, whole=None):
                 for s, f in sides.items():
                     shares[s].append(f(leases))
         if whole and None not in readings.values():
-            held, capacity, excuser = whole[0](readings), whole[1], lowering[whole[2]]
+            below, others = whole
+            excuser, capacity = lowering[below], views["root"][1]
+            below_cap, below_leases = readings[below]
+            below_held = sum(below_leases.values())
+            held = others(readings["root"][1]) + below_held
             # A root true to its own books leaves the tree over by no more
             # than the lowered view holds above its grant.
-            below_cap, below = readings[whole[2]]
-            slack = max(0.0, sum(below.values()) - below_cap)
+            slack = max(0.0, below_held - below_cap)
             if held > capacity + 1e-6 and t <= excuser.until and held <= capacity + slack + 1e-6:
                 excuser.whole.append(held)
             elif held > capacity + 1e-6:
@@ -429,8 +434,7 @@ def mixed_a(t, seconds):
              "our intermediate": (lambda: ours(inter_http), None)}
     sides = {"the Go clients": lambda l: holders(l, go),
              "our intermediate": lambda l: sum(v for k, v in l.items() if k not in go)}
-    whole = (lambda r: holders(r["root"][1], go) + sum(r["our intermediate"][1].values()),
-             100.0, "our intermediate")
+    whole = ("our intermediate", lambda l: holders(l, go))
     over, samples, shares, lowering = sample(seconds, views, sides, at=(1.0, the_rest),
                                              whole=whole)
     label = "A (our intermediate under an original root)"

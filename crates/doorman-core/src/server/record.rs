@@ -15,10 +15,11 @@ pub(crate) struct Record {
     /// The end of the lease last granted.
     pub expiry: Time,
     /// The latest end of any lease granted to it (at least `expiry`): a
-    /// later grant may end sooner (a reload shortened leases; an intermediate's own lease
-    /// from its parent, measured from a slower answer, ends sooner), and
-    /// if that answer is lost the requester holds the earlier lease to its
-    /// end, so the record is not forgotten before it.
+    /// later grant may end sooner (a reload shortened leases; an
+    /// intermediate's own lease from its parent, measured from a slower
+    /// answer, ends sooner), and if that answer is lost the requester
+    /// holds the earlier lease to its end, so the record is not forgotten
+    /// before it.
     pub held_until: Time,
     pub last_request: Time,
     pub refresh_interval: u32,
