@@ -31,6 +31,9 @@ async fn get_capacity_shares_fairly_in_one_bulk_request() {
     // b's share is 50 but only 20 is free until a refreshes.
     assert_eq!(cap(&mut c, "b", "fair", 80.0, None).await, 20.0);
     assert_eq!(cap(&mut c, "a", "fair", 80.0, Some(80.0)).await, 50.0);
+    // a's 80 counts until it shows it got the 50 (a lowered grant).
+    clock.advance(1.0);
+    assert_eq!(cap(&mut c, "a", "fair", 80.0, Some(50.0)).await, 50.0);
     let r = get(
         &mut c,
         "b",
@@ -138,6 +141,11 @@ async fn learning_mode_echoes_claims_then_shares() {
     // Learning over: the algorithm runs. new's share is 50, 30 is free.
     assert_eq!(cap(&mut c, "new", "learn", 90.0, Some(0.0)).await, 30.0);
     assert_eq!(cap(&mut c, "old", "learn", 90.0, Some(70.0)).await, 50.0);
+    // old's 70 counts until it shows it got the 50 (a lowered grant).
+    clock.advance(1.0);
+    assert_eq!(cap(&mut c, "new", "learn", 90.0, Some(30.0)).await, 30.0);
+    assert_eq!(cap(&mut c, "old", "learn", 90.0, Some(50.0)).await, 50.0);
+    clock.advance(1.0);
     assert_eq!(cap(&mut c, "new", "learn", 90.0, Some(30.0)).await, 50.0);
     s.shutdown().await;
 }

@@ -53,6 +53,7 @@ impl Resource {
                 if let Some(rec) = shares.get_mut(id) {
                     rec.absent_at = Time::ZERO;
                 }
+                None
             },
         );
     }

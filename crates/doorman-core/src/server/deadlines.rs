@@ -51,14 +51,15 @@ pub(super) fn refile(
 /// the record was removed, or its slot taken by a new requester) is
 /// dropped; one whose record's `deadline` has moved later is re-filed there
 /// (and comes up again in order if that has passed too); for the others
-/// the deadline has come, and `act` is called with the record's id.
+/// the deadline has come, and `act` is called with the record's id. If
+/// `act` returns a time, the record keeps a key there (its next deadline).
 pub(super) fn for_due(
     index: &mut Deadlines,
     shares: &mut Shares<Record>,
     now: Time,
     key_of: fn(&mut Record) -> &mut Time,
     deadline: impl Fn(&Record) -> Time,
-    mut act: impl FnMut(&mut Shares<Record>, RequesterId),
+    mut act: impl FnMut(&mut Shares<Record>, RequesterId) -> Option<Time>,
 ) {
     for _ in 0..KEYS_PER_CALL {
         let Some((key, id)) = is_due(index, now).then(|| index.pop_first()).flatten() else {
@@ -74,8 +75,11 @@ pub(super) fn for_due(
         if at > key {
             *key_of(rec) = at;
             index.insert((at, id));
-        } else {
-            act(shares, id);
+        } else if let Some(next) = act(shares, id) {
+            if let Some(rec) = shares.get_mut(id) {
+                *key_of(rec) = next;
+                index.insert((next, id));
+            }
         }
     }
 }

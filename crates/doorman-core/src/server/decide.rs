@@ -5,11 +5,10 @@
 //!
 //! Must not: read a clock or know about protobufs.
 
-use std::borrow::Cow;
-
 use doorman_algorithms::{Amount, Demand, RequesterId, Span, Time};
 
 use super::deadlines::refile;
+use super::lowered::lowered_refresh;
 use super::record::Record;
 
 /// A waiting requester's refresh interval is its lease's divided by this.
@@ -41,6 +40,9 @@ impl Resource {
         let id = self.record_demand(existing, who, ask, (now, cx.vouched));
         if learning {
             self.count_first_claim(id, ask, now);
+        }
+        if let Who::Client(_) = who {
+            self.note_held(id, ask, now);
         }
         if let Who::Server(_) = who {
             // A new master that inherits reports only its own sub-leases;
@@ -102,6 +104,9 @@ impl Resource {
             (None, false) if ask.outstanding.is_some() => lease.expiry,
             (None, false) => Time::ZERO,
         };
+        if let Some(Who::Client(_)) = self.shares.get(id).map(|r| &r.who) {
+            self.settle_lowered(id);
+        }
         self.store(id, lease, cx.now, inherit_until, ask.outstanding);
         if let (Some(c), Some(rec)) = (ask.claim, self.shares.get_mut(id)) {
             rec.legacy = c.remaining.is_none();
@@ -157,6 +162,9 @@ impl Resource {
         now: Time,
     ) -> Grant {
         let mut grant = self.grant(ask, lease, Decision::Repeat, now);
+        if let Who::Client(_) = who {
+            self.repeat_held(id, ask, now);
+        }
         // Only from a server that claims its lease: one asking without a
         // claim may be a new master, whose report covers only its own
         // sub-leases (see `Resource::inherited`); its next request is
@@ -191,6 +199,12 @@ impl Resource {
         let hurry = self.waiting_refresh(id, decision, &lease);
         if let (Some(h), Who::Client(_)) = (hurry, who) {
             lease.refresh_interval = h;
+        }
+        // A lowered client comes back soon to show it got the lower grant
+        // (`lowered.rs`).
+        if matches!(who, Who::Client(_)) && self.is_lowered(id) {
+            let soon = lowered_refresh(cx.min_request_interval);
+            lease.refresh_interval = lease.refresh_interval.min(soon);
         }
         (lease, hurry)
     }
@@ -318,8 +332,7 @@ impl Resource {
     }
 
     /// Records the requester's demands (a new requester gets a record). A
-    /// downstream server's claimed subclients are bounded
-    /// ([`Resource::subclient_bound`]).
+    /// downstream server's claimed subclients are bounded (`open_share.rs`).
     fn record_demand(
         &mut self,
         existing: Option<RequesterId>,
@@ -327,15 +340,26 @@ impl Resource {
         ask: &ResourceAsk,
         (now, vouched): (Time, bool),
     ) -> RequesterId {
-        let demands = match who {
-            Who::Server(_) => {
-                let bound = self.subclient_bound(existing, vouched);
-                bound_subclients(&ask.demands, bound)
-            }
-            Who::Client(_) => Cow::Borrowed(ask.demands.as_slice()),
+        let Who::Server(_) = who else {
+            return self.put_demands(existing, who, &ask.demands, now);
         };
+        let before = self.server_before(existing);
+        let (demands, claimed) = self.server_demands(existing, &ask.demands, vouched);
+        let id = self.put_demands(existing, who, &demands, now);
+        self.count_server(id, claimed, before);
+        id
+    }
+
+    /// Sets the requester's demands, or gives a new one a record.
+    fn put_demands(
+        &mut self,
+        existing: Option<RequesterId>,
+        who: &Who,
+        demands: &[Demand],
+        now: Time,
+    ) -> RequesterId {
         if let Some(id) = existing {
-            self.shares.set_demands(id, &demands);
+            self.shares.set_demands(id, demands);
             return id;
         }
         let rec = Record {
@@ -349,35 +373,13 @@ impl Resource {
             server: None,
             absent_at: Time::ZERO,
             expiry_key: now,
+            lowered_until: Time::ZERO,
+            claimed: 0,
         };
-        let id = self.shares.insert(&demands, rec);
+        let id = self.shares.insert(demands, rec);
         self.index.insert(&self.shares, who, id);
         self.expiries.insert((now, id));
         id
-    }
-
-    /// The most subclients a downstream server may claim: the template's
-    /// `max_clients_per_server`, and unless access rules vouch for who may
-    /// serve (`vouched`), no more than lets it take `open_server_share` of
-    /// the resource from the other requesters when all want more than
-    /// they get (`share / (1 − share)` times their subclients, at least 1;
-    /// alone it takes nothing from anyone and its count stands). On an
-    /// open server anyone may claim to be a downstream server with any
-    /// client count; this keeps what a liar can take to a set share. The
-    /// bounded count is also what this server reports to its parent.
-    fn subclient_bound(&self, existing: Option<RequesterId>, vouched: bool) -> u32 {
-        let max = self.template.max_clients_per_server;
-        let share = self.template.open_server_share;
-        if vouched || share >= 1.0 {
-            return max;
-        }
-        let own: f64 = existing.map_or(0.0, |id| self.shares.demands(id).iter().map(|d| d.1).sum());
-        let others = (self.shares.totals().subclients - own).max(0.0);
-        if others == 0.0 {
-            return max;
-        }
-        let open = (share / (1.0 - share) * others).floor().max(1.0);
-        max.min(open.min(f64::from(u32::MAX)) as u32)
     }
 
     /// The grant: learning mode echoes claims (within the parent's grant
@@ -499,10 +501,11 @@ impl Resource {
             part.outstanding = outstanding.map_or(f64::NAN, Amount::get);
             part.grants.note(lease.capacity, lease.expiry);
         }
-        // One key per record, at or before its end (`deadlines::refile`;
-        // a new record's key, filed at its creation, is due).
-        let end = rec.forget_at();
-        refile(&mut self.expiries, &mut rec.expiry_key, id, end, now);
+        // One key per record, at or before its next deadline
+        // (`deadlines::refile`; a new record's key, filed at its creation,
+        // is due).
+        let due = rec.due();
+        refile(&mut self.expiries, &mut rec.expiry_key, id, due, now);
     }
 
     fn grant(
@@ -530,27 +533,4 @@ impl Resource {
             predecessor_until: None,
         }
     }
-}
-
-/// A downstream server's bands with at most `max` subclients in all: the
-/// highest priorities keep theirs first, and each band keeps at least
-/// one, so a server that claims more clients than it may weighs `max` (or
-/// its band count, if larger) and no more.
-pub(super) fn bound_subclients(demands: &[Demand], max: u32) -> Cow<'_, [Demand]> {
-    let total: u64 = demands.iter().map(|d| u64::from(d.subclients())).sum();
-    if total <= u64::from(max) {
-        return Cow::Borrowed(demands);
-    }
-    let mut sorted = demands.to_vec();
-    sorted.sort_by_key(|d| std::cmp::Reverse(d.priority()));
-    let mut left = i64::from(max);
-    let bounded = sorted
-        .iter()
-        .map(|d| {
-            let n = i64::from(d.subclients()).min(left).max(1);
-            left = (left - n).max(0);
-            Demand::new(d.priority(), n, d.wants()).unwrap_or(*d)
-        })
-        .collect();
-    Cow::Owned(bounded)
 }

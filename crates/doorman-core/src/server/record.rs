@@ -38,8 +38,17 @@ pub(crate) struct Record {
     /// has none (`absent.rs`).
     pub absent_at: Time,
     /// Its key in the resource's expiry index, at or before
-    /// [`Record::forget_at`] (`Resource::expire`).
+    /// [`Record::due`] (`Resource::expire`).
     pub expiry_key: Time,
+    /// For an end client whose last grant lowered what it may hold: until
+    /// when the higher lease it may still hold lasts, and with it the
+    /// difference counted as taken (`lowered.rs`); `Time::ZERO` when
+    /// nothing lowered is pending.
+    pub lowered_until: Time,
+    /// For a downstream server: the subclients it claims, up to
+    /// `max_clients_per_server`, before the open-server bound
+    /// (`open_share.rs`).
+    pub claimed: u32,
 }
 
 /// The original Doorman client's slowest regular refresh: it never asks
@@ -79,6 +88,16 @@ impl Record {
     /// The expiry index is keyed by this.
     pub fn forget_at(&self) -> Time {
         self.held_until
+    }
+
+    /// When the expiry index must next look at it: when a lowered grant's
+    /// higher predecessor ends (`lowered.rs`), or when it may be forgotten.
+    pub fn due(&self) -> Time {
+        if self.lowered_until > Time::ZERO {
+            self.lowered_until.min(self.held_until)
+        } else {
+            self.held_until
+        }
     }
 
     /// What a downstream server reported having handed out.

@@ -11,6 +11,8 @@ use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Span, Time};
 use super::deadlines::{for_due, is_due, Deadlines};
 use super::horizon::LearningClock;
 use super::index::Index;
+use super::lowered::lowered_ended;
+use super::open_share::ServerCounts;
 use super::record::Record;
 use super::request::{Decision, GrantNote, Who};
 use super::upstream::{
@@ -40,6 +42,8 @@ pub(crate) struct Resource {
     pub retired_until: Option<Time>,
     /// The generation of the config it is bound to (see `reload.rs`).
     pub config_gen: u64,
+    /// What its downstream servers claim and count for (`open_share.rs`).
+    pub servers: ServerCounts,
 }
 
 /// Settings the core passes to each request.
@@ -75,6 +79,7 @@ impl Resource {
             upstream: None,
             retired_until: None,
             config_gen: 0,
+            servers: ServerCounts::default(),
         }
     }
 
@@ -271,7 +276,8 @@ impl Resource {
         self.shares.set_capacity(amount(capacity));
     }
 
-    /// Forgets the leases that expired at or before `now`, and caps the
+    /// Forgets the leases that expired at or before `now` (and stops
+    /// counting the higher leases of lowered grants that ended: `lowered.rs`), and caps the
     /// demand of requesters that have become absent (`absent.rs`), unless
     /// the resource is in learning mode (`deadlines::for_due`); at most
     /// [`KEYS_PER_CALL`](super::deadlines::KEYS_PER_CALL) keys of each
@@ -286,19 +292,25 @@ impl Resource {
         }
         let mut n = 0;
         let index = &mut self.index;
+        let servers = &mut self.servers;
         let key_of: fn(&mut Record) -> &mut Time = |r| &mut r.expiry_key;
         for_due(
             &mut self.expiries,
             &mut self.shares,
             now,
             key_of,
-            Record::forget_at,
+            Record::due,
             |shares, id| {
+                if let Some(next) = lowered_ended(shares, id, now) {
+                    return Some(next);
+                }
                 if let Some(who) = shares.get(id).map(|r| r.who.clone()) {
                     index.remove(&who, id);
+                    servers.forget(shares, id);
                     shares.remove(id);
                     n += 1;
                 }
+                None
             },
         );
         self.mark_absent(now, min_request_interval);
@@ -311,6 +323,7 @@ impl Resource {
             return false;
         };
         self.index.remove(who, id);
+        self.servers.forget(&self.shares, id);
         if let Some(rec) = self.shares.remove(id) {
             self.expiries.remove(&(rec.expiry_key, id));
         }

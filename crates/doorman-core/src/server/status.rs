@@ -169,6 +169,11 @@ pub struct LeaseStatus {
     pub last_request_ago: f64,
     /// For servers: what they report having handed out.
     pub outstanding: Option<f64>,
+    /// For a client whose grant was lowered and that has not shown it got
+    /// it: the higher lease it may still hold, counted as taken.
+    pub lowered_from: Option<f64>,
+    /// Seconds until that higher lease ends.
+    pub lowered_ends_in: Option<f64>,
 }
 
 /// The per-resource figures `/metrics` exports.
@@ -338,6 +343,7 @@ fn lease_statuses(r: &mut Resource, now: Time, max_leases: usize) -> Vec<LeaseSt
         let Some(rec) = r.shares.get(rid) else {
             continue;
         };
+        let lowered = (rec.lowered_until > now).then_some(rec.lowered_until);
         leases.push(LeaseStatus {
             kind: rec.who.kind(),
             id: rec.who.display_id(),
@@ -349,6 +355,8 @@ fn lease_statuses(r: &mut Resource, now: Time, max_leases: usize) -> Vec<LeaseSt
             expires_in: (rec.expiry - now).as_secs_f64(),
             last_request_ago: (now - rec.last_request).as_secs_f64(),
             outstanding: rec.outstanding(),
+            lowered_from: lowered.map(|_| r.shares.taken(rid)),
+            lowered_ends_in: lowered.map(|until| (until - now).as_secs_f64()),
         });
     }
     leases

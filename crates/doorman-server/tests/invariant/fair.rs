@@ -46,18 +46,21 @@ pub(crate) fn counted(demands: &[doorman_algorithms::Demand]) -> LastAsk {
 }
 
 impl World {
-    /// Everyone holding a grant on `db` refreshes three times, a refresh
-    /// interval apart (fakes with their bands, claiming what they hold and
-    /// reporting it handed out; liars with their lies): the first pass
-    /// shrinks whoever holds more than its share; a shrunk server's
-    /// sub-leases stay counted until it reports them gone, which it does in
-    /// the second; by the third every requester has asked with the capacity
-    /// free. Outside learning mode every honest client then holds its
-    /// water-filled share.
+    /// Everyone holding a grant on `db` refreshes, a refresh interval
+    /// apart, for a lease length and two intervals (fakes with their
+    /// bands, claiming what they hold and reporting it handed out; liars
+    /// with their lies): the first pass shrinks whoever holds more than
+    /// its share; a shrunk server's sub-leases stay counted until it
+    /// reports them gone, which it does in the second; a shrunk client's
+    /// higher lease until it shows it got the lower one, or, for a liar
+    /// that goes on claiming it, until that lease ends (at most a lease
+    /// after the round began); by the last every requester has asked with
+    /// the capacity free. Outside learning mode every honest client then
+    /// holds its water-filled share.
     pub(crate) fn round(&mut self) -> Result<(), TestCaseError> {
         let learning_at_start =
             self.now + Span::secs(REFRESH) < self.master_since + Span::secs(LEASE);
-        for _pass in 0..3 {
+        for _pass in 0..(LEASE / REFRESH + 2) {
             // A refresh interval after whatever came before (a repeat
             // inside the minimum request interval decides nothing).
             self.now += Span::secs(REFRESH);

@@ -68,6 +68,8 @@ fn a_waiting_requester_that_keeps_its_regular_interval_is_not_absent() {
     c.cleanup(t(9));
     let g = get(&mut c, t(9), "a", ask("nolearn", 100.0, Some(100.0)));
     assert_eq!(g.lease.capacity, 50.0);
+    // a shows it got it (lowered.rs).
+    get(&mut c, t(10), "a", ask("nolearn", 100.0, Some(50.0)));
     // b comes back 8 s later, not 2: its regular interval.
     let g = get(&mut c, t(10), "b", ask("nolearn", 100.0, Some(0.0)));
     assert_eq!(g.lease.capacity, 50.0);

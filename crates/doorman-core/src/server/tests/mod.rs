@@ -3,6 +3,7 @@
 mod absent;
 mod expiry;
 mod horizon;
+mod lowered;
 mod outstanding;
 mod pending;
 mod predecessor;
@@ -115,7 +116,11 @@ fn learning_mode_echoes_claims_then_runs_the_algorithm() {
     assert_eq!((g.lease.capacity, g.decision), (30.0, Decision::Algorithm));
     let g = get(&mut c, t(31), "a", ask("fair", 80.0, Some(70.0)));
     assert_eq!(g.lease.capacity, 50.0);
+    // a's 70 counts until it shows it got the 50 (lowered.rs).
     let g = get(&mut c, t(32), "b", ask("fair", 80.0, Some(30.0)));
+    assert_eq!(g.lease.capacity, 30.0);
+    get(&mut c, t(33), "a", ask("fair", 80.0, Some(50.0)));
+    let g = get(&mut c, t(34), "b", ask("fair", 80.0, Some(30.0)));
     assert_eq!(g.lease.capacity, 50.0);
 }
 
@@ -963,11 +968,11 @@ fn several_bands_share_the_client_bound_highest_first() {
         Demand::new(1, 8, 10.0).unwrap(),
         Demand::new(0, 8, 10.0).unwrap(),
     ];
-    let b = super::decide::bound_subclients(&bands, 10);
+    let b = super::open_share::bound_subclients(&bands, 10);
     let n: Vec<u32> = b.iter().map(|d| d.subclients()).collect();
     assert_eq!(n, [8, 2, 1], "each band keeps at least one");
     assert!(matches!(
-        super::decide::bound_subclients(&bands, 24),
+        super::open_share::bound_subclients(&bands, 24),
         std::borrow::Cow::Borrowed(_)
     ));
 }
@@ -1079,6 +1084,58 @@ fn an_unvouched_downstream_server_takes_at_most_its_open_share() {
         assert!(
             e.contains("open_server_share: must be above 0 and at most 1"),
             "{e}"
+        );
+    }
+}
+
+/// Fake downstream servers that collude (several ids, each claiming 2^31
+/// clients) used to raise each other's bound round by round, up to
+/// `max_clients_per_server`: with two a real client kept 0.0005 of 100,
+/// with ten 0.0001. Bounded together they take at most
+/// `open_server_share` from the end clients, however many they are.
+#[test]
+fn colluding_unvouched_servers_take_at_most_the_open_share_together() {
+    let tmpl = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n\
+                [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n\
+                learning_mode_duration = 0\n";
+    for fakes in [1, 2, 10] {
+        let cfg = Arc::new(Config::parse(tmpl, "t.toml").unwrap());
+        let mut c = ServerCore::new(CoreOptions::default(), cfg);
+        c.become_master(t(0));
+        let liar = |i: usize| CapacityRequest {
+            who: Who::Server(Arc::from(format!("liar{i}"))),
+            resources: vec![ResourceAsk {
+                resource_id: "r".into(),
+                demands: vec![Demand::new(0, 1 << 31, 1e9).unwrap()],
+                claim: None,
+                outstanding: Some(Amount::ZERO),
+            }],
+        };
+        let mut real = 0.0;
+        // Rounds 2 s apart (past the minimum interval); each asks in turn.
+        for round in 0..20 {
+            let at = t(2 * round + 1);
+            real = get(&mut c, at, "real", ask("r", 100.0, Some(real)))
+                .lease
+                .capacity;
+            for i in 0..fakes {
+                c.get_capacity(at, &liar(i)).unwrap();
+            }
+        }
+        let st = c.status(t(50), 100);
+        let counted: f64 = st.resources[0]
+            .leases
+            .iter()
+            .filter(|l| l.kind == "server")
+            .map(|l| l.subclients)
+            .sum();
+        assert!(
+            counted <= 9.0f64.max(fakes as f64),
+            "{fakes} fakes count for {counted} clients"
+        );
+        assert!(
+            real >= 100.0 / (1.0 + 9.0f64.max(fakes as f64)) - 1e-9,
+            "{fakes} fakes: the real client keeps {real}"
         );
     }
 }

@@ -66,16 +66,21 @@ fn an_intermediate_reports_at_once_when_it_is_down_to_a_shrunk_grant() {
     c.upstream_response(t(17), &ids, &[parent_grant(15.0, 70, 16, 0)]);
     c.take_upstream_wake();
     assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
-    // Each shrinks to its share of 15 (5) when it refreshes.
-    get(&mut c, t(18), "a", ask("r", 20.0, Some(20.0)));
+    // Each shrinks to its share of 15 (5) when it refreshes, and what it
+    // held before stays out until it shows it got the 5 (lowered.rs).
+    for (at, who, held) in [(18, "a", 20.0), (19, "b", 20.0), (20, "c", 10.0)] {
+        get(&mut c, t(at), who, ask("r", held, Some(held)));
+        assert!(!c.take_upstream_wake(), "{who} lowered: 50 still out");
+    }
+    get(&mut c, t(21), "a", ask("r", 20.0, Some(5.0)));
     assert!(!c.take_upstream_wake(), "35 still out, 15 held");
-    get(&mut c, t(19), "b", ask("r", 20.0, Some(20.0)));
+    get(&mut c, t(21), "b", ask("r", 20.0, Some(5.0)));
     assert!(!c.take_upstream_wake(), "20 still out, 15 held");
     assert_eq!(c.next_upstream_wakeup(), Some(t(33)));
-    get(&mut c, t(20), "c", ask("r", 10.0, Some(10.0)));
+    get(&mut c, t(21), "c", ask("r", 10.0, Some(5.0)));
     assert!(c.take_upstream_wake(), "down to 15: tell the parent now");
-    assert_eq!(c.next_upstream_wakeup(), Some(t(20)));
-    let asks = c.upstream_request(t(20)).unwrap();
+    assert_eq!(c.next_upstream_wakeup(), Some(t(21)));
+    let asks = c.upstream_request(t(21)).unwrap();
     assert_eq!(asks[0].outstanding, 15.0);
 }
 
@@ -325,12 +330,17 @@ fn capacity_kept_beyond_what_is_free_is_not_renewed() {
     assert_ne!(smaller, CFG);
     c.replace_config(Arc::new(Config::parse(&smaller, "test.toml").unwrap()));
     // a keeps its share (20) of the 50 it holds; b still holds 50, so
-    // nothing is free: it is kept only until a's lease ends.
+    // nothing is free: it is kept only until a's lease ends, also once a
+    // shows it got it.
     let g = get(&mut c, t(5), "a", ask("nolearn", 50.0, Some(50.0)));
     assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(21)));
-    // b's share fits in what is free: renewed as usual; then a's too.
+    let g = get(&mut c, t(6), "a", ask("nolearn", 50.0, Some(20.0)));
+    assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(21)));
+    // b's share fits in what is free: renewed as usual; then a's too,
+    // once b shows it got its 20 (lowered.rs).
     let g = get(&mut c, t(6), "b", ask("nolearn", 50.0, Some(50.0)));
     assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(26)));
+    get(&mut c, t(7), "b", ask("nolearn", 50.0, Some(20.0)));
     let g = get(&mut c, t(7), "a", ask("nolearn", 50.0, Some(20.0)));
     assert_eq!((g.lease.capacity, g.lease.expiry), (20.0, t(27)));
 }
@@ -356,6 +366,8 @@ fn a_kept_grant_lasts_while_an_own_grant_covers_it() {
     );
     let g = get(&mut c, t(4), "a", ask("r", 60.0, Some(60.0)));
     assert_eq!((g.lease.capacity, g.lease.expiry), (50.0, t(64)));
+    // a shows it got the 50 (lowered.rs): b gets the rest.
+    get(&mut c, t(5), "a", ask("r", 60.0, Some(50.0)));
     assert_eq!(
         get(&mut c, t(5), "b", ask("r", 60.0, Some(40.0)))
             .lease

@@ -14,7 +14,13 @@ fn a_waiting_client_refreshes_after_a_quarter_interval() {
     // b is owed 50, all 100 are still a's: it waits, and comes back in 2 s.
     let g = get(&mut c, t(2), "b", ask("nolearn", 100.0, None));
     assert_eq!((g.lease.capacity, g.lease.refresh_interval), (0.0, 2));
+    // a is lowered to 50 and told to come back at the minimum interval
+    // (1 s) to show it got it (lowered.rs); until then its 100 counts.
     let g = get(&mut c, t(3), "a", ask("nolearn", 100.0, Some(100.0)));
+    assert_eq!((g.lease.capacity, g.lease.refresh_interval), (50.0, 1));
+    let g = get(&mut c, t(3), "b", ask("nolearn", 100.0, Some(0.0)));
+    assert_eq!((g.lease.capacity, g.lease.refresh_interval), (0.0, 2));
+    let g = get(&mut c, t(4), "a", ask("nolearn", 100.0, Some(50.0)));
     assert_eq!((g.lease.capacity, g.lease.refresh_interval), (50.0, 8));
     let g = get(&mut c, t(4), "b", ask("nolearn", 100.0, Some(0.0)));
     assert_eq!((g.lease.capacity, g.lease.refresh_interval), (50.0, 8));
