@@ -52,19 +52,21 @@ impl Lease {
 
     /// The lease a holder keeps from an answer to the request it sent at
     /// `sent_at` (its own clock): with the sender's `remaining` length, it
-    /// ends that long after `sent_at`, so it ends no later than the sender
-    /// counts it whatever the two wall clocks say (the answer was decided
-    /// after the request left); without it (an original Doorman peer), at
+    /// ends that long after `sent_at`, less [`CLOCK_RATE_BOUND`] of it
+    /// ([`held_for`]), so it ends no later than the sender counts it
+    /// whatever the two wall clocks say (the answer was decided after the
+    /// request left) while the two monotonic clocks' rates differ by less
+    /// than the bound; without it (an original Doorman peer), at
     /// `expiry_secs`, the sender's absolute end, which only holds if the
     /// clocks agree.
     ///
     /// ```
     /// use doorman_algorithms::{Lease, Span, Time};
     /// // The sender's clock is an hour ahead: its absolute end means
-    /// // nothing here, its remaining length does.
+    /// // nothing here, its remaining length does (less 1 %: 100 ms).
     /// let sent = Time::from_secs(1_000);
     /// let l = Lease::received(5.0, 2, 4_600 + 10, Some(Span::secs(10)), sent);
-    /// assert_eq!(l.expiry, Time::from_secs(1_010));
+    /// assert_eq!(l.expiry, Time::from_millis(1_009_900));
     /// assert_eq!(Lease::received(5.0, 2, 1_010, None, sent).expiry, Time::from_secs(1_010));
     /// ```
     pub fn received(
@@ -75,7 +77,7 @@ impl Lease {
         sent_at: Time,
     ) -> Lease {
         let expiry = match remaining {
-            Some(r) => sent_at + r.max(Span::ZERO),
+            Some(r) => sent_at + held_for(r),
             None => Time::from_secs(expiry_secs),
         };
         Lease {
@@ -98,6 +100,46 @@ impl Lease {
     pub fn retry_delay(last: Option<&Lease>, backoff: Span) -> Span {
         last.map_or(backoff, |l| backoff.min(l.refresh_period()))
     }
+}
+
+/// The most a holder's monotonic clock may run slower than the clock of
+/// the server that granted its lease, as a fraction of the server's rate.
+/// A holder keeps a lease for its remaining length less this share of it
+/// (Chubby's rule), so it stops using it no later than the server stops
+/// counting it while the rates differ by less. NTP slews a clock by at
+/// most 500 ppm, so two synchronised hosts differ by at most 1 000 ppm;
+/// the bound is ten times that, for virtual machines whose clocks do
+/// worse. It costs a lease that runs out 1 % of its length (0.14 s of a
+/// 14 s lease); a lease renewed in time loses nothing.
+pub const CLOCK_RATE_BOUND: f64 = 0.01;
+
+/// How long a holder keeps a lease the server says has `remaining` left:
+/// that less [`CLOCK_RATE_BOUND`] of it, rounded down to the millisecond.
+///
+/// ```
+/// use doorman_algorithms::{held_for, Span};
+/// assert_eq!(held_for(Span::secs(14)), Span::from_millis(13_860));
+/// assert_eq!(held_for(Span::from_millis(-5)), Span::ZERO);
+/// ```
+pub fn held_for(remaining: Span) -> Span {
+    let ms = remaining.as_millis().max(0);
+    let margin = (ms as f64 * CLOCK_RATE_BOUND).ceil() as i64;
+    Span::from_millis(ms - margin)
+}
+
+/// How long a receiver must go on counting something its sender says may
+/// last `remaining` more (the other side of [`held_for`]: an upper bound,
+/// measured from when the answer arrived): that plus [`CLOCK_RATE_BOUND`]
+/// of it, rounded up to the millisecond.
+///
+/// ```
+/// use doorman_algorithms::{counted_for, Span};
+/// assert_eq!(counted_for(Span::secs(5)), Span::from_millis(5_050));
+/// ```
+pub fn counted_for(remaining: Span) -> Span {
+    let ms = remaining.as_millis().max(0);
+    let margin = (ms as f64 * CLOCK_RATE_BOUND).ceil() as i64;
+    Span::from_millis(ms.saturating_add(margin))
 }
 
 /// The lease terms of a resource's algorithm.

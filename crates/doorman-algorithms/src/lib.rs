@@ -25,7 +25,10 @@ mod tree;
 mod value;
 
 pub use kind::{Kind, UnknownKind};
-pub use lease::{scaled_refresh_interval, Lease, LeaseTerms, DEFAULT_DECAY_FACTOR};
+pub use lease::{
+    counted_for, held_for, scaled_refresh_interval, Lease, LeaseTerms, CLOCK_RATE_BOUND,
+    DEFAULT_DECAY_FACTOR,
+};
 pub use shares::{BandSummary, RequesterId, Shares, Totals};
 pub use time::{Span, Time};
 pub use value::{Amount, Demand, InvalidValue};

@@ -147,7 +147,7 @@ impl GaugeResource {
 
     fn take_now(&self) -> Option<GaugePermit> {
         let now = crate::clock::instant();
-        let mut st = self.shared.lock();
+        let mut st = self.shared.limiter();
         if self.take(&mut st, now) {
             drop(st);
             Some(GaugePermit {
@@ -229,7 +229,7 @@ impl GaugeResource {
     /// A waiting caller's permit, if one is free now.
     fn take_queued(&self, start: Instant, waiting: &mut Waiting<'_>) -> Option<GaugePermit> {
         let now = crate::clock::instant();
-        let mut st = self.shared.lock();
+        let mut st = self.shared.limiter();
         let Limiter::Gauge(g) = &mut st.limiter else {
             return None;
         };

@@ -87,7 +87,7 @@ impl RateResource {
     /// counted in `doorman_client_refused_total`.
     pub fn try_acquire_n(&self, n: u32) -> bool {
         let now = crate::clock::instant();
-        let mut st = self.shared.lock();
+        let mut st = self.shared.limiter();
         st.record_call(now, f64::from(n));
         let t = st.at(now);
         let ok = match &mut st.limiter {
@@ -146,7 +146,7 @@ impl RateResource {
     async fn acquire(&self, n: u32, deadline: Option<Instant>) -> Result<(), AcquireError> {
         let start = crate::clock::instant();
         let n = f64::from(n);
-        self.shared.lock().record_call(start, n);
+        self.shared.limiter().record_call(start, n);
         let mut blocked = false;
         loop {
             let notified = self.shared.notify.notified();
@@ -185,7 +185,7 @@ impl RateResource {
     /// Takes `n` tokens now, or says how long until they could be there
     /// (`None`: not before the capacity changes).
     fn take(&self, n: f64, now: Instant, blocked: bool) -> Result<(), Option<Duration>> {
-        let mut st = self.shared.lock();
+        let mut st = self.shared.limiter();
         let t = st.at(now);
         let r = match &mut st.limiter {
             Limiter::Rate(b) => b.try_take(n, t),

@@ -195,3 +195,34 @@ async fn a_tiny_capacity_waits_without_panicking() {
     let deep = tokio::time::timeout(Duration::from_secs(1), r.wait_n(u32::MAX)).await;
     assert!(deep.is_err());
 }
+
+/// A lease that ended while nothing ran (the process stopped past its
+/// end, the background task not yet awake) applies no more: the first
+/// acquisition, read or watcher after it sees what comes after it.
+#[tokio::test(start_paused = true)]
+async fn a_lease_that_ended_while_nothing_ran_applies_no_more() {
+    use crate::resource::LeaseEnd;
+    let shared = Shared::detached(Kind::Rate, Wants::Fixed(100.0), Duration::from_millis(100));
+    let end = LeaseEnd {
+        at: crate::clock::instant() + Duration::from_secs(10),
+        after: (0.0, Mode::Pessimistic),
+    };
+    shared.publish((100.0, Mode::Lease), Some(end), Some(10_000), None);
+    let r = RateResource {
+        shared: Handle(shared.clone()),
+    };
+    let watch = r.capacity_watch();
+    advance(Duration::from_millis(200)).await;
+    assert!(r.try_acquire());
+    advance(Duration::from_secs(13)).await;
+    assert!(!r.try_acquire(), "a permit from a lease that ended");
+    assert_eq!((r.capacity(), r.mode()), (0.0, Mode::Pessimistic));
+    assert_eq!(watch.borrow().mode, Mode::Pessimistic);
+    // A new lease published after it applies as usual.
+    let end = LeaseEnd {
+        at: crate::clock::instant() + Duration::from_secs(10),
+        after: (0.0, Mode::Pessimistic),
+    };
+    shared.publish((50.0, Mode::Lease), Some(end), None, None);
+    assert_eq!((r.capacity(), r.mode()), (50.0, Mode::Lease));
+}

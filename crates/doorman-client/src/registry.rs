@@ -9,14 +9,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use doorman_core::client::ClientCore;
+use doorman_core::client::{ClientCore, Mode};
 use doorman_core::Time;
 use tokio::sync::Notify;
 
 use crate::identity::Clock;
 use crate::metrics::ClientMetrics;
 use crate::observe::ConnectionState;
-use crate::resource::{Owner, Shared};
+use crate::resource::{LeaseEnd, Owner, Shared};
 
 /// What the client's handle, its resources' handles and its background
 /// task share.
@@ -66,10 +66,21 @@ impl ClientShared {
 
     /// Applies the capacity the core says applies now to every resource.
     pub(crate) fn publish(&self, st: &ClientState, now: Time) {
+        let instant = crate::clock::instant();
         for (id, r) in &st.resources {
             if let Some((cap, mode)) = st.core.capacity(id, now) {
-                let expiry = st.core.lease(id).map(|l| l.expiry.as_millis());
-                r.publish(cap, mode, expiry, st.core.refusal(id));
+                let lease = st.core.lease(id);
+                let expiry = lease.map(|l| l.expiry.as_millis());
+                // The resource ends the lease itself when it ends, even if
+                // this task is late to wake (a stopped process resumed).
+                let end = lease
+                    .filter(|l| mode == Mode::Lease && l.expiry > now)
+                    .and_then(|l| {
+                        let after = st.core.capacity(id, l.expiry)?;
+                        let at = instant + (l.expiry - now).to_duration();
+                        Some(LeaseEnd { at, after })
+                    });
+                r.publish((cap, mode), end, expiry, st.core.refusal(id));
                 if let Some(m) = &self.metrics {
                     m.resource(id, cap, st.core.wants(id).unwrap_or(0.0), mode);
                 }

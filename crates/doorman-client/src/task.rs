@@ -184,11 +184,14 @@ fn refused(e: &CallError, ids: &[String]) -> Option<(Vec<(String, Refused)>, boo
 }
 
 /// Runs `call` (an RPC, however long it hangs) while leases keep ending
-/// on time: at each lease's end what the core says applies then (the
-/// fallback) is published, so a client behind a link that drops packets
-/// stops using a lease when the server stops counting it, not when the
-/// RPC's deadline passes.
+/// on time: what applies now is published first (a lease that ended
+/// while the process was stopped ends before the call, not when it
+/// answers), and at each lease's end what the core says applies then (the
+/// fallback), so a client behind a link that drops packets stops using a
+/// lease when the server stops counting it, not when the RPC's deadline
+/// passes.
 async fn ending_leases_apply(shared: &ClientShared, call: impl std::future::Future<Output = ()>) {
+    shared.publish(&shared.lock(), shared.now());
     tokio::pin!(call);
     loop {
         let now = shared.now();
@@ -231,10 +234,14 @@ pub(crate) async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     while !*stop.borrow() {
+        // Every wake-up first applies what holds now: the process may have
+        // been stopped past a lease's end (SIGSTOP, a frozen VM).
+        shared.publish(&shared.lock(), shared.now());
         let turn = next_turn(&shared);
         if !turn.release.is_empty() {
+            let released = release(&mut conn, &turn.client_id, turn.release);
             tokio::select! {
-                _ = release(&mut conn, &turn.client_id, turn.release) => {}
+                _ = ending_leases_apply(&shared, released) => {}
                 _ = stop.changed() => break,
             }
         }

@@ -162,3 +162,55 @@ async fn after_a_hung_master_discovery_starts_at_the_next_address() {
     a.kill();
     b.kill();
 }
+
+/// A process stopped past its lease (SIGSTOP, a frozen VM: here the
+/// client's whole runtime blocked) resumes behind a silent partition: it
+/// must not go on with the lease that ended while it was stopped until
+/// its refresh fails. The watch (what the background task publishes)
+/// shows the fallback at once on resuming, not after the RPC deadline.
+#[test]
+fn a_client_stopped_past_its_lease_resumes_without_it() {
+    let s = server();
+    let outer = tokio::runtime::Runtime::new().unwrap();
+    let proxy = outer.block_on(FaultProxy::start(s.grpc_addr)).unwrap();
+    // The client's own runtime, one thread: blocking it stops every task
+    // of the client, its timers included, as a stopped process would.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = proxy.addr().to_string();
+    let (c, r) = rt.block_on(async {
+        let c = client(&[addr], Duration::from_secs(4), 0).await;
+        let r = c.rate_resource("r", RateOptions::wants(100.0)).unwrap();
+        eventually("a lease of 100", Duration::from_secs(5), || {
+            r.mode() == Mode::Lease && r.capacity() == 100.0
+        })
+        .await;
+        (c, r)
+    });
+    let watch = r.capacity_watch();
+    let thread = std::thread::spawn(move || {
+        rt.block_on(async {
+            // The leases are 3 s long: stopped for 5 s.
+            tokio::task::spawn(async { std::thread::sleep(Duration::from_secs(5)) });
+            tokio::time::sleep(Duration::from_secs(12)).await;
+            drop(r);
+            c.close().await;
+        })
+    });
+    proxy.set(LinkMode::Drop);
+    std::thread::sleep(Duration::from_millis(5_300));
+    let resumed = Instant::now();
+    while watch.borrow().mode == Mode::Lease && resumed.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let seen = resumed.elapsed();
+    assert!(
+        seen < Duration::from_millis(500),
+        "the ended lease was still published {seen:?} after resuming"
+    );
+    proxy.set(LinkMode::Reset);
+    thread.join().unwrap();
+    s.kill();
+}

@@ -121,7 +121,7 @@ async fn ask_parent(
     let now = state.now();
     match backoff.outcome(r) {
         Ok(resp) => {
-            let grants = upstream_grants(&resp, sent_at);
+            let grants = upstream_grants(&resp, (sent_at, now));
             state.core().upstream_response(now, &ids, &grants);
             answered(state, conn);
         }

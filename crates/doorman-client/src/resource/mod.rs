@@ -98,6 +98,19 @@ pub enum Kind {
     Gauge,
 }
 
+/// The end of the lease a resource applies, on tokio's monotonic clock,
+/// and what applies after it (the fallback, as the client core says).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct LeaseEnd {
+    /// When the lease ends.
+    pub at: Instant,
+    /// The capacity and mode after it.
+    pub after: (f64, Mode),
+}
+
+/// `Shared::lease_end` without a lease that ends.
+const NO_END: u64 = u64::MAX;
+
 /// Shared state of one resource.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -119,6 +132,17 @@ pub(crate) struct Shared {
     refusal: Mutex<Option<Refused>>,
     /// What `capacity_watch()` receivers see.
     watch: tokio::sync::watch::Sender<CapacityState>,
+    /// When the applied lease ends, in milliseconds from `origin`
+    /// ([`NO_END`]: no lease): every reader of the capacity and every
+    /// acquisition checks it first ([`Shared::check_end`]), so a lease
+    /// ends on time on this side even before the background task wakes
+    /// (a process stopped past its lease and resumed).
+    lease_end: AtomicU64,
+    /// What applies after `lease_end`; its lock orders the switch with a
+    /// new lease's publication.
+    after_end: Mutex<(f64, Mode)>,
+    /// Where `lease_end` counts from.
+    origin: Instant,
 }
 
 fn mode_index(m: Mode) -> u8 {
@@ -166,6 +190,9 @@ impl Shared {
                 None,
                 None,
             )),
+            lease_end: AtomicU64::new(NO_END),
+            after_end: Mutex::new((0.0, Mode::Pessimistic)),
+            origin,
         };
         s.apply(initial.0, initial.1);
         s
@@ -179,6 +206,54 @@ impl Shared {
 
     /// The capacity currently applied.
     pub fn capacity(&self) -> f64 {
+        self.check_end();
+        f64::from_bits(self.capacity_bits.load(Ordering::Relaxed))
+    }
+
+    /// The limiter, for an acquisition: what applies now first (a lease
+    /// that has ended no longer does).
+    pub fn limiter(&self) -> MutexGuard<'_, LimiterState> {
+        self.check_end();
+        self.lock()
+    }
+
+    /// If the applied lease has ended, applies what comes after it at once
+    /// (the background task publishes the same when it wakes).
+    pub fn check_end(&self) {
+        if crate::clock::instant() < self.end_instant() {
+            return;
+        }
+        let after = self.after_end.lock().unwrap_or_else(|e| e.into_inner());
+        let end = self.lease_end.load(Ordering::Acquire);
+        if end == NO_END || crate::clock::instant() < self.origin + Duration::from_millis(end) {
+            return;
+        }
+        self.lease_end.store(NO_END, Ordering::Release);
+        let (capacity, mode) = *after;
+        self.apply(capacity, mode);
+        let expiry = self.watch.borrow().lease_expiry;
+        let state = CapacityState::new(self.capacity_now(), mode, None, self.note());
+        self.watch.send_if_modified(|s| {
+            let next = CapacityState {
+                lease_expiry: expiry.filter(|_| mode == Mode::Lease),
+                ..state.clone()
+            };
+            let changed = *s != next;
+            *s = next;
+            changed
+        });
+    }
+
+    /// When the applied lease ends (far in the future without one).
+    fn end_instant(&self) -> Instant {
+        match self.lease_end.load(Ordering::Acquire) {
+            NO_END => self.origin + Duration::from_secs(86_400 * 365 * 30),
+            ms => self.origin + Duration::from_millis(ms),
+        }
+    }
+
+    /// The capacity applied, without checking the lease's end.
+    fn capacity_now(&self) -> f64 {
         f64::from_bits(self.capacity_bits.load(Ordering::Relaxed))
     }
 
@@ -197,14 +272,23 @@ impl Shared {
     /// `capacity_watch()` receivers when anything they see changed.
     pub fn publish(
         &self,
-        capacity: f64,
-        mode: Mode,
+        (capacity, mode): (f64, Mode),
+        end: Option<LeaseEnd>,
         expiry_ms: Option<i64>,
         refused: Option<&Refused>,
     ) {
         self.set_refused(refused);
-        self.apply(capacity, mode);
-        let state = CapacityState::new(self.capacity(), mode, expiry_ms, self.note());
+        {
+            let mut after = self.after_end.lock().unwrap_or_else(|e| e.into_inner());
+            let ms = end.map_or(NO_END, |e| {
+                let since = e.at.saturating_duration_since(self.origin).as_millis();
+                u64::try_from(since).unwrap_or(NO_END - 1)
+            });
+            *after = end.map_or((capacity, mode), |e| e.after);
+            self.lease_end.store(ms, Ordering::Release);
+            self.apply(capacity, mode);
+        }
+        let state = CapacityState::new(self.capacity_now(), mode, expiry_ms, self.note());
         self.watch.send_if_modified(|s| {
             let changed = *s != state;
             *s = state;
@@ -278,6 +362,7 @@ impl Shared {
 
     /// The mode currently applied.
     pub fn mode(&self) -> Mode {
+        self.check_end();
         Mode::ALL[usize::from(self.mode.load(Ordering::Relaxed)).min(Mode::ALL.len() - 1)]
     }
 

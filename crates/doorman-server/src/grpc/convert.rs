@@ -210,8 +210,14 @@ pub fn upstream_request(
     }
 }
 
-/// The parent's answer to the request sent at `sent_at`, for the core.
-pub fn upstream_grants(resp: &pb::GetServerCapacityResponse, sent_at: Time) -> Vec<UpstreamGrant> {
+/// The parent's answer to the request sent at `sent_at` and answered at
+/// `received_at`, for the core: the lease counts from when the request
+/// left (it ends no later than the parent counts it); the predecessors'
+/// word, a bound on what may still be out, from when the answer came.
+pub fn upstream_grants(
+    resp: &pb::GetServerCapacityResponse,
+    (sent_at, received_at): (Time, Time),
+) -> Vec<UpstreamGrant> {
     resp.response
         .iter()
         .map(|r| UpstreamGrant {
@@ -224,7 +230,7 @@ pub fn upstream_grants(resp: &pb::GetServerCapacityResponse, sent_at: Time) -> V
                 .predecessor_outstanding
                 .filter(|p| p.is_finite() && *p >= 0.0),
             predecessor_until: doorman_proto::millis(r.predecessor_remaining_ms)
-                .map(|left| sent_at + left),
+                .map(|left| received_at + doorman_algorithms::counted_for(left)),
         })
         .collect()
 }
@@ -290,16 +296,19 @@ mod tests {
         let mut wire = server_response(Ok(vec![grant]));
         // The lease's 6 s left cross too, and count from when the
         // downstream server sent its request, on its own clock (an hour
-        // behind the parent's here).
+        // behind the parent's here), less the clock-rate margin.
         assert_eq!(wire.response[0].gets.remaining_ms, Some(6_000));
         let sent_at = doorman_core::Time::from_secs(4) - doorman_core::Span::secs(3600);
-        let g = &upstream_grants(&wire, sent_at)[0];
-        assert_eq!(g.lease.expiry, sent_at + doorman_core::Span::secs(6));
-        // The predecessors' word holds 5 s more, on the receiver's clock.
+        let received_at = sent_at + doorman_core::Span::from_millis(700);
+        let g = &upstream_grants(&wire, (sent_at, received_at))[0];
+        let held = doorman_algorithms::held_for(doorman_core::Span::secs(6));
+        assert_eq!(g.lease.expiry, sent_at + held);
+        // The predecessors' word holds 5 s more, on the receiver's clock,
+        // counted from when it arrived, plus the clock-rate margin.
         assert_eq!(wire.response[0].predecessor_remaining_ms, Some(5_000));
         assert_eq!(
             g.predecessor_until,
-            Some(sent_at + doorman_core::Span::secs(5))
+            Some(received_at + doorman_core::Span::from_millis(5_050))
         );
         assert_eq!(
             (g.next_refresh_interval, g.predecessor_out),
@@ -309,7 +318,7 @@ mod tests {
         for bad in [-1.0, f64::NAN, f64::INFINITY] {
             wire.response[0].predecessor_outstanding = Some(bad);
             assert_eq!(
-                upstream_grants(&wire, sent_at)[0].predecessor_out,
+                upstream_grants(&wire, (sent_at, sent_at))[0].predecessor_out,
                 None,
                 "{bad}"
             );
