@@ -179,11 +179,14 @@ impl Client {
 
     /// Stops the background task and releases every resource with
     /// ReleaseCapacity, all within the RPC deadline (plus a second). Never
-    /// hangs, even with every server gone. Handles keep their last capacity.
+    /// hangs, even with every server gone. Handles apply capacity 0 from
+    /// then on, before anything is released: the server hands a released
+    /// lease to others at once.
     pub async fn close(&self) {
         self.inner.shared.closed.store(true, Ordering::Release);
         // Waiters with a deadline learn at once that the client closed.
         for r in self.inner.shared.lock().resources.values() {
+            r.publish((0.0, Mode::Pessimistic), None, None, None);
             r.notify.notify_waiters();
         }
         let _ = self.inner.stop.send(true);

@@ -67,7 +67,13 @@ impl ClientShared {
     /// Applies the capacity the core says applies now to every resource.
     pub(crate) fn publish(&self, st: &ClientState, now: Time) {
         let instant = crate::clock::instant();
+        // A closed client has released (or is releasing) its leases.
+        let closed = self.closed.load(Ordering::Acquire);
         for (id, r) in &st.resources {
+            if closed {
+                r.publish((0.0, Mode::Pessimistic), None, None, None);
+                continue;
+            }
             if let Some((cap, mode)) = st.core.capacity(id, now) {
                 let lease = st.core.lease(id);
                 let expiry = lease.map(|l| l.expiry.as_millis());

@@ -230,6 +230,11 @@ async fn close_releases_every_resource() {
     c.close().await;
     assert_eq!(s.lease_count(), 0);
     assert!(s.requests("ReleaseCapacity") >= 1);
+    // The leases are released (the server hands them to others): the
+    // handles no longer use them.
+    assert_eq!((a.capacity(), b.capacity()), (0.0, 0.0));
+    assert!(!a.try_acquire());
+    assert!(b.try_mark().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
