@@ -256,11 +256,50 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// timeout is set; callers bound each call themselves).
 pub async fn connect(etcd: &EtcdOptions, connect_timeout: Duration) -> Result<Client, EtcdError> {
     let etcd = etcd.reread();
-    let endpoints = etcd.urls();
+    let endpoints = reachable(etcd.urls(), connect_timeout).await;
     let opts = etcd.connect_options(connect_timeout);
     let what = format!("cannot connect to etcd {endpoints:?}");
     timeout(connect_timeout * 2, Client::connect(&endpoints, Some(opts)))
         .await
         .map_err(EtcdError::timed_out(what.clone()))?
         .map_err(EtcdError::failed(what))
+}
+
+/// The endpoints that accept a TCP connection within `within`, in their
+/// order (all of them if none does: the connection then fails with the
+/// client's own error). The etcd client balances calls over every
+/// endpoint it is given and goes on sending some to one that is down:
+/// measured with the fault harness, a three-member cluster whose leader
+/// was killed left a node without a master for over 20 s, its lease
+/// grants failing with "tcp connect error". Each connection (every
+/// election session, every config watch) asks again, so a member that
+/// comes back is used from the next one on.
+async fn reachable(urls: Vec<String>, within: Duration) -> Vec<String> {
+    let mut probes = tokio::task::JoinSet::new();
+    for (i, url) in urls.iter().enumerate() {
+        let authority = url
+            .split_once("://")
+            .map_or(url.as_str(), |(_, rest)| rest)
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        probes.spawn(async move {
+            let ok = timeout(within, tokio::net::TcpStream::connect(authority)).await;
+            (i, matches!(ok, Ok(Ok(_))))
+        });
+    }
+    let mut up = vec![false; urls.len()];
+    while let Some(r) = probes.join_next().await {
+        if let Ok((i, ok)) = r {
+            up[i] = ok;
+        }
+    }
+    if !up.contains(&true) {
+        return urls;
+    }
+    urls.into_iter()
+        .zip(up)
+        .filter_map(|(u, ok)| ok.then_some(u))
+        .collect()
 }
