@@ -208,6 +208,7 @@ impl ServerState {
     pub fn status(&self, max_leases: usize) -> Status {
         let mut status = self.core().status(self.now(), max_leases);
         status.config_version = self.config_version().map(|v| v.to_string());
+        status.wall_clock_ms = Some(crate::clock::wall_clock().as_millis());
         status.level = self.level();
         status.parent_link = self.parent_link.as_ref().map(ParentLink::get);
         status.election_session_up = self.session_up.load(Ordering::Relaxed);

@@ -76,6 +76,26 @@ impl Pki {
         self.issue(p, file)
     }
 
+    /// A certificate for a host at `ips` that serves and is a client too
+    /// (a server that leases from its parent, an etcd member), naming
+    /// `name`.
+    pub fn node(&self, file: &str, ips: &[std::net::IpAddr], name: Name<'_>) -> CertFiles {
+        let mut p = client_params(name);
+        p.distinguished_name.push(DnType::CommonName, file);
+        for ip in ips {
+            p.subject_alt_names.push(SanType::IpAddress(*ip));
+        }
+        p.extended_key_usages = vec![
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        p.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        self.issue(p, file)
+    }
+
     /// A client certificate naming `name`.
     pub fn client(&self, file: &str, name: Name<'_>) -> CertFiles {
         self.issue(client_params(name), file)

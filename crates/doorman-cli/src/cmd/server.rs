@@ -104,6 +104,15 @@ pub struct Args {
     /// of the parent address).
     #[arg(long, requires = "parent_tls_ca")]
     parent_tls_server_name: Option<String>,
+    /// Present this PEM client certificate to the parent instead of
+    /// --tls-cert (needs --parent-tls-key): a node that serves its own
+    /// clients without TLS (original Doorman clients have none) can still
+    /// be a mutual-TLS client of its parent.
+    #[arg(long, requires_all = ["parent_tls_ca", "parent_tls_key"])]
+    parent_tls_cert: Option<PathBuf>,
+    /// PEM private key of --parent-tls-cert.
+    #[arg(long, requires = "parent_tls_cert")]
+    parent_tls_key: Option<PathBuf>,
     /// Send the bearer token in this file to the parent (for a parent with
     /// --auth-tokens).
     #[arg(long, requires = "parent")]
@@ -234,8 +243,15 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
     };
     let parent_tls = ClientTlsArgs {
         tls_ca: args.parent_tls_ca.clone(),
-        tls_cert: args.parent_tls_ca.as_ref().and(args.tls_cert.clone()),
-        tls_key: args.parent_tls_ca.as_ref().and(args.tls_key.clone()),
+        tls_cert: args.parent_tls_ca.as_ref().and(
+            args.parent_tls_cert
+                .clone()
+                .or_else(|| args.tls_cert.clone()),
+        ),
+        tls_key: args
+            .parent_tls_ca
+            .as_ref()
+            .and(args.parent_tls_key.clone().or_else(|| args.tls_key.clone())),
         tls_server_name: args.parent_tls_server_name.clone(),
         token_file: args.parent_token_file.clone(),
     };

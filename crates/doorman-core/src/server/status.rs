@@ -23,8 +23,14 @@ pub struct Status {
     pub master_address: Option<String>,
     /// When it became master (seconds since epoch), if it is.
     pub master_since: Option<f64>,
-    /// When the snapshot was taken (seconds since epoch).
+    /// When the snapshot was taken (seconds since epoch), on the lease
+    /// clock (the wall clock as it read when the process started,
+    /// advanced by the monotonic clock).
     pub now: f64,
+    /// The wall clock when the snapshot was taken, ms since the epoch (set
+    /// by the shell): how far off the host's wall clock is, which the
+    /// lease clock does not follow.
+    pub wall_clock_ms: Option<i64>,
     /// "root" or "intermediate".
     pub role: &'static str,
     /// Where the config came from.
@@ -229,6 +235,7 @@ impl Node {
             config_source: self.config.source().to_string(),
             config_summary: self.config.summary(),
             config_version: None,
+            wall_clock_ms: None,
             level: None,
             parent_link: None,
             election_session_up: true,
