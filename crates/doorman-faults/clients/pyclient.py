@@ -1,8 +1,10 @@
 """A Python client of the fault harness (doorman-faults): one rate
 resource through the doorman_client package, reporting on standard output
-one JSON line per change of the capacity it uses, {"t": monotonic seconds,
-"cap": capacity, "mode": mode}, and reading "wants N" lines on standard
-input; end of input closes the client (its lease released).
+one JSON line per change of the capacity it uses and one a second anyway,
+{"t": monotonic seconds, "i": 0, "cap": capacity, "mode": mode,
+"wall_ms": its wall clock (which libfaketime sets: the auditor checks the
+offset took effect)}, and reading "wants N" lines on standard input; end
+of input closes the client (its lease released).
 
     pyclient.py SERVERS CLIENT_ID RESOURCE WANTS
 
@@ -25,13 +27,15 @@ def main() -> int:
         servers.split(","), client_id=client_id, fallback="pessimistic", rpc_timeout=2.0
     )
     res = client.rate_resource(resource, wants=float(wants))
-    last = None
+    last, said = None, 0.0
     while True:
         now = (res.capacity, res.mode)
-        if now != last:
-            line = {"t": time.monotonic(), "cap": now[0], "mode": now[1]}
+        mono = time.monotonic()
+        if now != last or mono - said >= 1.0:
+            line = {"t": mono, "i": 0, "cap": now[0], "mode": now[1],
+                    "wall_ms": int(time.time() * 1000)}
             print(json.dumps(line), flush=True)
-            last = now
+            last, said = now, mono
         ready, _, _ = select.select([sys.stdin], [], [], 0.005)
         if ready:
             text = sys.stdin.readline()

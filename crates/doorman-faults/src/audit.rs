@@ -90,11 +90,9 @@ impl Record {
     /// Σ used, the bound and the goal at every change and every 100 ms of
     /// `[from, to]`, in time order.
     pub fn sweep(&self, from: f64, to: f64) -> Vec<Point> {
-        let mut times: Vec<f64> = self
-            .used
-            .iter()
-            .chain(self.wants.iter())
-            .chain(std::iter::once(&self.capacity))
+        let (used, wants) = (total(&self.used), total(&self.wants));
+        let mut times: Vec<f64> = [&used, &wants, &self.capacity]
+            .into_iter()
             .flat_map(Steps::times)
             .filter(|&t| t >= from && t <= to)
             .collect();
@@ -105,20 +103,37 @@ impl Record {
         }
         times.sort_by(f64::total_cmp);
         times.dedup();
-        times.into_iter().map(|t| self.point(t)).collect()
+        times
+            .into_iter()
+            .map(|t| Point {
+                t,
+                used: used.at(t),
+                bound: self.capacity.max_over(t - self.lease, t),
+                goal: self.capacity.at(t).min(wants.at(t)),
+            })
+            .collect()
     }
+}
 
-    fn point(&self, t: f64) -> Point {
-        let used = self.used.iter().map(|s| s.at(t)).sum();
-        let wants: f64 = self.wants.iter().map(|s| s.at(t)).sum();
-        let capacity = self.capacity.at(t);
-        Point {
-            t,
-            used,
-            bound: self.capacity.max_over(t - self.lease, t),
-            goal: capacity.min(wants),
+/// Σ of `steps` as one step function (each step's change, summed in time
+/// order: linear in the steps, however many clients).
+fn total(steps: &[Steps]) -> Steps {
+    let mut deltas: Vec<(f64, f64)> = Vec::new();
+    for s in steps {
+        let mut prev = 0.0;
+        for &(t, v) in s.points() {
+            deltas.push((t, v - prev));
+            prev = v;
         }
     }
+    deltas.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out = Steps::default();
+    let mut sum = 0.0;
+    for (t, d) in deltas {
+        sum += d;
+        out.set(t, sum);
+    }
+    out
 }
 
 /// Seconds of `points` (each lasting until the next) with more in use

@@ -1,21 +1,37 @@
 //! `doorman-faults client`: a real client process on the Rust client
-//! library for the harness. It holds one rate resource and reports on
-//! standard output, one JSON line each, every change of what it uses:
-//! `{"t": <monotonic s>, "cap": <capacity>, "mode": "lease"|…,
-//! "expiry_ms": <its lease's end on its own clock, or null>}`; it reads
-//! `wants <n>` lines on standard input. End of input closes the client
-//! (its lease released) and the process exits. The library's warnings
-//! (a failed or refused request) go to standard error, the process's log,
-//! stamped with the same monotonic seconds.
+//! library for the harness. It holds one rate resource per `Client` (one,
+//! or `--count` of them with ids `ID-0`, `ID-1`, …, each its own
+//! connection, as many hosts' worth of clients would be) and reports on
+//! standard output, one JSON line each, every change of what a client
+//! uses, and every second what it uses anyway (the auditor knows it is
+//! alive): `{"t": <monotonic s>, "i": <client index>, "cap": <capacity>,
+//! "mode": "lease"|…, "expiry_ms": <its lease's end on its lease clock,
+//! or null>, "wall_ms": <its wall clock>, "cont": <reported on SIGCONT>}`.
+//! The wall clock is the one libfaketime sets for this process: the
+//! auditor checks that the offsets it set took effect. On SIGCONT it
+//! reports at once (a process resumed after a stop). It reads
+//! `wants <n>` lines on standard input; end of input closes the clients
+//! (their leases released) and the process exits. The library's warnings
+//! go to standard error, stamped with the same monotonic seconds.
+//!
+//! `--ignore-lease-end` is the harness's self-test, never the library's:
+//! the client goes on reporting (using) the capacity of its last lease
+//! after that lease has ended, so the auditor must see it exceed the
+//! capacity.
 //!
 //! Must not: decide anything (the library does) or report a capacity
 //! later than it applies it.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args as ClapArgs;
-use doorman_client::{Client, Fallback, RateOptions, Wants};
+use doorman_client::{
+    BearerToken, Client, ClientTls, Fallback, Mode, RateOptions, RateResource, Wants,
+};
 use tokio::io::AsyncBufReadExt;
+use tokio::signal::unix::{signal, SignalKind};
 
 use crate::clock::mono;
 
@@ -25,18 +41,44 @@ pub struct Args {
     /// The addresses of its leaf's replicas, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub server: Vec<String>,
-    /// Its client id.
+    /// Its client id (with `--count`, the prefix of each client's).
     #[arg(long)]
     pub id: String,
     /// The resource.
     #[arg(long)]
     pub resource: String,
-    /// What it wants at start.
+    /// What each client wants at start.
     #[arg(long)]
     pub wants: f64,
+    /// How many clients this process runs.
+    #[arg(long, default_value_t = 1)]
+    pub count: usize,
+    /// Self-test only: go on using a lease's capacity after it ends.
+    #[arg(long)]
+    pub ignore_lease_end: bool,
+    /// TLS: the CA to trust (connects over TLS when given).
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// TLS: the client certificate to present.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: its key.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// A file holding a bearer token to send.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
 }
 
-/// Runs the client until its standard input ends.
+/// One client of the process, what it reports, and the capacity of its
+/// last lease (the self-test's liar keeps using it).
+struct One {
+    index: usize,
+    resource: RateResource,
+    last_lease: std::sync::Mutex<f64>,
+}
+
+/// Runs the clients until standard input ends.
 pub async fn run(a: Args) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -46,38 +88,90 @@ pub async fn run(a: Args) -> anyhow::Result<()> {
         .with_ansi(false)
         .with_timer(MonoTimer)
         .try_init();
-    let client = Client::builder()
+    let mut clients = Vec::new();
+    let mut ones = Vec::new();
+    for index in 0..a.count.max(1) {
+        let id = if a.count > 1 {
+            format!("{}-{index}", a.id)
+        } else {
+            a.id.clone()
+        };
+        let client = build(&a, id).await?;
+        let resource = client.rate_resource(&a.resource, RateOptions::wants(a.wants))?;
+        ones.push(Arc::new(One {
+            index,
+            resource,
+            last_lease: std::sync::Mutex::new(0.0),
+        }));
+        clients.push(client);
+    }
+    let liar = a.ignore_lease_end;
+    for one in &ones {
+        tokio::spawn(watch(one.clone(), liar));
+    }
+    tokio::spawn(beat(ones.clone(), liar));
+    read_input(&ones).await;
+    drop(ones);
+    for c in clients {
+        c.close().await;
+    }
+    Ok(())
+}
+
+async fn build(a: &Args, id: String) -> anyhow::Result<Client> {
+    let mut b = Client::builder()
         .servers(a.server.clone())
-        .client_id(a.id.clone())
+        .client_id(id)
         .fallback(Fallback::Pessimistic)
-        .rpc_timeout(Duration::from_secs(2))
-        .build()
-        .await?;
-    let res = client.rate_resource(&a.resource, RateOptions::wants(a.wants))?;
-    let mut watch = res.capacity_watch();
+        .rpc_timeout(Duration::from_secs(2));
+    if let Some(ca) = &a.tls_ca {
+        let tls = ClientTls::from_files(ca, a.tls_cert.as_deref(), a.tls_key.as_deref())?;
+        b = b.tls(tls);
+    }
+    if let Some(f) = &a.token_file {
+        b = b.bearer_token(BearerToken::from_file(f)?);
+    }
+    Ok(b.build().await?)
+}
+
+/// Reads `wants <n>` lines until the input ends.
+async fn read_input(ones: &[Arc<One>]) {
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    report(&watch.borrow_and_update());
-    loop {
-        tokio::select! {
-            changed = watch.changed() => {
-                if changed.is_err() {
-                    break;
-                }
-                report(&watch.borrow_and_update());
+    while let Ok(Some(l)) = lines.next_line().await {
+        if let Some(w) = l.strip_prefix("wants ").and_then(|w| w.trim().parse().ok()) {
+            for one in ones {
+                one.resource.set_wants(Wants::Fixed(w));
             }
-            line = lines.next_line() => match line {
-                Ok(Some(l)) => {
-                    if let Some(w) = l.strip_prefix("wants ").and_then(|w| w.trim().parse().ok()) {
-                        res.set_wants(Wants::Fixed(w));
-                    }
-                }
-                _ => break,
-            },
         }
     }
-    drop(res);
-    client.close().await;
-    Ok(())
+}
+
+/// Reports every change of what client `one` uses.
+async fn watch(one: Arc<One>, liar: bool) {
+    let mut w = one.resource.capacity_watch();
+    loop {
+        let s = w.borrow_and_update().clone();
+        report(&one, s.capacity, s.mode, s.lease_expiry, liar, false);
+        if w.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Every second, and at once on SIGCONT, what each client uses now.
+async fn beat(ones: Vec<Arc<One>>, liar: bool) {
+    let mut cont = signal(SignalKind::from_raw(rustix::process::Signal::CONT.as_raw())).ok();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let resumed = tokio::select! {
+            _ = tick.tick() => false,
+            Some(()) = async { cont.as_mut()?.recv().await } => true,
+        };
+        for one in &ones {
+            let (cap, mode) = (one.resource.capacity(), one.resource.mode());
+            report(one, cap, mode, None, liar, resumed);
+        }
+    }
 }
 
 /// Log lines stamped with the machine's monotonic seconds, as reports are.
@@ -89,17 +183,36 @@ impl tracing_subscriber::fmt::time::FormatTime for MonoTimer {
     }
 }
 
-fn report(s: &doorman_client::CapacityState) {
-    let expiry_ms = s.lease_expiry.and_then(|e| {
-        e.duration_since(std::time::UNIX_EPOCH)
+fn report(
+    one: &One,
+    cap: f64,
+    mode: Mode,
+    expiry: Option<std::time::SystemTime>,
+    liar: bool,
+    cont: bool,
+) {
+    let mut last = one.last_lease.lock().unwrap_or_else(|e| e.into_inner());
+    if mode == Mode::Lease {
+        *last = cap;
+    }
+    let used = if liar && mode != Mode::Lease {
+        *last
+    } else {
+        cap
+    };
+    let ms = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
             .ok()
             .map(|d| d.as_millis() as u64)
-    });
+    };
     let line = serde_json::json!({
         "t": mono(),
-        "cap": s.capacity,
-        "mode": s.mode.name(),
-        "expiry_ms": expiry_ms,
+        "i": one.index,
+        "cap": used,
+        "mode": mode.name(),
+        "expiry_ms": expiry.and_then(ms),
+        "wall_ms": ms(std::time::SystemTime::now()),
+        "cont": cont,
     });
     println!("{line}");
 }

@@ -9,7 +9,8 @@
 
 use crate::audit::{Point, Record, Steps};
 use crate::leases::{leased, Reading};
-use crate::tree::{Kind, World};
+use crate::tree::Kind;
+use crate::world::World;
 
 /// At most this many stretches over the capacity are described.
 const MOST_STRETCHES: usize = 5;

@@ -14,10 +14,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
 use crate::audit::Steps;
 use crate::clock::mono;
+use crate::http::Http;
 
 /// One reading: when, whose lease, how much, and how long it had left.
 pub type Reading = (f64, String, f64, f64);
@@ -25,24 +24,49 @@ pub type Reading = (f64, String, f64, f64);
 /// Readings, shared with the poller.
 pub type Readings = Arc<Mutex<Vec<Reading>>>;
 
-/// Polls the status API of `servers` (their HTTP addresses) until `stop`,
-/// recording every client lease on `resources`.
+/// Servers' wall clocks as their status pages said them: (server index,
+/// monotonic s, ms since the epoch).
+pub type Walls = Arc<Mutex<Vec<(usize, f64, f64)>>>;
+
+/// A server to read: its index, its HTTP address, and whether its clients'
+/// leases are read (a leaf's, every 250 ms; the others' pages every
+/// second, for their wall clocks).
+pub type Polled = (usize, SocketAddr, bool);
+
+/// Polls the status API of `servers` until `stop`, recording every client
+/// lease on `resources` and every server's wall clock.
 pub async fn poll(
-    servers: Vec<SocketAddr>,
+    http: Http,
+    servers: Vec<Polled>,
     resources: Vec<String>,
-    out: Readings,
+    (out, walls): (Readings, Walls),
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    loop {
-        for http in &servers {
-            if let Some(body) = get(*http, "/api/v1/status").await {
+    for round in 0u64.. {
+        for &(i, addr, leaf) in &servers {
+            if !leaf && round % 4 != 0 {
+                continue;
+            }
+            if let Some(body) = http.get(addr, "/api/v1/status").await {
                 record(&body, &resources, &out);
+                wall(&body, i, &walls);
             }
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
             _ = stop.changed() => return,
         }
+    }
+}
+
+/// The server's wall clock from its status page.
+fn wall(body: &str, i: usize, walls: &Walls) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return;
+    };
+    if let Some(ms) = v["wall_clock_ms"].as_f64() {
+        let mut w = walls.lock().unwrap_or_else(|e| e.into_inner());
+        w.push((i, mono(), ms));
     }
 }
 
@@ -77,23 +101,6 @@ pub fn resource_status<'a>(
 ) -> Option<&'a serde_json::Value> {
     let mut resources = status["resources"].as_array().into_iter().flatten();
     resources.find(|r| r["id"] == resource)
-}
-
-/// One HTTP/1.0 GET: the body, if an answer came within a second.
-pub async fn get(addr: SocketAddr, path: &str) -> Option<String> {
-    let call = async {
-        let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-        let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-        s.write_all(req.as_bytes()).await.ok()?;
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).await.ok()?;
-        let text = String::from_utf8(buf).ok()?;
-        text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
-    };
-    tokio::time::timeout(Duration::from_secs(1), call)
-        .await
-        .ok()
-        .flatten()
 }
 
 /// The lease `client` held by the server's word, from `readings` (each

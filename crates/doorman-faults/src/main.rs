@@ -10,18 +10,27 @@
 
 mod argv;
 mod audit;
+mod checks;
 mod client;
 mod clock;
+mod clocks;
+mod etcd;
 mod explain;
 mod faults;
+mod http;
 mod leases;
 mod net;
+mod probe;
 mod procs;
+mod proxy;
+mod record;
 mod report;
 mod run;
 mod scenario;
 mod schedule;
+mod secure;
 mod tree;
+mod world;
 
 use std::process::ExitCode;
 
@@ -42,11 +51,18 @@ enum Cmd {
     /// Runs the tree under a schedule of faults and audits it (needs root:
     /// network namespaces; iproute2, nftables, faketime and etcd).
     Run(run::Args),
+    /// Runs one client that ignores its lease's end, cut off from its
+    /// leaf: passes only if the audit sees it exceed the capacity.
+    Selftest(run::Args),
     /// Runs a simulator scenario's plan (`doorman-sim run`'s `plan.json`)
     /// on real processes and writes the simulator's files (needs root).
     Scenario(scenario::Args),
-    /// One Rust client of the tree (started by `run`).
+    /// One Rust client process of the tree (started by `run`).
     Client(client::Args),
+    /// One TCP connection attempt (run on a host of the tree).
+    Probe(probe::Args),
+    /// A TCP proxy that can delay (run on a host of the tree).
+    Proxy(proxy::Args),
 }
 
 fn main() -> ExitCode {
@@ -64,8 +80,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.cmd {
         Cmd::Run(a) => rt.block_on(run::run(a)),
+        Cmd::Selftest(a) => rt.block_on(run::selftest(a)),
         Cmd::Scenario(a) => rt.block_on(scenario::run(a)),
         Cmd::Client(a) => rt.block_on(client::run(a)).map(|()| true),
+        Cmd::Probe(a) => probe::run(a).map(|()| true),
+        Cmd::Proxy(a) => rt.block_on(proxy::run(a)).map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,16 +1,21 @@
 //! The harness's network: each process of the tree runs on its own "host",
-//! a network namespace with one address on a private bridge, so a link
-//! between two hosts can be cut the way a firewall or a broken switch cuts
-//! it (nftables rules in both hosts dropping each other's packets: no
-//! reset, no refusal, the peer just hears nothing), whatever address a
-//! redirect or a Discovery names. The harness itself reaches every host
-//! through the bridge's own address; nothing is bound outside the bridge's
-//! private subnet, and everything is removed when the [`Net`] is dropped.
+//! a network namespace with one address on a private bridge, so what
+//! reaches a host from another can be dropped the way a firewall or a
+//! broken switch drops it (no reset, no refusal: the sender just hears
+//! nothing), whatever address a redirect or a Discovery names. A rule is
+//! directional, in the receiving host's input chain: packets from one
+//! host to another are passed, dropped, or dropped at random (nftables
+//! `numgen random`); a cut is both directions dropped, a one-way loss one
+//! of them. Every rule counts what it dropped and what passed after it
+//! ([`Net::counters`]), so a fault is shown to have happened, not believed
+//! because `nft` exited 0. The harness itself reaches every host through
+//! the bridge's own address; nothing is bound outside the bridge's private
+//! subnet, and everything is removed when the [`Net`] is dropped.
 //!
 //! Must not: touch any interface, namespace or rule it did not create.
 
-use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 
 use anyhow::{bail, Context};
@@ -24,18 +29,41 @@ pub struct Host {
     pub ip: Ipv4Addr,
 }
 
-/// The bridge, its hosts and the links cut between them.
+/// What happens to packets from one host to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// All dropped.
+    Drop,
+    /// This percentage dropped at random.
+    Lossy(u8),
+    /// All pass, counted (the other way of a one-way loss).
+    Count,
+}
+
+/// The bridge, its hosts and the rules between them.
 #[derive(Debug)]
 pub struct Net {
     tag: String,
     subnet: [u8; 3],
     bridge: String,
     hosts: Vec<Host>,
-    cut: BTreeSet<(Host, Host)>,
+    /// (from, to) → what happens to packets from `from` arriving at `to`.
+    rules: BTreeMap<(Host, Host), Rule>,
 }
 
-/// Runs `ip`, `nft` or `sysctl`, failing with what it printed.
-fn run(cmd: &str, args: &[&str]) -> anyhow::Result<()> {
+/// Packets from one host to another as a rule counted them: dropped, and
+/// passed after it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counted {
+    /// Dropped by the rule.
+    pub dropped: u64,
+    /// Passed (after the rule, or with no rule at all: not counted).
+    pub passed: u64,
+}
+
+/// Runs `ip`, `nft` or `sysctl`, failing with what it printed; returns
+/// its output.
+fn run(cmd: &str, args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new(cmd)
         .args(args)
         .output()
@@ -47,10 +75,10 @@ fn run(cmd: &str, args: &[&str]) -> anyhow::Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
 
-fn in_ns(ns: &str, cmd: &str, args: &[&str]) -> anyhow::Result<()> {
+fn in_ns(ns: &str, cmd: &str, args: &[&str]) -> anyhow::Result<String> {
     let mut all = vec!["netns", "exec", ns, cmd];
     all.extend_from_slice(args);
     run("ip", &all)
@@ -72,7 +100,7 @@ impl Net {
             subnet,
             bridge,
             hosts: Vec::new(),
-            cut: BTreeSet::new(),
+            rules: BTreeMap::new(),
         };
         let own = format!("{}/24", net.ip(1));
         run("ip", &["addr", "add", &own, "dev", &net.bridge])?;
@@ -98,12 +126,10 @@ impl Net {
         let (outer, inner) = (format!("{}a{n}", self.tag), format!("{}b{n}", self.tag));
         run("ip", &["netns", "add", &host.ns])?;
         self.hosts.push(host.clone());
-        run(
-            "ip",
-            &[
-                "link", "add", &outer, "type", "veth", "peer", "name", &inner,
-            ],
-        )?;
+        let veth = [
+            "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+        ];
+        run("ip", &veth)?;
         run("ip", &["link", "set", &inner, "netns", &host.ns])?;
         run("ip", &["link", "set", &outer, "master", &self.bridge])?;
         run("ip", &["link", "set", &outer, "up"])?;
@@ -115,62 +141,103 @@ impl Net {
         Ok(host)
     }
 
-    /// Cuts the link between `a` and `b` (both ways; packets dropped).
-    pub fn cut(&mut self, a: &Host, b: &Host) -> anyhow::Result<()> {
-        let key = if a < b {
-            (a.clone(), b.clone())
-        } else {
-            (b.clone(), a.clone())
+    /// Packets from `from` to `to` follow `rule` from now on (`None`:
+    /// all pass).
+    pub fn set(&mut self, from: &Host, to: &Host, rule: Option<Rule>) -> anyhow::Result<()> {
+        let key = (from.clone(), to.clone());
+        let before = match rule {
+            Some(r) => self.rules.insert(key, r),
+            None => self.rules.remove(&key),
         };
-        if self.cut.insert(key) {
-            self.render(a)?;
-            self.render(b)?;
+        if before != rule {
+            self.render(to)?;
         }
         Ok(())
     }
 
-    /// Mends the link between `a` and `b`.
-    pub fn heal(&mut self, a: &Host, b: &Host) -> anyhow::Result<()> {
-        let key = if a < b {
-            (a.clone(), b.clone())
-        } else {
-            (b.clone(), a.clone())
-        };
-        if self.cut.remove(&key) {
-            self.render(a)?;
-            self.render(b)?;
-        }
-        Ok(())
+    /// The rule packets from `from` to `to` follow, if any.
+    pub fn rule(&self, from: &Host, to: &Host) -> Option<Rule> {
+        self.rules.get(&(from.clone(), to.clone())).copied()
     }
 
-    /// Writes `host`'s rules afresh: drop to and from every host it is cut
-    /// from.
-    fn render(&self, host: &Host) -> anyhow::Result<()> {
-        let peers: Vec<Ipv4Addr> = self
-            .cut
-            .iter()
-            .filter_map(|(a, b)| match (a == host, b == host) {
-                (true, _) => Some(b.ip),
-                (_, true) => Some(a.ip),
-                _ => None,
-            })
-            .collect();
+    /// Connections `host` opens to each route's first address go to its
+    /// second instead (DNAT in `host`'s output path; the answers come
+    /// back as if from the first): a proxy on the way, whatever address
+    /// a redirect names.
+    pub fn dnat(&self, host: &Host, routes: &[(SocketAddr, SocketAddr)]) -> anyhow::Result<()> {
         let mut rules = String::from(
-            "table inet dmf\ndelete table inet dmf\ntable inet dmf {\n\
-             chain out { type filter hook output priority 0; policy accept;\n",
+            "table ip dmfnat\ndelete table ip dmfnat\ntable ip dmfnat {\n\
+             chain out { type nat hook output priority -100; policy accept;\n",
         );
-        for ip in &peers {
-            rules += &format!("ip daddr {ip} drop\n");
-        }
-        rules += "}\nchain in { type filter hook input priority 0; policy accept;\n";
-        for ip in &peers {
-            rules += &format!("ip saddr {ip} drop\n");
+        for (from, to) in routes {
+            rules += &format!(
+                "ip daddr {} tcp dport {} dnat to {to}\n",
+                from.ip(),
+                from.port()
+            );
         }
         rules += "}\n}\n";
         let file = tempfile::NamedTempFile::new()?;
         std::fs::write(file.path(), rules)?;
         let path = file.path().to_string_lossy().to_string();
-        in_ns(&host.ns, "nft", &["-f", &path])
+        in_ns(&host.ns, "nft", &["-f", &path]).map(|_| ())
+    }
+
+    /// What the rule from `from` at `to` has counted since it was set
+    /// (zeros without a rule).
+    pub fn counters(&self, from: &Host, to: &Host) -> anyhow::Result<Counted> {
+        if !self.rules.contains_key(&(from.clone(), to.clone())) {
+            return Ok(Counted::default());
+        }
+        let text = in_ns(&to.ns, "nft", &["-j", "list", "chain", "inet", "dmf", "in"])?;
+        let v: serde_json::Value = serde_json::from_str(&text).context("nft -j output")?;
+        let mut c = Counted::default();
+        let rules = v["nftables"].as_array().into_iter().flatten();
+        for r in rules.filter_map(|x| x.get("rule")) {
+            let comment = r["comment"].as_str().unwrap_or("");
+            let packets = r["expr"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|e| e["counter"]["packets"].as_u64())
+                .unwrap_or(0);
+            if comment == format!("drop {}", from.ip) {
+                c.dropped += packets;
+            } else if comment == format!("pass {}", from.ip) {
+                c.passed += packets;
+            }
+        }
+        Ok(c)
+    }
+
+    /// Writes `host`'s input chain afresh: for every host with a rule
+    /// towards it, the rule (counting what it drops), then a counter of
+    /// what passed.
+    fn render(&self, host: &Host) -> anyhow::Result<()> {
+        let mut rules = String::from(
+            "table inet dmf\ndelete table inet dmf\ntable inet dmf {\n\
+             chain in { type filter hook input priority 0; policy accept;\n",
+        );
+        for ((from, to), rule) in &self.rules {
+            if to != host {
+                continue;
+            }
+            let ip = from.ip;
+            let drop = match rule {
+                Rule::Drop => Some(String::new()),
+                Rule::Lossy(p) => Some(format!("numgen random mod 100 < {p} ")),
+                Rule::Count => None,
+            };
+            if let Some(d) = drop {
+                rules += &format!("ip saddr {ip} {d}counter drop comment \"drop {ip}\"\n");
+            }
+            rules += &format!("ip saddr {ip} counter comment \"pass {ip}\"\n");
+        }
+        rules += "}\n}\n";
+        let file = tempfile::NamedTempFile::new()?;
+        std::fs::write(file.path(), rules)?;
+        let path = file.path().to_string_lossy().to_string();
+        in_ns(&host.ns, "nft", &["-f", &path]).map(|_| ())
     }
 }
 

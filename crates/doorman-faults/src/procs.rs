@@ -8,6 +8,7 @@
 //!
 //! Must not: signal a pid it did not start, or leave a process running.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -22,8 +23,56 @@ use crate::net::Host;
 /// Where libfaketime lives (Debian's `faketime` package).
 pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
-/// A line a process printed, with when the harness read it.
-pub type Sink = Arc<Mutex<Vec<(usize, f64, String)>>>;
+/// What every process printed, line by line, with when the harness read
+/// each, by the process's index: a reader thread appends while the
+/// harness reads one process's lines at a time (a thousand clients print
+/// a thousand lines a second: the lock is held only to append or copy
+/// one process's lines, so no process blocks on its output pipe).
+#[derive(Debug, Clone, Default)]
+pub struct Sink(Arc<Mutex<HashMap<usize, Lines>>>);
+
+/// One process's lines: (when read, line).
+type Lines = Vec<(f64, String)>;
+
+impl Sink {
+    fn push(&self, index: usize, t: f64, line: String) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(index).or_default().push((t, line));
+    }
+
+    /// Process `index`'s lines so far: (when read, line).
+    pub fn lines(&self, index: usize) -> Vec<(f64, String)> {
+        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&index).cloned().unwrap_or_default()
+    }
+
+    /// Its last `n` lines.
+    pub fn tail(&self, index: usize, n: usize) -> Vec<(f64, String)> {
+        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&index)
+            .map(|v| v[v.len().saturating_sub(n)..].to_vec())
+            .unwrap_or_default()
+    }
+}
+
+/// What the harness did to a process, or saw it do.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Life {
+    /// Started (again), its wall clock this many seconds off.
+    Started(i64),
+    /// kill -9.
+    Killed,
+    /// SIGSTOP.
+    Paused,
+    /// SIGCONT.
+    Resumed,
+    /// Its wall clock set this many seconds off while it ran.
+    Clock(i64),
+    /// Stopped at the end of the run.
+    Stopped,
+    /// It exited by itself (the harness did not stop it).
+    Exited,
+}
 
 /// How to start one process.
 #[derive(Debug, Clone)]
@@ -41,6 +90,8 @@ pub struct Spec {
     pub env: Vec<(String, String)>,
     /// It closes and exits when its standard input ends (a client).
     pub stdin_closes: bool,
+    /// Its wall clock's offset at start, seconds (with `faketime`).
+    pub clock: i64,
 }
 
 /// A process the harness runs.
@@ -55,6 +106,8 @@ pub struct Proc {
     log: PathBuf,
     clock_file: PathBuf,
     sink: Sink,
+    /// What happened to it, when (monotonic s).
+    pub life: Vec<(f64, Life)>,
 }
 
 impl Proc {
@@ -63,7 +116,6 @@ impl Proc {
     pub fn start(spec: Spec, dir: &Path, index: usize, sink: Sink) -> anyhow::Result<Proc> {
         let log = dir.join(format!("{}.log", spec.name));
         let clock_file = dir.join(format!("{}.clock", spec.name));
-        std::fs::write(&clock_file, "+0s\n")?;
         let mut p = Proc {
             spec,
             index,
@@ -72,7 +124,9 @@ impl Proc {
             log,
             clock_file,
             sink,
+            life: Vec::new(),
         };
+        p.write_clock(p.spec.clock)?;
         p.spawn()?;
         Ok(p)
     }
@@ -103,14 +157,13 @@ impl Proc {
             let (sink, index) = (self.sink.clone(), self.index);
             std::thread::spawn(move || {
                 for line in BufReader::new(out).lines().map_while(Result::ok) {
-                    let now = crate::clock::mono();
-                    if let Ok(mut v) = sink.lock() {
-                        v.push((index, now, line));
-                    }
+                    sink.push(index, crate::clock::mono(), line);
                 }
             });
         }
         self.child = Some(child);
+        self.life
+            .push((crate::clock::mono(), Life::Started(self.spec.clock)));
         Ok(())
     }
 
@@ -144,22 +197,29 @@ impl Proc {
             let _ = c.wait();
         }
         self.stdin = None;
+        self.life.push((crate::clock::mono(), Life::Killed));
         Ok(())
     }
 
     /// SIGSTOP: the process stops running (its sockets stay open).
-    pub fn pause(&self) -> anyhow::Result<()> {
-        self.signal(Signal::STOP)
+    pub fn pause(&mut self) -> anyhow::Result<()> {
+        self.signal(Signal::STOP)?;
+        self.life.push((crate::clock::mono(), Life::Paused));
+        Ok(())
     }
 
     /// SIGCONT.
-    pub fn resume(&self) -> anyhow::Result<()> {
+    pub fn resume(&mut self) -> anyhow::Result<()> {
+        self.life.push((crate::clock::mono(), Life::Resumed));
         self.signal(Signal::CONT)
     }
 
-    /// Starts it again (after [`Proc::kill`]), same arguments, same log.
-    pub fn restart(&mut self) -> anyhow::Result<()> {
+    /// Starts it again (after [`Proc::kill`]), same arguments, same log,
+    /// its wall clock `clock` seconds off from the start.
+    pub fn restart(&mut self, clock: i64) -> anyhow::Result<()> {
         if self.child.is_none() {
+            self.spec.clock = clock;
+            self.write_clock(clock)?;
             self.spawn()?;
         }
         Ok(())
@@ -167,7 +227,13 @@ impl Proc {
 
     /// Sets its wall clock `offset` seconds off the true time (a step if
     /// it was elsewhere): libfaketime rereads the file within a second.
-    pub fn set_clock(&self, offset: i64) -> anyhow::Result<()> {
+    pub fn set_clock(&mut self, offset: i64) -> anyhow::Result<()> {
+        self.write_clock(offset)?;
+        self.life.push((crate::clock::mono(), Life::Clock(offset)));
+        Ok(())
+    }
+
+    fn write_clock(&self, offset: i64) -> anyhow::Result<()> {
         let text = if offset >= 0 {
             format!("+{offset}s\n")
         } else {
@@ -175,6 +241,20 @@ impl Proc {
         };
         std::fs::write(&self.clock_file, text)?;
         Ok(())
+    }
+
+    /// Whether it exited by itself since the last look (recorded once).
+    pub fn exited_by_itself(&mut self) -> bool {
+        let Some(c) = self.child.as_mut() else {
+            return false;
+        };
+        if let Ok(Some(_)) = c.try_wait() {
+            self.child = None;
+            self.stdin = None;
+            self.life.push((crate::clock::mono(), Life::Exited));
+            return true;
+        }
+        false
     }
 
     /// Closes its input (a client then closes and exits), SIGTERM, then
@@ -185,6 +265,7 @@ impl Proc {
         let Some(mut child) = self.child.take() else {
             return true;
         };
+        self.life.push((crate::clock::mono(), Life::Stopped));
         let exited = |c: &mut Child, within: Duration| {
             let until = Instant::now() + within;
             while Instant::now() < until {
@@ -209,6 +290,24 @@ impl Proc {
         let _ = child.kill();
         let _ = child.wait();
         false
+    }
+
+    /// What it printed so far, line by line.
+    pub fn lines(&self) -> Vec<String> {
+        self.sink
+            .lines(self.index)
+            .into_iter()
+            .map(|l| l.1)
+            .collect()
+    }
+
+    /// Its last `n` lines.
+    pub fn tail(&self, n: usize) -> Vec<String> {
+        self.sink
+            .tail(self.index, n)
+            .into_iter()
+            .map(|l| l.1)
+            .collect()
     }
 
     /// Its log so far.

@@ -1,15 +1,10 @@
-//! What a run did and whether it passed: the clients' reports read into
-//! the auditor's record, one line per slot (over-grant, lowest share,
-//! recovery), the checks of the targets, and the files: the
-//! servers' logs (already in the output directory), `report.json` and
-//! `timeseries.csv` (Σ in use, the bound and the goal, every 100 ms).
-//!
-//! Checks, each failing the run: no second over the capacity; no paused
-//! master claiming mastership on resuming while a successor held it;
-//! after a killed or paused master alone, back within 5 % of the goal
-//! within one refresh interval plus the election TTL; no new master
-//! learning longer than a lease plus the horizon's lead and margin; every
-//! server stopping within 2 s of SIGTERM.
+//! What a run did and whether it passed: the clients' reports and the
+//! processes' lives read into the auditor's records (our clients', the
+//! original Go clients', the mass clients'), one line per slot
+//! (over-grant, lowest share, recovery), the checks (`checks.rs`), and the
+//! files: `report.json`, `timeseries.csv` (Σ in use, the bound and the
+//! goal, every 100 ms), `events.csv`, `leased.csv`; the servers' logs are
+//! already in the output directory.
 //!
 //! Must not: run anything.
 
@@ -19,7 +14,8 @@ use serde::Serialize;
 
 use crate::audit::{self, FaultReport, Record, Steps};
 use crate::schedule::Fault;
-use crate::tree::{Kind, World, LEGACY_CAPACITY};
+use crate::tree::{Kind, LEGACY_CAPACITY, MASS_CAPACITY};
+use crate::world::{Client, World};
 
 /// One slot as run.
 #[derive(Debug, Clone)]
@@ -34,51 +30,77 @@ pub struct SlotRun {
     pub duration: f64,
     /// When it ended.
     pub until: f64,
-    /// What mending found (stale mastership claims, faults not applied).
+    /// What applying and mending showed went wrong (each fails the run).
+    pub failures: Vec<String>,
+    /// What else they found.
     pub notes: Vec<String>,
 }
 
 /// What the run did, besides what the clients reported.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Happened {
-    /// When it started.
+    /// When the tree started (monotonic s): everything from here is
+    /// audited.
     pub start: f64,
+    /// When the warmup ended and the first slot began.
+    pub first_slot: f64,
+    /// The true wall clock less the monotonic one, s.
+    pub wall_base: f64,
     /// The capacity in force.
     pub capacity: Steps,
     /// The slots.
     pub slots: Vec<SlotRun>,
     /// Every client's lease by its leaf's word.
     pub readings: Vec<crate::leases::Reading>,
+    /// Every server's wall clock by its status page.
+    pub walls: Vec<(usize, f64, f64)>,
     /// Each root replica's lost config watches at the end.
     pub watch_restarts: Vec<(String, f64)>,
+    /// Processes that exited by themselves: when, which.
+    pub exited: Vec<(f64, String)>,
+    /// What the harness told clients to want: when, which client, how much.
+    pub wants: Vec<(f64, usize, f64)>,
 }
 
 impl Happened {
-    /// The capacity in force from `start`.
-    pub fn new(w: &World, start: f64) -> Self {
+    /// The run's record from `start`, the capacity in force since.
+    pub fn new(w: &World, start: f64, wall_base: f64) -> Self {
         let mut capacity = Steps::default();
         capacity.set(start - 60.0, w.layout.terms.capacity);
         Happened {
             start,
+            first_slot: start,
+            wall_base,
             capacity,
-            slots: Vec::new(),
-            readings: Vec::new(),
-            watch_restarts: Vec::new(),
+            ..Happened::default()
         }
     }
 
-    /// A config fault was applied (or mended) at `t`.
+    /// A config fault was applied (or mended) and taken at `t`.
     pub fn config_changed(&mut self, w: &World, f: &Fault, t: f64, mended: bool) {
         if let Some(c) = crate::faults::capacity_after(w, f, mended) {
             self.capacity.set(t, c);
         }
     }
+
+    /// The end of the run.
+    pub fn end(&self) -> f64 {
+        self.slots.last().map_or(self.first_slot, |s| s.until)
+    }
 }
 
-/// The auditor's record of one resource (our clients', or the original
-/// Go clients' with its fixed capacity) from what its clients printed.
+/// What one client process's clients used.
+fn used_by(w: &World, c: &Client) -> Vec<Steps> {
+    let reports = crate::record::reports(&w.sink.lines(c.proc.index), c.spec.kind);
+    crate::record::used(&reports, &c.proc.life)
+        .into_values()
+        .collect()
+}
+
+/// The auditor's record of the tree's resource (our clients', or with
+/// `legacy` the original Go clients' at their fixed capacity): one entry
+/// per client of the layout (empty for the other kind).
 fn record(w: &World, h: &Happened, legacy: bool) -> Record {
-    let n = w.clients.len();
     let capacity = if legacy {
         let mut c = Steps::default();
         c.set(h.start - 60.0, LEGACY_CAPACITY);
@@ -86,6 +108,8 @@ fn record(w: &World, h: &Happened, legacy: bool) -> Record {
     } else {
         h.capacity.clone()
     };
+    let mine = |c: &Client| (c.spec.kind == Kind::Go) == legacy;
+    let n = w.clients.len();
     let mut rec = Record {
         used: vec![Steps::default(); n],
         believed: vec![None; n],
@@ -93,28 +117,37 @@ fn record(w: &World, h: &Happened, legacy: bool) -> Record {
         capacity,
         lease: w.layout.terms.lease as f64,
     };
-    let mine = |c: &crate::tree::Client| (c.spec.kind == Kind::Go) == legacy;
-    for (s, c) in rec.wants.iter_mut().zip(&w.clients) {
-        if mine(c) {
-            s.set(h.start - 60.0, w.layout.terms.wants);
+    for (k, c) in w.clients.iter().enumerate().filter(|(_, c)| mine(c)) {
+        rec.wants[k].set(h.start - 60.0, w.layout.terms.wants);
+        rec.used[k] = used_by(w, c).into_iter().next().unwrap_or_default();
+    }
+    for &(t, k, wants) in &h.wants {
+        if w.clients.get(k).is_some_and(&mine) {
+            rec.wants[k].set(t, wants);
         }
     }
-    let lines = w.sink.lock().map(|v| v.clone()).unwrap_or_default();
-    for (i, seen, line) in lines {
-        let Some(c) = w.clients.get(i).filter(|c| mine(c)) else {
-            continue;
-        };
-        let point = match c.spec.kind {
-            Kind::Go => line
-                .strip_prefix("capacity ")
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .map(|cap| (seen, cap)),
-            _ => serde_json::from_str::<serde_json::Value>(&line)
-                .ok()
-                .and_then(|v| Some((v.get("t")?.as_f64()?, v.get("cap")?.as_f64()?))),
-        };
-        if let Some((t, cap)) = point {
-            rec.used[i].set(t, cap);
+    rec
+}
+
+/// The mass clients' record: each wants 1 while it runs.
+fn mass_record(w: &World, h: &Happened) -> Record {
+    let mut capacity = Steps::default();
+    capacity.set(h.start - 60.0, MASS_CAPACITY);
+    let mut rec = Record {
+        capacity,
+        lease: w.layout.terms.lease as f64,
+        ..Record::default()
+    };
+    for c in &w.mass {
+        for used in used_by(w, c) {
+            let mut wants = Steps::default();
+            for &(t, l) in &c.proc.life {
+                let running = matches!(l, crate::procs::Life::Started(_));
+                wants.set(t, if running { 1.0 } else { 0.0 });
+            }
+            rec.used.push(used);
+            rec.wants.push(wants);
+            rec.believed.push(None);
         }
     }
     rec
@@ -161,80 +194,52 @@ struct Report {
     learning_s: Vec<(String, f64)>,
 }
 
-/// Prints the report, writes its files, and says whether every check
-/// passed.
-pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Result<bool> {
+/// What the report found: every failure (none: the run passed) and the
+/// lines that explain a stretch over the capacity.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Each check that failed.
+    pub failures: Vec<String>,
+    /// The `why:` lines.
+    pub why: Vec<String>,
+}
+
+/// Prints the report, writes its files, and says what failed.
+pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Result<Outcome> {
     let rec = record(w, &h, false);
     let mut legacy = record(w, &h, true);
     let (overrun_s, overrun_by) = within_leases(w, &h, &mut legacy);
-    let t = w.layout.terms;
-    let end = h.slots.last().map_or(h.start, |s| s.until);
-    let mut failures = Vec::new();
-    let mut rows = Vec::new();
-    for s in &h.slots {
-        let mut f = audit::fault(&rec, &s.names.join(" + "), (s.at, s.duration, s.until));
-        f.start -= h.start;
-        let alone_master = s.faults.len() == 1
-            && matches!(s.faults[0], Fault::KillMaster(_) | Fault::PauseMaster(_));
-        let limit = (t.refresh + t.ttl as i64) as f64;
-        if alone_master && f.recovery_s.is_none_or(|r| r > limit) {
-            failures.push(format!(
-                "{}: recovery {:?} s, more than {limit} s",
-                f.fault, f.recovery_s
-            ));
-        }
-        failures.extend(
-            s.notes
-                .iter()
-                .filter(|n| n.contains("said it was master"))
-                .cloned(),
-        );
-        rows.push(f);
-    }
-    let whole = rec.sweep(h.start + 5.0, end);
+    let mass = mass_record(w, &h);
+    let end = h.end();
+    let (rows, mut failures) = crate::checks::slots(w, &h, &rec);
+    let whole = rec.sweep(h.start, end);
     let (over_s, over_by) = audit::over(&whole);
     if over_s > 0.0 {
         failures.push(format!(
             "{over_s:.3} s over the capacity (by up to {over_by:.2})"
         ));
     }
-    let (legacy_over, legacy_by) = audit::over(&legacy.sweep(h.start + 5.0, end));
-    if legacy_over > 0.0 {
-        let why = "within the original clients' leases";
-        failures.push(format!(
-            "{legacy_over:.3} s over {LEGACY_CAPACITY} {why} (by up to {legacy_by:.2})"
-        ));
-    }
-    let learning = learning(w);
-    let most = (t.lease + 10 + 3) as f64;
-    for (who, s) in &learning {
-        if *s > most {
-            failures.push(format!(
-                "{who} learned for up to {s:.1} s (more than {most} s)"
-            ));
+    let others = [
+        (
+            &legacy,
+            format!("{LEGACY_CAPACITY} within the original clients' leases"),
+        ),
+        (
+            &mass,
+            format!("{MASS_CAPACITY} of the mass clients' resource"),
+        ),
+    ];
+    for (r, what) in others {
+        let (s, by) = audit::over(&r.sweep(h.start, end));
+        if s > 0.0 {
+            failures.push(format!("{s:.3} s over {what} (by up to {by:.2})"));
         }
     }
-    failures.extend(
-        slow.iter()
-            .map(|s| format!("{s} did not exit within 2 s of SIGTERM")),
-    );
-    // Without etcd faults nothing may drop a config watch (etcd closes a
-    // connection that pings too often).
-    let etcd_faults = h
-        .slots
-        .iter()
-        .flat_map(|s| &s.faults)
-        .any(|f| matches!(f, Fault::EtcdDown | Fault::EtcdCut(_)));
-    for (who, n) in &h.watch_restarts {
-        println!("{who}: config watch restarts {n}");
-        if !etcd_faults && *n != 0.0 {
-            failures.push(format!(
-                "{who} lost its config watch {n} times without an etcd fault"
-            ));
-        }
-    }
+    let learning = crate::checks::learning(w);
+    failures.extend(crate::checks::processes(w, &h, slow, &learning));
     print(&rows, &h, over_s, &failures, w);
-    for line in crate::explain::lines(w, &rec, &h.readings, &whole, h.start) {
+    let why = crate::explain::lines(w, &rec, &h.readings, &whole, h.start);
+    for line in &why {
         println!("why: {line}");
     }
     if overrun_s > 0.0 {
@@ -243,6 +248,14 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
         );
     }
     write_series(&whole, h.start, &out.join("timeseries.csv"))?;
+    if !w.mass.is_empty() {
+        write_series(
+            &mass.sweep(h.start, end),
+            h.start,
+            &out.join("mass-timeseries.csv"),
+        )?;
+        write_mass_events(w, &mass, h.start, &out.join("mass-events.csv"))?;
+    }
     write_events(w, (&rec, &legacy), h.start, &out.join("events.csv"))?;
     write_readings(&h.readings, h.start, &out.join("leased.csv"))?;
     let report = Report {
@@ -255,26 +268,7 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
         out.join("report.json"),
         serde_json::to_string_pretty(&report)?,
     )?;
-    Ok(failures.is_empty())
-}
-
-/// Every "became master" a server logged with how long it could learn.
-fn learning(w: &World) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    for s in &w.servers {
-        for line in s.proc.log_text().lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            if let Some(x) = v
-                .pointer("/fields/learning_at_most_s")
-                .and_then(|x| x.as_f64())
-            {
-                out.push((s.proc.spec.name.clone(), x));
-            }
-        }
-    }
-    out
+    Ok(Outcome { failures, why })
 }
 
 fn print(rows: &[FaultReport], h: &Happened, over_s: f64, failures: &[String], w: &World) {
@@ -295,7 +289,7 @@ fn print(rows: &[FaultReport], h: &Happened, over_s: f64, failures: &[String], w
     }
     for s in &h.slots {
         for n in &s.notes {
-            println!("note: {n}");
+            println!("note: {}: {n}", s.names.join(" + "));
         }
     }
     let kinds: Vec<String> = w.clients.iter().map(|c| c.spec.name.clone()).collect();
@@ -361,6 +355,22 @@ fn write_events(
     for (c, steps) in w.clients.iter().zip(&legacy.believed) {
         for (t, v) in steps.iter().flat_map(|s| s.points()) {
             text += &format!("{} (believed),{:.3},{v:.3}\n", c.spec.name, t - start);
+        }
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+/// Every change each mass client reported: `process,client,t,used`.
+fn write_mass_events(w: &World, rec: &Record, start: f64, path: &Path) -> anyhow::Result<()> {
+    let mut text = String::from("process,client,t,used\n");
+    let mut k = 0;
+    for c in &w.mass {
+        for (i, _) in used_by(w, c).iter().enumerate() {
+            for (t, v) in rec.used[k].points() {
+                text += &format!("{},{i},{:.3},{v:.3}\n", c.proc.index, t - start);
+            }
+            k += 1;
         }
     }
     std::fs::write(path, text)?;

@@ -1,8 +1,12 @@
 //! `doorman-faults run`: start the tree, let it settle, run the schedule
-//! slot by slot (apply, wait, mend, let it settle), stop everything by its
-//! pid, then hand what happened to the report.
+//! slot by slot (apply and show, wait, mend and show, let it settle),
+//! stop everything by its pid, then hand what happened to the report.
+//! `doorman-faults selftest`: the same with one client that ignores its
+//! lease's end, cut off from its leaf; it passes only if the audit sees
+//! that client take the tree over the capacity (the auditor can see an
+//! over-grant).
 //!
-//! Must not: judge (`report.rs` and `audit.rs` do).
+//! Must not: judge (`report.rs`, `checks.rs` and `audit.rs` do).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,11 +15,12 @@ use anyhow::Context;
 use clap::Args as ClapArgs;
 
 use crate::clock::mono;
-use crate::faults::{self, Applied};
-use crate::leases;
+use crate::faults;
+use crate::leases::{self, Polled};
 use crate::report::{self, Happened, SlotRun};
 use crate::schedule::{self, Slot};
-use crate::tree::{Layout, Programs, Terms, World, LEGACY_RESOURCE, RESOURCE};
+use crate::tree::{Layout, Programs, Terms, LEGACY_RESOURCE, RESOURCE};
+use crate::world::World;
 
 /// `run`'s options.
 #[derive(Debug, Clone, ClapArgs)]
@@ -24,13 +29,17 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Run random faults for this many seconds instead of the short
-    /// schedule (every kind once, about five minutes).
+    /// schedule (every kind alone and in pairs, about twenty minutes).
     #[arg(long)]
     pub duration: Option<f64>,
     /// No faults at all (for `--duration`: a quiet run, e.g. to count
     /// config-watch reconnects).
     #[arg(long)]
     pub quiet: bool,
+    /// Mutual TLS and tokens on every link, etcd over TLS with users
+    /// (the production set-up of docs/security.md).
+    #[arg(long)]
+    pub secure: bool,
     /// The servers' programs.
     #[command(flatten)]
     pub servers: ServerPrograms,
@@ -52,6 +61,9 @@ pub struct Args {
     /// Seconds the tree runs before the first fault.
     #[arg(long, default_value_t = 20.0)]
     pub warmup: f64,
+    /// Self-test only: this client ignores its lease's end.
+    #[arg(long, hide = true)]
+    pub liar: Option<String>,
 }
 
 /// The programs every tree runs (options of `run` and `scenario`).
@@ -93,8 +105,39 @@ pub fn programs(
 
 /// Runs the tree and the schedule; `Ok(false)` when the audit failed.
 pub async fn run(a: Args) -> anyhow::Result<bool> {
+    Ok(run_and_report(a).await?.failures.is_empty())
+}
+
+/// The self-test: a run whose only slot cuts a client that ignores its
+/// lease's end; passes when the audit fails on Σ over the capacity, and
+/// on nothing else, and names that client.
+pub async fn selftest(mut a: Args) -> anyhow::Result<bool> {
+    let liar = "rust-a0";
+    a.slot = vec![format!("cut-client:{liar}")];
+    a.liar = Some(liar.into());
+    a.secure = false;
+    let r = run_and_report(a).await?;
+    let over = r.failures.iter().all(|f| f.contains("over the capacity"));
+    let named = r
+        .why
+        .iter()
+        .any(|l| l.starts_with(&format!("{liar} used up to")));
+    println!(
+        "self-test: {}",
+        if !r.failures.is_empty() && over && named {
+            "the auditor saw the over-grant of the client that ignores its lease's end"
+        } else {
+            "FAILED: the auditor did not see (only) the over-grant it must see"
+        }
+    );
+    Ok(!r.failures.is_empty() && over && named)
+}
+
+async fn run_and_report(a: Args) -> anyhow::Result<report::Outcome> {
     let programs = programs(&a.servers, a.python.clone(), a.goclient.clone())?;
-    let layout = Layout::default_tree(&programs, Terms::default());
+    let mut layout = Layout::default_tree(&programs, Terms::default(), a.seed);
+    layout.secure = a.secure;
+    layout.liar = a.liar.clone();
     let slots = match (a.quiet, a.duration) {
         _ if !a.slot.is_empty() => a
             .slot
@@ -113,31 +156,45 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
             .keep(),
     };
     std::fs::create_dir_all(&out)?;
+    let planned: f64 = slots.iter().map(|s| s.length).sum();
     eprintln!(
-        "doorman-faults: seed {}, {} slots, logs in {}",
+        "doorman-faults: seed {}, {} slots ({planned:.0} s){}, logs in {}",
         a.seed,
         slots.len(),
+        if a.secure { ", secure tree" } else { "" },
         out.display()
     );
-    let tag = std::process::id();
-    let mut world = World::start(layout, programs, &out, tag)?;
+    let start = mono();
+    let wall_base = wall_now() - start;
+    let mut world = World::start(layout, programs, &out, (std::process::id(), a.seed))?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let readings = leases::Readings::default();
+    let walls = leases::Walls::default();
     let poller = tokio::spawn(leases::poll(
-        leaves(&world),
+        world.http(),
+        polled(&world),
         vec![RESOURCE.into(), LEGACY_RESOURCE.into()],
-        readings.clone(),
+        (readings.clone(), walls.clone()),
         stopped,
     ));
-    let happened = drive(&mut world, &slots, a.warmup).await;
+    let mut h = Happened::new(&world, start, wall_base);
+    let driven = drive(&mut world, &slots, a.warmup, &mut h).await;
     let _ = stop.send(true);
     let _ = poller.await;
-    let restarts = watch_restarts(&world).await;
+    h.watch_restarts = watch_restarts(&world).await;
+    h.exited.extend(exits(&mut world));
     let slow = world.stop();
-    let mut happened = happened?;
-    happened.readings = readings.lock().map(|r| r.clone()).unwrap_or_default();
-    happened.watch_restarts = restarts;
-    report::report(&world, happened, &slow, &out)
+    driven?;
+    h.readings = readings.lock().map(|r| r.clone()).unwrap_or_default();
+    h.walls = walls.lock().map(|r| r.clone()).unwrap_or_default();
+    report::report(&world, h, &slow, &out)
+}
+
+/// The true wall clock, s (the harness's own clock is not faked).
+fn wall_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// How often each root replica's config watch was lost
@@ -145,7 +202,7 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
 async fn watch_restarts(w: &World) -> Vec<(String, f64)> {
     let mut out = Vec::new();
     for s in w.servers.iter().filter(|s| s.node == 0) {
-        let text = leases::get(s.http, "/metrics").await.unwrap_or_default();
+        let text = w.http().get(s.http, "/metrics").await.unwrap_or_default();
         let n = text
             .lines()
             .find_map(|l| l.strip_prefix("doorman_server_config_watch_restarts_total "))
@@ -155,13 +212,14 @@ async fn watch_restarts(w: &World) -> Vec<(String, f64)> {
     out
 }
 
-/// The HTTP addresses of the replicas of the leaves clients ask.
-fn leaves(w: &World) -> Vec<std::net::SocketAddr> {
+/// Every server's status page: a leaf's clients' leases every 250 ms, the
+/// others' wall clocks every second.
+fn polled(w: &World) -> Vec<Polled> {
     let leaves: Vec<usize> = w.clients.iter().map(|c| c.spec.leaf).collect();
     w.servers
         .iter()
-        .filter(|s| leaves.contains(&s.node))
-        .map(|s| s.http)
+        .enumerate()
+        .map(|(i, s)| (i, s.http, leaves.contains(&s.node)))
         .collect()
 }
 
@@ -173,11 +231,26 @@ fn quiet(seconds: f64) -> Slot {
     }
 }
 
+/// Processes that exited by themselves since the last look, with when.
+fn exits(w: &mut World) -> Vec<(f64, String)> {
+    let now = mono();
+    w.exited().into_iter().map(|n| (now, n)).collect()
+}
+
+/// Sleeps `secs`, looking for processes that exited every half second.
+async fn wait(w: &mut World, secs: f64, h: &mut Happened) {
+    let until = mono() + secs;
+    while mono() < until {
+        let step = (until - mono()).clamp(0.0, 0.5);
+        tokio::time::sleep(Duration::from_secs_f64(step)).await;
+        h.exited.extend(exits(w));
+    }
+}
+
 /// The warmup and every slot; what was done when.
-async fn drive(w: &mut World, slots: &[Slot], warmup: f64) -> anyhow::Result<Happened> {
-    let start = mono();
-    let mut h = Happened::new(w, start);
-    tokio::time::sleep(Duration::from_secs_f64(warmup)).await;
+async fn drive(w: &mut World, slots: &[Slot], warmup: f64, h: &mut Happened) -> anyhow::Result<()> {
+    wait(w, warmup, h).await;
+    h.first_slot = mono();
     for (k, slot) in slots.iter().enumerate() {
         let names: Vec<String> = slot
             .faults
@@ -187,39 +260,43 @@ async fn drive(w: &mut World, slots: &[Slot], warmup: f64) -> anyhow::Result<Hap
         eprintln!(
             "doorman-faults: slot {} at {:.0} s: {}",
             k + 1,
-            mono() - start,
+            mono() - h.start,
             names.join(" + ")
         );
         let at = mono();
-        let mut applied = Vec::new();
-        for f in &slot.faults {
-            let a = faults::apply(w, f).await?;
-            h.config_changed(w, f, mono(), false);
-            applied.push((f.clone(), a));
-        }
-        tokio::time::sleep(Duration::from_secs_f64(slot.duration)).await;
-        let mut notes = Vec::new();
-        for (f, a) in &applied {
-            let m = faults::heal(w, a).await?;
-            h.config_changed(w, f, mono(), true);
-            notes.extend(m.stale_claim);
-            if let Applied::Nothing(why) = a {
-                notes.push(format!(
-                    "{}: not applied: {why}",
-                    schedule::name(f, &w.layout)
-                ));
-            }
-        }
-        let left = slot.length - (mono() - at);
-        tokio::time::sleep(Duration::from_secs_f64(left.max(0.0))).await;
-        h.slots.push(SlotRun {
+        let mut run = SlotRun {
             names,
             faults: slot.faults.clone(),
             at,
             duration: slot.duration,
-            until: mono(),
-            notes,
-        });
+            until: at,
+            failures: Vec::new(),
+            notes: Vec::new(),
+        };
+        let mut applied = Vec::new();
+        for f in &slot.faults {
+            let (a, found) = faults::apply(w, f).await?;
+            h.config_changed(w, f, found.config_at.unwrap_or_else(mono), false);
+            run.failures.extend(found.failures);
+            run.notes.extend(found.notes);
+            applied.push((f.clone(), a));
+        }
+        h.wants.extend(w.wants_sent());
+        let left = slot.duration - (mono() - at);
+        wait(w, left.max(0.0), h).await;
+        for (f, a) in &applied {
+            let (stale, found) = faults::heal(w, a).await?;
+            h.config_changed(w, f, found.config_at.unwrap_or_else(mono), true);
+            run.failures
+                .extend(stale.map(|s| format!("stale mastership: {s}")));
+            run.failures.extend(found.failures);
+            run.notes.extend(found.notes);
+        }
+        h.wants.extend(w.wants_sent());
+        let left = slot.length - (mono() - at);
+        wait(w, left.max(0.0), h).await;
+        run.until = mono();
+        h.slots.push(run);
     }
-    Ok(h)
+    Ok(())
 }

@@ -1,8 +1,10 @@
 //! The faults and when they happen: a seeded schedule of slots, each with
-//! one fault or two at once, every kind at least once in the short
-//! schedule (`--short`), drawn at random for as long as asked otherwise.
+//! one fault or two at once. The short schedule (CI's) has every kind
+//! alone once (the master faults once per level) and every kind added
+//! with the lowered-grant and paused-client work in at least one pair;
+//! the long one draws slots at random for as long as asked.
 //!
-//! Must not: touch a process (`faults.rs` does).
+//! Must not: touch a process (`faults/` does).
 
 use crate::tree::{Kind, Layout};
 
@@ -11,13 +13,23 @@ use crate::tree::{Kind, Layout};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fault {
     /// kill -9 of the node's master; it is started again when the fault
-    /// ends (as a standby).
+    /// ends (as a standby), its wall clock off by ±30 s or ±1 h.
     KillMaster(usize),
     /// SIGSTOP of the node's master past its election TTL, then SIGCONT.
     PauseMaster(usize),
-    /// etcd stopped (SIGKILL), then started again on its data.
+    /// Every etcd member stopped (SIGKILL), then started again on its data.
     EtcdDown,
-    /// The node's master cut off from etcd (others still reach it).
+    /// One etcd member that does not lead killed, then started again.
+    EtcdMemberDown,
+    /// The etcd leader killed, then started again.
+    EtcdLeaderDown,
+    /// Two of the three etcd members killed (quorum lost), then started
+    /// again (quorum regained).
+    EtcdQuorumLost,
+    /// An etcd member that does not lead removed, its data wiped, added
+    /// back and started to join the cluster again.
+    EtcdWiped,
+    /// The node's master cut off from every etcd member.
     EtcdCut(usize),
     /// Every replica of the node cut off from every replica of its parent
     /// (its clients still reach it).
@@ -28,6 +40,28 @@ pub enum Fault {
     /// requesters (the replicas of the nodes below, or the clients on it);
     /// it still reaches etcd (the simulator's unreachable node).
     Unreachable(usize),
+    /// The client's answers lost on the way back (its requests arrive).
+    AnswersLost(usize),
+    /// The client's requests lost (answers to it would pass).
+    RequestsLost(usize),
+    /// The client's grant raised (the others want less for a while), then
+    /// lowered while its answers are lost: it holds the higher lease to
+    /// its end, which its leaf must count.
+    LoweringLost(usize),
+    /// A third of the packets between the node's replicas and its
+    /// parent's dropped at random, both ways.
+    Lossy(usize),
+    /// The proxied client's packets delayed 300–800 ms, both ways.
+    Delay(usize),
+    /// The client stopped (SIGSTOP) past its lease and resumed behind a
+    /// partition from its leaf, mended a few seconds later.
+    PauseClient(usize),
+    /// The client killed (kill -9), started again when the fault ends
+    /// with its wall clock off by ±30 s or ±1 h.
+    KillClient(usize),
+    /// A thousand clients on the mass leaf, its master killed: they
+    /// reconnect to the successor at once.
+    MassReconnect,
     /// The client's wall clock stepped this many seconds off, and back.
     SkewClient(usize, i64),
     /// The node master's wall clock stepped this many seconds off, and back.
@@ -39,6 +73,9 @@ pub enum Fault {
     RemoveTemplate,
     /// The algorithm changed to PROPORTIONAL_SHARE, and back.
     ChangeAlgorithm,
+    /// A config that fails validation written to etcd (around `doorman
+    /// config push`'s check): the root must reject it and keep its config.
+    InvalidConfig,
 }
 
 /// A slot: faults that start together, how long they last, and how long
@@ -54,14 +91,36 @@ pub struct Slot {
 }
 
 /// How long a fault lasts with leases of `lease` s and an election TTL of
-/// `ttl` s: past the TTL for a pause, past a lease for a cut client or
-/// subtree.
+/// `ttl` s: past the TTL for a pause, past a lease for a cut or a paused
+/// client; briefly for what changes no lease.
 pub fn duration(f: &Fault, lease: f64, ttl: f64) -> f64 {
     match f {
         Fault::PauseMaster(_) => (2.5 * ttl).max(ttl + 4.0),
-        Fault::CutFromParent(_) | Fault::CutClient(_) | Fault::Unreachable(_) => lease + 4.0,
+        Fault::CutFromParent(_)
+        | Fault::CutClient(_)
+        | Fault::Unreachable(_)
+        | Fault::AnswersLost(_)
+        | Fault::RequestsLost(_)
+        | Fault::PauseClient(_) => lease + 4.0,
+        Fault::LoweringLost(_) => lease + 10.0,
         Fault::SkewClient(..) | Fault::SkewMaster(..) => lease + 6.0,
+        Fault::EtcdMemberDown | Fault::EtcdLeaderDown | Fault::EtcdWiped => 10.0,
+        Fault::Delay(_) | Fault::InvalidConfig => 8.0,
+        Fault::MassReconnect => 2.0 * ttl + 10.0,
         _ => lease + 2.0,
+    }
+}
+
+/// How long the tree settles after a fault: a lease and a few seconds, or
+/// after every etcd member or quorum was lost, two leases and two TTLs
+/// (every node elects again and a new master may learn a lease long);
+/// a few seconds after what changes no lease.
+fn settle(f: &Fault, lease: f64, ttl: f64) -> f64 {
+    match f {
+        Fault::EtcdDown | Fault::EtcdQuorumLost => 2.0 * (lease + ttl),
+        Fault::EtcdMemberDown | Fault::EtcdWiped | Fault::InvalidConfig | Fault::Delay(_) => 4.0,
+        Fault::MassReconnect => lease,
+        _ => lease + 4.0,
     }
 }
 
@@ -100,12 +159,14 @@ impl Rng {
 }
 
 /// The nodes and clients faults may be aimed at.
-struct Targets {
+pub(crate) struct Targets {
     root: usize,
     mid: usize,
     leaves: Vec<usize>,
     /// Clients of our library (Rust or Python), by index.
     ours: Vec<usize>,
+    /// Those behind a proxy.
+    proxied: Vec<usize>,
 }
 
 fn targets(l: &Layout) -> Targets {
@@ -117,27 +178,34 @@ fn targets(l: &Layout) -> Targets {
         .copied()
         .filter(|&n| !l.nodes.iter().any(|c| c.parent == Some(n)))
         .collect();
-    let ours = (0..l.clients.len())
+    let ours: Vec<usize> = (0..l.clients.len())
         .filter(|&c| l.clients[c].kind != Kind::Go && l.nodes[l.clients[c].leaf].faultable)
         .collect();
     Targets {
         root: 0,
         mid: faultable.iter().copied().find(|&n| n != 0).unwrap_or(0),
         leaves,
-        ours,
+        proxied: ours
+            .iter()
+            .copied()
+            .filter(|&c| l.clients[c].proxied)
+            .collect(),
+        ours: ours
+            .into_iter()
+            .filter(|&c| !l.clients[c].proxied)
+            .collect(),
     }
 }
 
-/// Every kind at least once: a master killed or paused at each level
-/// alone (their recovery is checked against a target), the other kinds in
-/// pairs that hit different parts of the tree; order and targets drawn
-/// from `seed`.
+/// The short schedule: see the module doc; order and targets drawn from
+/// `seed`. Without mass clients or a proxied client, their faults are
+/// left out.
 pub fn short(l: &Layout, seed: u64) -> Vec<Slot> {
     let mut rng = Rng::new(seed);
     let t = targets(l);
     let leaf = |r: &mut Rng| t.leaves[r.below(t.leaves.len())];
     let client = |r: &mut Rng| t.ours[r.below(t.ours.len())];
-    let skew = |r: &mut Rng| 30 * r.sign();
+    let skew = |r: &mut Rng| crate::tree::offset(r);
     let s1 = skew(&mut rng);
     let mut plan: Vec<Vec<Fault>> = vec![
         vec![Fault::KillMaster(t.root)],
@@ -147,6 +215,19 @@ pub fn short(l: &Layout, seed: u64) -> Vec<Slot> {
         vec![Fault::PauseMaster(t.mid)],
         vec![Fault::PauseMaster(leaf(&mut rng))],
         vec![Fault::EtcdDown],
+        vec![Fault::EtcdMemberDown],
+        vec![Fault::EtcdLeaderDown],
+        vec![Fault::EtcdQuorumLost],
+        vec![Fault::EtcdWiped],
+        vec![Fault::CutFromParent(t.mid)],
+        vec![Fault::Unreachable(leaf(&mut rng))],
+        vec![Fault::AnswersLost(client(&mut rng))],
+        vec![Fault::RequestsLost(client(&mut rng))],
+        vec![Fault::LoweringLost(client(&mut rng))],
+        vec![Fault::Lossy(leaf(&mut rng))],
+        vec![Fault::PauseClient(client(&mut rng))],
+        vec![Fault::KillClient(client(&mut rng))],
+        vec![Fault::InvalidConfig],
         vec![
             Fault::EtcdCut(t.root),
             Fault::SkewClient(client(&mut rng), s1),
@@ -168,7 +249,28 @@ pub fn short(l: &Layout, seed: u64) -> Vec<Slot> {
             Fault::SkewMaster(t.mid, skew(&mut rng)),
             Fault::ChangeAlgorithm,
         ],
+        vec![Fault::AnswersLost(client(&mut rng)), Fault::EtcdMemberDown],
+        vec![Fault::RequestsLost(client(&mut rng)), Fault::InvalidConfig],
+        vec![Fault::LoweringLost(client(&mut rng)), Fault::EtcdLeaderDown],
+        vec![
+            Fault::Lossy(leaf(&mut rng)),
+            Fault::PauseClient(client(&mut rng)),
+        ],
+        vec![Fault::KillClient(client(&mut rng)), Fault::EtcdWiped],
+        vec![Fault::Unreachable(leaf(&mut rng)), Fault::EtcdQuorumLost],
+        vec![Fault::CutFromParent(t.mid), Fault::CapacityDown],
     ];
+    if let Some(&c) = t.proxied.first() {
+        plan.push(vec![Fault::Delay(c)]);
+        plan.push(vec![Fault::Delay(c), Fault::PauseMaster(leaf(&mut rng))]);
+    }
+    if l.mass.is_some() {
+        plan.push(vec![Fault::MassReconnect]);
+        plan.push(vec![
+            Fault::MassReconnect,
+            Fault::AnswersLost(client(&mut rng)),
+        ]);
+    }
     for i in (1..plan.len()).rev() {
         plan.swap(i, rng.below(i + 1));
     }
@@ -183,9 +285,9 @@ pub fn long(l: &Layout, seed: u64, seconds: f64) -> Vec<Slot> {
     let mut out = Vec::new();
     let mut total = 0.0;
     while total < seconds {
-        let mut faults = vec![any(&mut rng, &t)];
+        let mut faults = vec![any(&mut rng, &t, l)];
         if rng.below(3) == 0 {
-            let second = any(&mut rng, &t);
+            let second = any(&mut rng, &t, l);
             if disjoint(&faults[0], &second) {
                 faults.push(second);
             }
@@ -197,60 +299,101 @@ pub fn long(l: &Layout, seed: u64, seconds: f64) -> Vec<Slot> {
     out
 }
 
-fn any(rng: &mut Rng, t: &Targets) -> Fault {
+fn any(rng: &mut Rng, t: &Targets, l: &Layout) -> Fault {
     let nodes = [vec![t.root, t.mid], t.leaves.clone()].concat();
     let node = nodes[rng.below(nodes.len())];
     let client = t.ours[rng.below(t.ours.len())];
     let leaf = t.leaves[rng.below(t.leaves.len())];
-    match rng.below(11) {
+    let below_root = [vec![t.mid], t.leaves.clone()].concat();
+    let cut = below_root[rng.below(below_root.len())];
+    match rng.below(25) {
         0 => Fault::KillMaster(node),
         1 => Fault::PauseMaster(node),
         2 => Fault::EtcdDown,
         3 => Fault::EtcdCut(node),
-        4 => Fault::CutFromParent(leaf),
+        4 => Fault::CutFromParent(cut),
         5 => Fault::CutClient(client),
-        6 => Fault::SkewClient(client, 30 * rng.sign()),
-        7 => Fault::SkewMaster(node, 30 * rng.sign()),
+        6 => Fault::SkewClient(client, crate::tree::offset(rng)),
+        7 => Fault::SkewMaster(node, crate::tree::offset(rng)),
         8 => Fault::CapacityDown,
         9 => Fault::RemoveTemplate,
-        _ => Fault::ChangeAlgorithm,
+        10 => Fault::ChangeAlgorithm,
+        11 => Fault::EtcdMemberDown,
+        12 => Fault::EtcdLeaderDown,
+        13 => Fault::EtcdQuorumLost,
+        14 => Fault::EtcdWiped,
+        15 => Fault::Unreachable(cut),
+        16 => Fault::AnswersLost(client),
+        17 => Fault::RequestsLost(client),
+        18 => Fault::LoweringLost(client),
+        19 => Fault::Lossy(leaf),
+        20 => Fault::PauseClient(client),
+        21 => Fault::KillClient(client),
+        22 => Fault::InvalidConfig,
+        23 if l.mass.is_some() => Fault::MassReconnect,
+        _ => match t.proxied.first() {
+            Some(&c) => Fault::Delay(c),
+            None => Fault::KillMaster(node),
+        },
     }
 }
 
-/// Two faults that may run together: not both on the config or etcd, not
-/// both on the same node.
-fn disjoint(a: &Fault, b: &Fault) -> bool {
-    let part = |f: &Fault| match f {
+/// What part of the tree a fault touches, to keep two of a slot apart.
+fn part(f: &Fault) -> String {
+    match f {
         Fault::KillMaster(n)
         | Fault::PauseMaster(n)
         | Fault::EtcdCut(n)
         | Fault::CutFromParent(n)
         | Fault::Unreachable(n)
+        | Fault::Lossy(n)
         | Fault::SkewMaster(n, _) => format!("node{n}"),
-        Fault::CutClient(c) | Fault::SkewClient(c, _) => format!("client{c}"),
-        Fault::EtcdDown => "etcd".into(),
-        Fault::CapacityDown | Fault::RemoveTemplate | Fault::ChangeAlgorithm => "config".into(),
-    };
-    let (pa, pb) = (part(a), part(b));
-    pa != pb
-        && !(pa == "etcd" && matches!(b, Fault::EtcdCut(_)))
-        && !(pb == "etcd" && matches!(a, Fault::EtcdCut(_)))
+        Fault::CutClient(c)
+        | Fault::SkewClient(c, _)
+        | Fault::AnswersLost(c)
+        | Fault::RequestsLost(c)
+        | Fault::PauseClient(c)
+        | Fault::KillClient(c)
+        | Fault::Delay(c) => format!("client{c}"),
+        Fault::EtcdDown
+        | Fault::EtcdMemberDown
+        | Fault::EtcdLeaderDown
+        | Fault::EtcdQuorumLost
+        | Fault::EtcdWiped => "etcd".into(),
+        // It changes the others' wants: the config's part.
+        Fault::LoweringLost(_) => "demand".into(),
+        Fault::MassReconnect => "mass".into(),
+        Fault::CapacityDown
+        | Fault::RemoveTemplate
+        | Fault::ChangeAlgorithm
+        | Fault::InvalidConfig => "config".into(),
+    }
 }
 
-/// A slot of `faults`: as long as the longest, then time to settle: a
-/// lease and a few seconds, or after etcd was down, two leases and two
-/// TTLs (every node elects again and a new master may learn a lease long).
+/// Two faults that may run together: not both on the config, the demand
+/// or etcd, not both on the same node or client.
+fn disjoint(a: &Fault, b: &Fault) -> bool {
+    let (pa, pb) = (part(a), part(b));
+    let etcd_cut = |f: &Fault| matches!(f, Fault::EtcdCut(_));
+    let lowering = |p: &str| p == "demand" || p == "config";
+    pa != pb
+        && !(pa == "etcd" && etcd_cut(b))
+        && !(pb == "etcd" && etcd_cut(a))
+        && !(lowering(&pa) && lowering(&pb))
+}
+
+/// A slot of `faults`: as long as the longest, then as long as the
+/// longest settling.
 fn slot(l: &Layout, faults: Vec<Fault>) -> Slot {
     let (lease, ttl) = (l.terms.lease as f64, l.terms.ttl as f64);
     let duration = faults
         .iter()
         .map(|f| duration(f, lease, ttl))
         .fold(0.0, f64::max);
-    let settle = if faults.contains(&Fault::EtcdDown) {
-        2.0 * (lease + ttl)
-    } else {
-        lease + 4.0
-    };
+    let settle = faults
+        .iter()
+        .map(|f| settle(f, lease, ttl))
+        .fold(0.0, f64::max);
     Slot {
         faults,
         duration,
@@ -259,11 +402,14 @@ fn slot(l: &Layout, faults: Vec<Fault>) -> Slot {
 }
 
 /// A slot from the command line: faults joined by `+`, each one of
-/// `kill:NODE`, `pause:NODE`, `etcd-down`, `etcd-cut:NODE`,
-/// `cut-parent:NODE`, `cut-client:CLIENT`, `skew-client:CLIENT:SECS`,
-/// `skew-master:NODE:SECS`, `capacity-down`, `remove-template`,
-/// `change-algorithm` (nodes and clients by name: `root`, `mid`,
-/// `leafA`, `rust-a0`, …).
+/// `kill:NODE`, `pause:NODE`, `etcd-down`, `etcd-member`, `etcd-leader`,
+/// `etcd-quorum`, `etcd-wipe`, `etcd-cut:NODE`, `cut-parent:NODE`,
+/// `unreachable:NODE`, `lossy:NODE`, `cut-client:CLIENT`,
+/// `answers-lost:CLIENT`, `requests-lost:CLIENT`, `lowering-lost:CLIENT`,
+/// `delay:CLIENT`, `pause-client:CLIENT`, `kill-client:CLIENT`, `mass`,
+/// `skew-client:CLIENT:SECS`, `skew-master:NODE:SECS`, `capacity-down`,
+/// `remove-template`, `change-algorithm`, `invalid-config` (nodes and
+/// clients by name: `root`, `mid`, `leafA`, `rust-a0`, …).
 pub fn parse_slot(spec: &str, l: &Layout) -> anyhow::Result<Slot> {
     let faults = spec
         .split('+')
@@ -297,15 +443,28 @@ fn parse_fault(spec: &str, l: &Layout) -> anyhow::Result<Fault> {
         "kill" => Fault::KillMaster(node(1)?),
         "pause" => Fault::PauseMaster(node(1)?),
         "etcd-down" => Fault::EtcdDown,
+        "etcd-member" => Fault::EtcdMemberDown,
+        "etcd-leader" => Fault::EtcdLeaderDown,
+        "etcd-quorum" => Fault::EtcdQuorumLost,
+        "etcd-wipe" => Fault::EtcdWiped,
         "etcd-cut" => Fault::EtcdCut(node(1)?),
         "cut-parent" => Fault::CutFromParent(node(1)?),
-        "cut-client" => Fault::CutClient(client(1)?),
         "unreachable" => Fault::Unreachable(node(1)?),
+        "lossy" => Fault::Lossy(node(1)?),
+        "cut-client" => Fault::CutClient(client(1)?),
+        "answers-lost" => Fault::AnswersLost(client(1)?),
+        "requests-lost" => Fault::RequestsLost(client(1)?),
+        "lowering-lost" => Fault::LoweringLost(client(1)?),
+        "delay" => Fault::Delay(client(1)?),
+        "pause-client" => Fault::PauseClient(client(1)?),
+        "kill-client" => Fault::KillClient(client(1)?),
+        "mass" => Fault::MassReconnect,
         "skew-client" => Fault::SkewClient(client(1)?, secs(2)?),
         "skew-master" => Fault::SkewMaster(node(1)?, secs(2)?),
         "capacity-down" => Fault::CapacityDown,
         "remove-template" => Fault::RemoveTemplate,
         "change-algorithm" => Fault::ChangeAlgorithm,
+        "invalid-config" => Fault::InvalidConfig,
         other => anyhow::bail!("unknown fault {other:?}"),
     })
 }
@@ -323,14 +482,27 @@ pub fn name(f: &Fault, l: &Layout) -> String {
         Fault::KillMaster(n) => format!("kill -9 {} master", node(n)),
         Fault::PauseMaster(n) => format!("SIGSTOP {} master", node(n)),
         Fault::EtcdDown => "etcd stopped".into(),
+        Fault::EtcdMemberDown => "an etcd member killed".into(),
+        Fault::EtcdLeaderDown => "the etcd leader killed".into(),
+        Fault::EtcdQuorumLost => "etcd quorum lost".into(),
+        Fault::EtcdWiped => "an etcd member wiped".into(),
         Fault::EtcdCut(n) => format!("{} master cut from etcd", node(n)),
         Fault::CutFromParent(n) => format!("{} cut from its parent", node(n)),
         Fault::CutClient(c) => format!("{} cut from its leaf", client(c)),
         Fault::Unreachable(n) => format!("{} unreachable", node(n)),
+        Fault::AnswersLost(c) => format!("{}'s answers lost", client(c)),
+        Fault::RequestsLost(c) => format!("{}'s requests lost", client(c)),
+        Fault::LoweringLost(c) => format!("{} lowered, answers lost", client(c)),
+        Fault::Lossy(n) => format!("{} ↔ parent 33 % loss", node(n)),
+        Fault::Delay(c) => format!("{} delayed 300–800 ms", client(c)),
+        Fault::PauseClient(c) => format!("SIGSTOP {} past its lease", client(c)),
+        Fault::KillClient(c) => format!("kill -9 {}", client(c)),
+        Fault::MassReconnect => "1 000 clients reconnect".into(),
         Fault::SkewClient(c, s) => format!("{} clock {s:+} s", client(c)),
         Fault::SkewMaster(n, s) => format!("{} master clock {s:+} s", node(n)),
         Fault::CapacityDown => "capacity pushed to 60 %".into(),
         Fault::RemoveTemplate => "template removed".into(),
         Fault::ChangeAlgorithm => "algorithm changed".into(),
+        Fault::InvalidConfig => "invalid config pushed".into(),
     }
 }

@@ -1,24 +1,23 @@
-//! The tree under test: its layout (nodes of replicas electing through
-//! etcd, clients of three kinds on the leaves), the config pushed to the
-//! root, and the running world: every process on its own host.
+//! The tree under test, as laid out before it runs: its nodes of replicas
+//! electing through etcd, its clients of three kinds on the leaves, the
+//! wall clock each process starts with, and the config pushed to the root.
 //!
 //! Default tree: a root pair, an intermediate ("mid") pair, two leaf pairs
-//! with Rust and Python clients, and a one-replica leaf for the original Go
-//! clients, which keep their last capacity when their server is gone (no
-//! timer at a lease's end, no deadline on an RPC: see docs/operations.md,
-//! "Faults we test"), so no fault is aimed at that leaf itself.
+//! with Rust and Python clients (one Rust client of leaf A behind a proxy
+//! that can delay its packets), a leaf pair for a thousand clients that
+//! run only while their fault does (`Mass`), and a one-replica leaf for
+//! the original Go clients, which keep their last capacity when their
+//! server is gone (no timer at a lease's end, no deadline on an RPC: see
+//! docs/operations.md, "Faults we test"), so no fault is aimed at that
+//! leaf itself. Processes of ours start with their wall clocks off by
+//! ±30 s or ±1 h (drawn from the seed): leases must not depend on them.
 //!
-//! Must not: inject faults (`faults.rs`) or judge (`audit.rs`).
+//! Must not: start anything (`world.rs`), inject faults (`faults/`) or
+//! judge (`audit.rs`).
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-
-use crate::net::{Host, Net};
-use crate::procs::{Proc, Sink, Spec};
+use crate::schedule::Rng;
 
 /// The resource our clients (Rust, Python) use.
 pub const RESOURCE: &str = "faults/db";
@@ -28,6 +27,14 @@ pub const RESOURCE: &str = "faults/db";
 pub const LEGACY_RESOURCE: &str = "faults/legacy";
 /// Its capacity (two Go clients want 60).
 pub const LEGACY_CAPACITY: f64 = 50.0;
+/// The resource of the thousand clients of [`Mass`].
+pub const MASS_RESOURCE: &str = "faults/mass";
+/// Its capacity.
+pub const MASS_CAPACITY: f64 = 100.0;
+/// Its root refresh interval, s (2 s at its leaf, two levels down): a
+/// thousand clients refreshing every 2 s keep a debug build of the leaf
+/// busy without starving the rest of the tree on two cores.
+pub const MASS_REFRESH: i64 = 8;
 /// The config key in etcd.
 pub const CONFIG_KEY: &str = "/faults/config";
 
@@ -111,6 +118,20 @@ pub struct ClientSpec {
     pub kind: Kind,
     /// The leaf node it asks.
     pub leaf: usize,
+    /// Its packets to the leaf go through a proxy that can delay them.
+    pub proxied: bool,
+}
+
+/// The thousand clients of one leaf that reconnect at once when its
+/// master fails: several processes, each with many `Client`s.
+#[derive(Debug, Clone, Copy)]
+pub struct Mass {
+    /// Their leaf.
+    pub leaf: usize,
+    /// Processes.
+    pub procs: usize,
+    /// Clients per process.
+    pub per_proc: usize,
 }
 
 /// Where the programs are.
@@ -118,7 +139,7 @@ pub struct ClientSpec {
 pub struct Programs {
     /// The `doorman` binary.
     pub doorman: PathBuf,
-    /// This harness (its `client` subcommand).
+    /// This harness (its `client`, `probe` and `proxy` subcommands).
     pub harness: PathBuf,
     /// etcd.
     pub etcd: PathBuf,
@@ -144,12 +165,20 @@ pub struct Layout {
     pub config: Option<String>,
     /// The resource the Rust and Python clients use.
     pub resource: String,
+    /// The mass clients' leaf, if the tree has one.
+    pub mass: Option<Mass>,
+    /// Wall clock offsets at start, s, by process name (others: 0).
+    pub clocks: Vec<(String, i64)>,
+    /// Mutual TLS and tokens on every link (`secure.rs`).
+    pub secure: bool,
+    /// The self-test's client that ignores its lease's end, by name.
+    pub liar: Option<String>,
 }
 
 impl Layout {
     /// The default tree (see the module doc); Python and Go clients only
-    /// where their programs are given.
-    pub fn default_tree(p: &Programs, terms: Terms) -> Layout {
+    /// where their programs are given; clocks drawn from `seed`.
+    pub fn default_tree(p: &Programs, terms: Terms, seed: u64) -> Layout {
         let node = |name: &str, parent, replicas, faultable| Node {
             name: name.into(),
             parent,
@@ -161,12 +190,14 @@ impl Layout {
             node("mid", Some(0), 2, true),
             node("leafA", Some(1), 2, true),
             node("leafB", Some(1), 2, true),
+            node("leafC", Some(1), 2, false),
         ];
         let mut clients = Vec::new();
         let mut add = |name: String, kind, leaf| {
             clients.push(ClientSpec {
                 id: name.clone(),
                 host: name.clone(),
+                proxied: name == "rust-a2",
                 name,
                 wants: terms.wants,
                 kind,
@@ -183,257 +214,85 @@ impl Layout {
         }
         if p.goclient.is_some() {
             nodes.push(node("leafG", Some(1), 1, false));
+            let g = nodes.len() - 1;
             for i in 0..2 {
-                add(format!("go-{i}"), Kind::Go, 4);
+                add(format!("go-{i}"), Kind::Go, g);
             }
         }
         Layout {
+            clocks: start_clocks(seed, p.python.is_some()),
             nodes,
             clients,
             terms,
             config: None,
             resource: RESOURCE.into(),
+            mass: Some(Mass {
+                leaf: 4,
+                procs: 4,
+                per_proc: 250,
+            }),
+            secure: false,
+            liar: None,
         }
+    }
+
+    /// The wall clock offset process `name` starts with.
+    pub fn clock(&self, name: &str) -> i64 {
+        self.clocks.iter().find(|c| c.0 == name).map_or(0, |c| c.1)
     }
 
     /// The root's config: the resource under test, and a catch-all
     /// template it falls back to when its own is removed.
     pub fn config(&self, capacity: f64, kind: &str, with_own: bool) -> String {
         let t = self.terms;
-        let own = format!(
-            "[[resources]]\nidentifier_glob = \"{RESOURCE}\"\ncapacity = {capacity}\n\
-             [resources.algorithm]\nkind = \"{kind}\"\nlease_length = {}\nrefresh_interval = {}\n\n",
-            t.lease, t.refresh
-        );
-        let rest = format!(
-            "[[resources]]\nidentifier_glob = \"*\"\ncapacity = {}\n\
-             [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = {}\nrefresh_interval = {}\n",
-            FALLBACK_SHARE * t.capacity,
-            t.lease,
-            t.refresh
-        );
-        let legacy = format!(
-            "[[resources]]\nidentifier_glob = \"{LEGACY_RESOURCE}\"\ncapacity = {LEGACY_CAPACITY}\n\
-             [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = {}\nrefresh_interval = {}\n\n",
-            t.lease, t.refresh
-        );
-        if with_own {
-            legacy + &own + &rest
-        } else {
-            legacy + &rest
+        let template = |glob: &str, capacity: f64, kind: &str, refresh: i64| {
+            format!(
+                "[[resources]]\nidentifier_glob = \"{glob}\"\ncapacity = {capacity}\n\
+                 [resources.algorithm]\nkind = \"{kind}\"\nlease_length = {}\nrefresh_interval = {refresh}\n\n",
+                t.lease
+            )
+        };
+        let mut text = template(LEGACY_RESOURCE, LEGACY_CAPACITY, "FAIR_SHARE", t.refresh);
+        if self.mass.is_some() {
+            text += &template(MASS_RESOURCE, MASS_CAPACITY, "FAIR_SHARE", MASS_REFRESH);
         }
+        if with_own {
+            text += &template(RESOURCE, capacity, kind, t.refresh);
+        }
+        text + &template("*", FALLBACK_SHARE * t.capacity, "FAIR_SHARE", t.refresh)
     }
 }
 
 /// The catch-all template's capacity, as a share of the resource's.
 pub const FALLBACK_SHARE: f64 = 0.6;
 
-/// One replica of a node.
-#[derive(Debug)]
-pub struct Server {
-    /// Its node.
-    pub node: usize,
-    /// Its process.
-    pub proc: Proc,
-    /// Its gRPC address.
-    pub addr: SocketAddr,
-    /// Its HTTP address (status pages, metrics).
-    pub http: SocketAddr,
+/// Offsets that processes of ours start with: a replica of every node, a
+/// client of each leaf and kind, each ±30 s or ±1 h (the original Go
+/// clients' leaf and the Go clients compare absolute times by design, and
+/// keep their true clock).
+fn start_clocks(seed: u64, python: bool) -> Vec<(String, i64)> {
+    let mut rng = Rng::new(seed ^ 0xC10C);
+    let mut names = vec![
+        "root2", "mid1", "leafA2", "leafB1", "leafC2", "rust-a0", "rust-b1",
+    ];
+    if python {
+        names.push("py-b0");
+    }
+    names
+        .into_iter()
+        .map(|n| (n.to_string(), offset(&mut rng)))
+        .collect()
 }
 
-/// One client.
-#[derive(Debug)]
-pub struct Client {
-    /// What it is.
-    pub spec: ClientSpec,
-    /// Its process.
-    pub proc: Proc,
-}
-
-/// The running tree.
-#[derive(Debug)]
-pub struct World {
-    /// Its layout.
-    pub layout: Layout,
-    /// Where logs and data go.
-    pub dir: PathBuf,
-    /// etcd.
-    pub etcd: Proc,
-    /// etcd's address.
-    pub etcd_addr: SocketAddr,
-    /// Every replica of every node.
-    pub servers: Vec<Server>,
-    /// Every client.
-    pub clients: Vec<Client>,
-    /// What every process printed (clients' reports).
-    pub sink: Sink,
-    /// The programs.
-    pub programs: Programs,
-    /// The network (dropped last: processes first).
-    pub net: Net,
-}
-
-const GRPC_PORT: u16 = 6000;
-pub(crate) const HTTP_PORT: u16 = 8080;
-pub(crate) const ETCD_PORT: u16 = 2379;
-
-impl World {
-    /// Starts etcd, pushes the config, starts every server and client.
-    pub fn start(
-        layout: Layout,
-        programs: Programs,
-        dir: &Path,
-        tag: u32,
-    ) -> anyhow::Result<World> {
-        let mut net = Net::new(tag)?;
-        let sink: Sink = Arc::new(Mutex::new(Vec::new()));
-        let etcd_host = net.host("etcd")?;
-        let etcd_addr = SocketAddr::new(etcd_host.ip.into(), ETCD_PORT);
-        let etcd = Proc::start(
-            programs.etcd_spec(&etcd_host, dir),
-            dir,
-            usize::MAX,
-            sink.clone(),
-        )?;
-        let mut w = World {
-            layout,
-            dir: dir.to_path_buf(),
-            etcd,
-            etcd_addr,
-            servers: Vec::new(),
-            clients: Vec::new(),
-            sink,
-            programs,
-            net,
-        };
-        w.wait_for_etcd()?;
-        let t = w.layout.terms;
-        let config = w.layout.config.clone();
-        let config = config.unwrap_or_else(|| w.layout.config(t.capacity, "FAIR_SHARE", true));
-        w.push_config(&config)?;
-        w.start_servers()?;
-        w.start_clients()?;
-        Ok(w)
-    }
-
-    fn wait_for_etcd(&self) -> anyhow::Result<()> {
-        for _ in 0..150 {
-            if std::net::TcpStream::connect_timeout(&self.etcd_addr, Duration::from_millis(200))
-                .is_ok()
-            {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        bail!("etcd did not listen on {} within 15 s", self.etcd_addr)
-    }
-
-    /// Writes `text` to the config key with `doorman config push`.
-    pub fn push_config(&self, text: &str) -> anyhow::Result<()> {
-        let file = self.dir.join("config.toml");
-        std::fs::write(&file, text)?;
-        let out = std::process::Command::new(&self.programs.doorman)
-            .args([
-                "config",
-                "push",
-                "--etcd",
-                &self.etcd_addr.to_string(),
-                "--key",
-                CONFIG_KEY,
-            ])
-            .arg(&file)
-            .output()
-            .context("running doorman config push")?;
-        if !out.status.success() {
-            bail!("config push: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(())
-    }
-
-    fn start_servers(&mut self) -> anyhow::Result<()> {
-        let mut addrs: Vec<Vec<SocketAddr>> = Vec::new();
-        for (n, node) in self.layout.nodes.clone().iter().enumerate() {
-            let mut mine = Vec::new();
-            for r in 0..node.replicas {
-                let name = replica_name(&node.name, r);
-                let host = self.net.host(&name)?;
-                let addr = SocketAddr::new(host.ip.into(), GRPC_PORT);
-                let parent = node.parent.map(|p| join(&addrs[p]));
-                let argv = self.server_argv(node, addr, parent);
-                let spec = Spec {
-                    name,
-                    host,
-                    argv,
-                    faketime: true,
-                    env: vec![("DOORMAN_LOG".into(), "info".into())],
-                    stdin_closes: false,
-                };
-                let index = 1000 + self.servers.len();
-                let proc = Proc::start(spec, &self.dir, index, self.sink.clone())?;
-                let http = SocketAddr::new(addr.ip(), HTTP_PORT);
-                self.servers.push(Server {
-                    node: n,
-                    proc,
-                    addr,
-                    http,
-                });
-                mine.push(addr);
-            }
-            addrs.push(mine);
-        }
-        Ok(())
-    }
-
-    fn start_clients(&mut self) -> anyhow::Result<()> {
-        let mut hosts: std::collections::HashMap<String, Host> = Default::default();
-        for (i, c) in self.layout.clients.clone().into_iter().enumerate() {
-            let host = match hosts.get(&c.host) {
-                Some(h) => h.clone(),
-                None => self.net.host(&c.host)?,
-            };
-            hosts.insert(c.host.clone(), host.clone());
-            let servers: Vec<SocketAddr> = self.replicas(c.leaf).map(|s| s.addr).collect();
-            let argv = self.client_argv(&c, &servers)?;
-            let spec = Spec {
-                name: c.name.clone(),
-                host,
-                argv,
-                faketime: c.kind != Kind::Go,
-                env: Vec::new(),
-                stdin_closes: c.kind != Kind::Go,
-            };
-            let proc = Proc::start(spec, &self.dir, i, self.sink.clone())?;
-            self.clients.push(Client { spec: c, proc });
-        }
-        Ok(())
-    }
-
-    /// The replicas of node `n`.
-    pub fn replicas(&self, n: usize) -> impl Iterator<Item = &Server> {
-        self.servers.iter().filter(move |s| s.node == n)
-    }
-
-    /// Stops every process by its pid (clients first, then servers, then
-    /// etcd); returns the names of servers that did not exit within 2 s of
-    /// SIGTERM.
-    pub fn stop(&mut self) -> Vec<String> {
-        for c in &mut self.clients {
-            c.proc.stop(Duration::from_secs(4));
-        }
-        let mut slow = Vec::new();
-        for s in &mut self.servers {
-            if !s.proc.stop(Duration::from_secs(2)) {
-                slow.push(s.proc.spec.name.clone());
-            }
-        }
-        self.etcd.stop(Duration::from_secs(3));
-        slow
-    }
+/// A wall clock offset: ±30 s or ±1 h.
+pub fn offset(rng: &mut Rng) -> i64 {
+    let size = if rng.below(2) == 0 { 30 } else { 3600 };
+    size * rng.sign()
 }
 
 /// Replica `r`'s name: the node's name and `r + 1` (`root1`), with a dash
 /// when the name ends in a digit (`n1.2-1`).
-fn replica_name(node: &str, r: usize) -> String {
+pub fn replica_name(node: &str, r: usize) -> String {
     let dash = if node.ends_with(|c: char| c.is_ascii_digit()) {
         "-"
     } else {
@@ -442,10 +301,7 @@ fn replica_name(node: &str, r: usize) -> String {
     format!("{node}{dash}{}", r + 1)
 }
 
-pub(crate) fn join(addrs: &[SocketAddr]) -> String {
-    addrs
-        .iter()
-        .map(SocketAddr::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+/// Addresses, comma-separated.
+pub(crate) fn join<T: std::fmt::Display>(addrs: &[T]) -> String {
+    addrs.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }

@@ -24,7 +24,8 @@ use doorman_sim::scenario::Scenario;
 
 use crate::clock::mono;
 use crate::run::{programs, ServerPrograms};
-use crate::tree::{ClientSpec, Kind, Layout, Node, Terms, World};
+use crate::tree::{ClientSpec, Kind, Layout, Node, Terms};
+use crate::world::World;
 
 /// `scenario`'s options.
 #[derive(Debug, Clone, ClapArgs)]
@@ -64,7 +65,7 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
         plan.clients.len(),
         a.out.display()
     );
-    let mut world = World::start(layout, programs, &a.out, std::process::id())?;
+    let mut world = World::start(layout, programs, &a.out, (std::process::id(), plan.seed))?;
     let t0 = mono();
     let https = world.layout.nodes.iter().enumerate();
     let https = https.map(|(n, _)| world.replicas(n).map(|s| s.http).collect());
@@ -150,6 +151,7 @@ fn layout(plan: &Plan, s: &Scenario) -> anyhow::Result<Layout> {
             wants: w,
             kind: Kind::Rust,
             leaf,
+            proxied: false,
         });
     }
     let terms = Terms {
@@ -163,5 +165,9 @@ fn layout(plan: &Plan, s: &Scenario) -> anyhow::Result<Layout> {
         terms,
         config: Some(s.config.clone()),
         resource: plan.resource.clone(),
+        mass: None,
+        clocks: Vec::new(),
+        secure: false,
+        liar: None,
     })
 }

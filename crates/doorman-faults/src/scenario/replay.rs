@@ -15,7 +15,7 @@ use doorman_sim::plan::{Plan, PlanKind};
 use crate::clock::mono;
 use crate::faults::{self, Applied};
 use crate::schedule::Fault;
-use crate::tree::World;
+use crate::world::World;
 
 /// One step of the replay.
 #[derive(Debug, Clone, Copy)]
@@ -103,12 +103,15 @@ async fn start(w: &mut World, plan: &Plan, i: usize) -> anyhow::Result<(String, 
         PlanKind::MasterLost => Fault::KillMaster(n),
         _ => Fault::Unreachable(n),
     };
-    let a = faults::apply(w, &fault).await?;
-    let how = match &a {
+    let (a, found) = faults::apply(w, &fault).await?;
+    let mut how = match &a {
         Applied::Killed(s) => format!("kill -9 {}", w.servers[*s].proc.spec.name),
-        Applied::Cut(links) => format!("{} links cut", links.len()),
+        Applied::Links(links) => format!("{} links cut", links.len() / 2),
         Applied::Nothing(why) => format!("not applied: {why}"),
         other => format!("{other:?}"),
     };
+    for f in &found.failures {
+        how += &format!("; {f}");
+    }
     Ok((format!("{} ({how})", m.what), a))
 }

@@ -18,8 +18,9 @@ use doorman_sim::plan::Plan;
 
 use crate::audit::{self, Record, Steps};
 use crate::clock::mono;
-use crate::leases::{get, resource_status};
-use crate::tree::World;
+use crate::http::Http;
+use crate::leases::resource_status;
+use crate::world::World;
 
 /// A node master's view: capacity, Σ wants, Σ has.
 pub type View = (f64, f64, f64);
@@ -53,7 +54,7 @@ pub async fn poll(
 /// The view of whichever replica says it is the master (zeros if none).
 async fn master_view(replicas: Vec<SocketAddr>, resource: String) -> View {
     for http in replicas {
-        let Some(body) = get(http, "/api/v1/status?leases=0").await else {
+        let Some(body) = Http::default().get(http, "/api/v1/status?leases=0").await else {
             continue;
         };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) else {
@@ -81,8 +82,13 @@ fn clients(w: &World, plan: &Plan, t0: f64) -> (Vec<Steps>, Vec<Steps>) {
             s.set(t0 + t, x);
         }
     }
-    let lines = w.sink.lock().map(|v| v.clone()).unwrap_or_default();
-    for (i, _, line) in lines {
+    let lines = w.clients.iter().enumerate().flat_map(|(i, c)| {
+        w.sink
+            .lines(c.proc.index)
+            .into_iter()
+            .map(move |l| (i, l.1))
+    });
+    for (i, line) in lines {
         let Some(s) = has.get_mut(i) else { continue };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
