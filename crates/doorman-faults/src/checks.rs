@@ -1,4 +1,5 @@
-//! The checks of a run besides Σ in use (`report.rs` sums): per slot,
+//! The checks of a run besides Σ in use (`report.rs` sums): the tree at
+//! its goal when the first fault begins; per slot,
 //! what applying and mending its faults found (a fault that did not
 //! happen, a cut a probe passed, a config not taken), a paused master
 //! claiming mastership on resuming while a successor held it, and after a
@@ -22,6 +23,16 @@ pub fn slots(w: &World, h: &Happened, rec: &Record) -> (Vec<FaultReport>, Vec<St
     let t = w.layout.terms;
     let mut rows = Vec::new();
     let mut failures = Vec::new();
+    // A tree that never worked (no config, no master) would pass every
+    // other check: it must be at its goal when the first fault begins.
+    if let Some(p) = rec.sweep(h.first_slot - 0.1, h.first_slot).last() {
+        if p.used < 0.95 * p.goal {
+            failures.push(format!(
+                "Σ in use was {:.1} of a goal of {:.1} when the first fault began",
+                p.used, p.goal
+            ));
+        }
+    }
     for s in &h.slots {
         let name = s.names.join(" + ");
         let mut f = audit::fault(rec, &name, (s.at, s.duration, s.until));
@@ -155,7 +166,7 @@ fn clocks(w: &World, h: &Happened) -> Vec<String> {
             &c.proc,
             &readings,
             h.wall_base,
-            h.end(),
+            (h.start, h.end()),
         ));
     }
     for (k, s) in w.servers.iter().enumerate() {
@@ -169,7 +180,7 @@ fn clocks(w: &World, h: &Happened) -> Vec<String> {
             &s.proc,
             &readings,
             h.wall_base,
-            h.end(),
+            (h.start, h.end()),
         ));
     }
     out

@@ -38,8 +38,14 @@ fn set_at(p: &Proc, t: f64) -> (i64, f64) {
 }
 
 /// What is wrong with `p`'s wall clock readings (`wall_base`: the true
-/// wall clock, s, minus the monotonic one; `until`: the end of the run).
-pub fn check(p: &Proc, readings: &[Reading], wall_base: f64, until: f64) -> Vec<String> {
+/// wall clock, s, minus the monotonic one; times printed from `start`;
+/// `until`: the end of the run).
+pub fn check(
+    p: &Proc,
+    readings: &[Reading],
+    wall_base: f64,
+    (start, until): (f64, f64),
+) -> Vec<String> {
     let mut out = Vec::new();
     let name = &p.spec.name;
     for &(t, ms) in readings {
@@ -47,7 +53,8 @@ pub fn check(p: &Proc, readings: &[Reading], wall_base: f64, until: f64) -> Vec<
         let off = ms / 1000.0 - (wall_base + t);
         if t - since > SETTLE_S && (off - set as f64).abs() > TOLERANCE_S {
             out.push(format!(
-                "{name}'s wall clock read {off:+.1} s off at {t:.1}, where {set:+} s was set"
+                "{name}'s wall clock read {off:+.1} s off at {:.1} s, where {set:+} s was set",
+                t - start
             ));
             break;
         }
@@ -58,7 +65,9 @@ pub fn check(p: &Proc, readings: &[Reading], wall_base: f64, until: f64) -> Vec<
             .any(|&(t, _)| t > from + SETTLE_S && t <= to);
         if set != 0 && to - from > 2.0 * SETTLE_S && !seen {
             out.push(format!(
-                "{name}'s wall clock was set {set:+} s from {from:.1} to {to:.1} s and never read back"
+                "{name}'s wall clock was set {set:+} s from {:.1} to {:.1} s and never read back",
+                from - start,
+                to - start
             ));
         }
     }

@@ -124,6 +124,9 @@ impl Etcd {
             .join(",");
         let mut members = Vec::new();
         for (i, host) in hosts.iter().enumerate() {
+            // A data dir left by an earlier run in the same directory
+            // belongs to another cluster (other addresses, other ids).
+            let _ = std::fs::remove_dir_all(dir.join(format!("{}-data", name(i))));
             let tls = secure.map(|s| {
                 let c = s.etcd_cert(&name(i), host.ip.into());
                 (c.cert, c.key, s.ca())
@@ -237,6 +240,18 @@ impl Etcd {
             }
         }
         None
+    }
+
+    /// Whether every member serves within `within`.
+    pub async fn ready(&self, within: Duration) -> bool {
+        let until = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < until {
+            if self.all_serve().await {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        false
     }
 
     /// Whether every member answers and names the same leader.

@@ -89,6 +89,8 @@ fn record(body: &str, resources: &[String], out: &Readings) {
         ) else {
             continue;
         };
+        // An id owned by an identity (a secure tree) shows as `id (owner)`.
+        let id = id.split_once(" (").map_or(id, |(id, _)| id);
         out.push((t, id.to_string(), has, left));
     }
 }

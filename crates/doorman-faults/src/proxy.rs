@@ -9,7 +9,7 @@
 //! prints what it forwarded and how much it delayed, as a JSON line, so
 //! the harness can show the fault happened.
 //!
-//! Must not: change, drop or reorder a byte.
+//! Must not: change or reorder a byte, or drop one but as told.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,11 +39,16 @@ fn route(s: &str) -> Result<(SocketAddr, SocketAddr), String> {
     ))
 }
 
-/// The delay in force and what was forwarded.
+/// The delay in force, whether answers are swallowed, and what was
+/// forwarded.
 #[derive(Debug, Default)]
 struct Knobs {
     delay_ms: AtomicU64,
     jitter_ms: AtomicU64,
+    /// Non-zero: what the target sends back is read and dropped (a
+    /// middlebox that loses answers while requests pass).
+    swallow: AtomicU64,
+    swallowed: AtomicU64,
     chunks: AtomicU64,
     delayed_chunks: AtomicU64,
     delayed_ms: AtomicU64,
@@ -64,12 +69,17 @@ pub async fn run(a: Args) -> anyhow::Result<()> {
                 knobs.delay_ms.store(d.parse()?, Ordering::Relaxed);
                 knobs.jitter_ms.store(j.parse()?, Ordering::Relaxed);
             }
+            ["answers", on] => {
+                let swallow = u64::from(*on == "drop");
+                knobs.swallow.store(swallow, Ordering::Relaxed);
+            }
             ["stats"] => {
                 let k = &knobs;
                 let line = serde_json::json!({
                     "chunks": k.chunks.swap(0, Ordering::Relaxed),
                     "delayed_chunks": k.delayed_chunks.swap(0, Ordering::Relaxed),
                     "delayed_ms": k.delayed_ms.swap(0, Ordering::Relaxed),
+                    "swallowed": k.swallowed.swap(0, Ordering::Relaxed),
                 });
                 println!("{line}");
             }
@@ -90,19 +100,20 @@ async fn accept(l: TcpListener, target: SocketAddr, knobs: Arc<Knobs>) {
             };
             let (ri, wi) = inbound.into_split();
             let (ro, wo) = outbound.into_split();
-            let up = pump(ri, wo, knobs.clone(), Rng::new(seed));
-            let down = pump(ro, wi, knobs, Rng::new(seed ^ 0xA5A5));
+            let up = pump(ri, wo, (knobs.clone(), false), Rng::new(seed));
+            let down = pump(ro, wi, (knobs, true), Rng::new(seed ^ 0xA5A5));
             let _ = tokio::join!(up, down);
         });
     }
 }
 
 /// Copies `r` to `w`, each chunk after its delay (reading goes on
-/// meanwhile, as on a slow link), in order.
+/// meanwhile, as on a slow link), in order; answers (`down`) are dropped
+/// while the knobs say so.
 async fn pump(
     mut r: impl AsyncReadExt + Unpin,
     mut w: impl AsyncWriteExt + Unpin + Send + 'static,
-    knobs: Arc<Knobs>,
+    (knobs, down): (Arc<Knobs>, bool),
     mut rng: Rng,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
@@ -122,6 +133,10 @@ async fn pump(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        if down && knobs.swallow.load(Ordering::Relaxed) != 0 {
+            knobs.swallowed.fetch_add(n as u64, Ordering::Relaxed);
+            continue;
+        }
         let delay = knobs.delay_ms.load(Ordering::Relaxed);
         let jitter = knobs.jitter_ms.load(Ordering::Relaxed);
         let extra = if jitter > 0 {

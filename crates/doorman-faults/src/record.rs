@@ -88,9 +88,12 @@ fn steps(reports: &[(f64, f64)], life: &[(f64, Life)]) -> Steps {
     evs.extend(life.iter().map(|&(t, l)| (t, Ev::Life(l))));
     evs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut s = Steps::default();
-    let (mut last, mut paused) = (0.0, false);
+    let (mut last, mut paused, mut gone) = (0.0, false, false);
     for (k, &(t, ev)) in evs.iter().enumerate() {
         match ev {
+            // A process being stopped may still print while it closes:
+            // it counts as using nothing from the stop on.
+            Ev::Report(_) if gone => {}
             Ev::Report(cap) => {
                 last = cap;
                 if !paused {
@@ -109,8 +112,9 @@ fn steps(reports: &[(f64, f64)], life: &[(f64, Life)]) -> Steps {
                 });
                 s.set(t, first.unwrap_or(last));
             }
-            Ev::Life(Life::Killed | Life::Exited | Life::Started(_) | Life::Stopped) => {
+            Ev::Life(l @ (Life::Killed | Life::Exited | Life::Started(_) | Life::Stopped)) => {
                 last = 0.0;
+                gone = !matches!(l, Life::Started(_));
                 s.set(t, 0.0);
             }
             Ev::Life(Life::Clock(_)) => {}
@@ -128,19 +132,24 @@ pub fn silences(p: &Proc, reports: &[Report], until: f64) -> Vec<(u64, f64, f64)
     for r in reports {
         by_client.entry(r.i).or_default().push(r.t);
     }
+    let stops = |l: &Life| {
+        matches!(
+            l,
+            Life::Paused | Life::Killed | Life::Exited | Life::Stopped
+        )
+    };
     let quiet = |from: f64, to: f64| {
-        // Time it was running between `from` and `to`.
-        let mut running = true;
+        // Time it was running between `from` and `to` (a process being
+        // stopped may report after the stop began).
+        let before = p.life.iter().filter(|(t, _)| *t <= from).next_back();
+        let mut running = before.is_none_or(|(_, l)| !stops(l));
         let mut at = from;
         let mut total = 0.0;
         for &(t, l) in p.life.iter().filter(|(t, _)| *t > from && *t < to) {
             if running {
                 total += t - at;
             }
-            running = !matches!(
-                l,
-                Life::Paused | Life::Killed | Life::Exited | Life::Stopped
-            );
+            running = !stops(&l);
             at = t;
         }
         if running {
@@ -174,6 +183,13 @@ mod tests {
         // No report within a second of resuming: its last value counts.
         let s = steps(&[(0.0, 10.0), (5.0, 12.0), (21.5, 0.0)], &life);
         assert_eq!((s.at(20.1), s.at(21.6)), (12.0, 0.0));
+    }
+
+    #[test]
+    fn a_client_being_stopped_uses_nothing_whatever_it_still_prints() {
+        let life = [(1.0, Life::Started(0)), (10.0, Life::Stopped)];
+        let s = steps(&[(2.0, 10.0), (10.5, 12.0)], &life);
+        assert_eq!((s.at(9.0), s.at(10.2), s.at(11.0)), (10.0, 0.0, 0.0));
     }
 
     #[test]

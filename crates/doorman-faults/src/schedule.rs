@@ -44,9 +44,10 @@ pub enum Fault {
     AnswersLost(usize),
     /// The client's requests lost (answers to it would pass).
     RequestsLost(usize),
-    /// The client's grant raised (the others want less for a while), then
-    /// lowered while its answers are lost: it holds the higher lease to
-    /// its end, which its leaf must count.
+    /// The (proxied) client's grant raised (the others on its leaf want
+    /// less for a while), then lowered while its proxy swallows the
+    /// answers to it: it holds the higher lease to its end, which its leaf
+    /// must count.
     LoweringLost(usize),
     /// A third of the packets between the node's replicas and its
     /// parent's dropped at random, both ways.
@@ -223,7 +224,6 @@ pub fn short(l: &Layout, seed: u64) -> Vec<Slot> {
         vec![Fault::Unreachable(leaf(&mut rng))],
         vec![Fault::AnswersLost(client(&mut rng))],
         vec![Fault::RequestsLost(client(&mut rng))],
-        vec![Fault::LoweringLost(client(&mut rng))],
         vec![Fault::Lossy(leaf(&mut rng))],
         vec![Fault::PauseClient(client(&mut rng))],
         vec![Fault::KillClient(client(&mut rng))],
@@ -251,7 +251,6 @@ pub fn short(l: &Layout, seed: u64) -> Vec<Slot> {
         ],
         vec![Fault::AnswersLost(client(&mut rng)), Fault::EtcdMemberDown],
         vec![Fault::RequestsLost(client(&mut rng)), Fault::InvalidConfig],
-        vec![Fault::LoweringLost(client(&mut rng)), Fault::EtcdLeaderDown],
         vec![
             Fault::Lossy(leaf(&mut rng)),
             Fault::PauseClient(client(&mut rng)),
@@ -263,6 +262,8 @@ pub fn short(l: &Layout, seed: u64) -> Vec<Slot> {
     if let Some(&c) = t.proxied.first() {
         plan.push(vec![Fault::Delay(c)]);
         plan.push(vec![Fault::Delay(c), Fault::PauseMaster(leaf(&mut rng))]);
+        plan.push(vec![Fault::LoweringLost(c)]);
+        plan.push(vec![Fault::LoweringLost(c), Fault::EtcdLeaderDown]);
     }
     if l.mass.is_some() {
         plan.push(vec![Fault::MassReconnect]);
@@ -325,7 +326,10 @@ fn any(rng: &mut Rng, t: &Targets, l: &Layout) -> Fault {
         15 => Fault::Unreachable(cut),
         16 => Fault::AnswersLost(client),
         17 => Fault::RequestsLost(client),
-        18 => Fault::LoweringLost(client),
+        18 => match t.proxied.first() {
+            Some(&c) => Fault::LoweringLost(c),
+            None => Fault::AnswersLost(client),
+        },
         19 => Fault::Lossy(leaf),
         20 => Fault::PauseClient(client),
         21 => Fault::KillClient(client),

@@ -104,6 +104,11 @@ impl World {
             None
         };
         let etcd = Etcd::start(&mut net, &programs.etcd, dir, &sink, secure.as_ref())?;
+        // The members listen before they have elected a leader.
+        let rt = tokio::runtime::Handle::current();
+        if !tokio::task::block_in_place(|| rt.block_on(etcd.ready(Duration::from_secs(20)))) {
+            anyhow::bail!("the etcd cluster had no leader within 20 s of starting");
+        }
         let http = Http::new(secure.as_ref())?;
         let mut w = World {
             http,

@@ -32,11 +32,15 @@ pub async fn apply(w: &mut World, f: &Fault, found: &mut Found) -> anyhow::Resul
     Ok(Applied::Config)
 }
 
-/// Pushes the tree's own config again; it must be taken.
+/// Pushes the tree's own config again; it must be taken. It raises the
+/// capacity (or keeps it), so it counts from the push: the root may run
+/// it before the harness sees it does (a lowering counts from when the
+/// harness saw it: its leases keep counting meanwhile either way).
 pub async fn restore(w: &mut World, found: &mut Found) -> anyhow::Result<()> {
     let t = w.layout.terms;
+    let pushed = mono();
     let sha = w.push_config(&w.layout.config(t.capacity, "FAIR_SHARE", true))?;
-    found.config_at = taken(w, &sha, found).await;
+    found.config_at = taken(w, &sha, found).await.map(|_| pushed);
     Ok(())
 }
 

@@ -9,20 +9,20 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::links::{heal, set_rules, show_rules};
 use super::{master_within, Applied, Found};
 use crate::clock::mono;
-use crate::net::Host;
 use crate::tree::Kind;
 use crate::world::World;
 
 /// What the other clients want while client `c`'s grant is raised.
 const LOW_WANTS: f64 = 1.0;
 
-/// Our clients of the tree's resource other than `c`.
+/// Our clients of `c`'s leaf other than `c` (the leaf's capacity stays
+/// as it is, so what `c` is lowered by goes to them at once).
 fn others(w: &World, c: usize) -> Vec<usize> {
+    let leaf = w.clients[c].spec.leaf;
     (0..w.clients.len())
-        .filter(|&i| i != c && w.clients[i].spec.kind != Kind::Go)
+        .filter(|&i| i != c && w.clients[i].spec.kind != Kind::Go && w.clients[i].spec.leaf == leaf)
         .collect()
 }
 
@@ -35,9 +35,17 @@ fn last_used(w: &World, c: usize) -> Option<f64> {
     })
 }
 
-/// Raises client `c`'s grant (the others want little), loses its answers,
-/// then lowers it (the others want again).
+/// Raises client `c`'s grant (the others on its leaf want little), has
+/// its proxy swallow the answers to it (its requests still arrive: a
+/// middlebox that loses answers; a TCP-level one-way loss would keep its
+/// next request from arriving at all once it reconnects), then lowers it
+/// (the others want again).
 pub async fn lowering(w: &mut World, c: usize, found: &mut Found) -> anyhow::Result<Applied> {
+    let Some(p) = w.proxies.iter().position(|p| p.client == c) else {
+        return Ok(Applied::Nothing(
+            "the client has no proxy to lose its answers".into(),
+        ));
+    };
     let before = last_used(w, c).unwrap_or(0.0);
     for i in others(w, c) {
         w.send_wants(i, LOW_WANTS)?;
@@ -50,12 +58,8 @@ pub async fn lowering(w: &mut World, c: usize, found: &mut Found) -> anyhow::Res
             w.clients[c].spec.name
         ));
     }
-    let me = w.clients[c].proc.spec.host.clone();
-    let peers = w.client_peers(c);
-    let answers: Vec<(Host, Host)> = peers.iter().map(|p| (p.clone(), me.clone())).collect();
-    let requests: Vec<(Host, Host)> = peers.iter().map(|p| (me.clone(), p.clone())).collect();
-    set_rules(w, &answers, &requests)?;
-    show_rules(w, &answers, &requests, found).await?;
+    w.proxies[p].proc.send("stats")?;
+    w.proxies[p].proc.send("answers drop")?;
     let wants = w.layout.terms.wants;
     for i in others(w, c) {
         w.send_wants(i, wants)?;
@@ -64,17 +68,27 @@ pub async fn lowering(w: &mut World, c: usize, found: &mut Found) -> anyhow::Res
         "{} raised from {before:.1} to {raised:.1}, then lowered with its answers lost",
         w.clients[c].spec.name
     ));
-    Ok(Applied::Lowering(c, [answers, requests].concat()))
+    Ok(Applied::Lowering(p))
 }
 
-/// Mends client `c`'s links.
-pub async fn restore(
-    w: &mut World,
-    _c: usize,
-    links: &[(Host, Host)],
-    found: &mut Found,
-) -> anyhow::Result<()> {
-    heal(w, links, found).await
+/// The proxy passes answers again; it must have swallowed some.
+pub async fn restore(w: &mut World, p: usize, found: &mut Found) -> anyhow::Result<()> {
+    let proxy = &mut w.proxies[p].proc;
+    let before = proxy.lines().len();
+    proxy.send("stats")?;
+    proxy.send("answers pass")?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let swallowed = proxy.lines().into_iter().skip(before).find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(&l).ok()?;
+        v["swallowed"].as_u64()
+    });
+    match swallowed {
+        Some(n) if n > 0 => found
+            .notes
+            .push(format!("the proxy swallowed {n} bytes of answers")),
+        other => found.fail(format!("the proxy swallowed no answers: {other:?}")),
+    }
+    Ok(())
 }
 
 /// How many mass clients say they hold a lease, of how many reported.

@@ -142,7 +142,7 @@ pub(super) async fn show_rules(
     for ((from, to), r) in pairs.iter().zip(&reach) {
         if r.passes() {
             found.fail(format!(
-                "a probe {} → {} passed a link that should drop one way",
+                "a probe {} → {} passed where packets are dropped",
                 from.ns, to.ns
             ));
         }

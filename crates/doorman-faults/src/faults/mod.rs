@@ -45,9 +45,9 @@ pub enum Applied {
     ClientKilled(usize),
     /// Proxy `0` delays.
     Delayed(usize),
-    /// The others' wants were lowered, client `0`'s answers lost on these
-    /// links.
-    Lowering(usize, Vec<(Host, Host)>),
+    /// The others' wants were lowered, the answers to a client swallowed
+    /// by proxy `0`.
+    Lowering(usize),
     /// The mass clients run; their leaf's master `0` was killed.
     Mass(Option<usize>),
     /// Nothing to undo: it was not applied (a failure of the run).
@@ -167,7 +167,7 @@ pub async fn heal(w: &mut World, a: &Applied) -> anyhow::Result<(StaleClaim, Fou
             w.clients[*c].proc.restart(clock)?;
         }
         Applied::Delayed(p) => links::undelay(w, *p, &mut found).await?,
-        Applied::Lowering(c, links) => demand::restore(w, *c, links, &mut found).await?,
+        Applied::Lowering(p) => demand::restore(w, *p, &mut found).await?,
         Applied::Mass(killed) => demand::mass_end(w, *killed, &mut found).await?,
         Applied::Nothing(_) => {}
     }
