@@ -141,7 +141,7 @@ pub fn silences(p: &Proc, reports: &[Report], until: f64) -> Vec<(u64, f64, f64)
     let quiet = |from: f64, to: f64| {
         // Time it was running between `from` and `to` (a process being
         // stopped may report after the stop began).
-        let before = p.life.iter().filter(|(t, _)| *t <= from).next_back();
+        let before = p.life.iter().rfind(|(t, _)| *t <= from);
         let mut running = before.is_none_or(|(_, l)| !stops(l));
         let mut at = from;
         let mut total = 0.0;
