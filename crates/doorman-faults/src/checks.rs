@@ -13,7 +13,7 @@
 //! Must not: run anything.
 
 use crate::audit::{self, FaultReport, Record};
-use crate::report::Happened;
+use crate::happened::Happened;
 use crate::schedule::Fault;
 use crate::tree::Kind;
 use crate::world::World;

@@ -21,7 +21,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use crate::schedule::Rng;
+use crate::rng::Rng;
 
 /// The proxy's options.
 #[derive(Debug, Clone, ClapArgs)]

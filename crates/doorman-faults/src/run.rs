@@ -16,8 +16,9 @@ use clap::Args as ClapArgs;
 
 use crate::clock::mono;
 use crate::faults;
+use crate::happened::{Happened, SlotRun};
 use crate::leases::{self, Polled};
-use crate::report::{self, Happened, SlotRun};
+use crate::report;
 use crate::schedule::{self, Slot};
 use crate::tree::{Layout, Programs, Terms, LEGACY_RESOURCE, RESOURCE};
 use crate::world::World;

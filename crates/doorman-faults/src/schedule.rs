@@ -6,6 +6,7 @@
 //!
 //! Must not: touch a process (`faults/` does).
 
+use crate::rng::Rng;
 use crate::tree::{Kind, Layout};
 
 /// One fault, aimed at a node (by index), a client (by index) or the
@@ -122,40 +123,6 @@ fn settle(f: &Fault, lease: f64, ttl: f64) -> f64 {
         Fault::EtcdMemberDown | Fault::EtcdWiped | Fault::InvalidConfig | Fault::Delay(_) => 4.0,
         Fault::MassReconnect => lease,
         _ => lease + 4.0,
-    }
-}
-
-/// A small deterministic generator (splitmix64).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeded.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
-    }
-
-    /// The next number.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// One of `0..n` (`n` > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    /// +1 or -1.
-    pub fn sign(&mut self) -> i64 {
-        if self.next() & 1 == 0 {
-            1
-        } else {
-            -1
-        }
     }
 }
 

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use doorman_testkit::{CertFiles, Name, Pki};
 
-use crate::etcd::Etcd;
 use crate::tree::CONFIG_KEY;
 
 /// What the secure tree's parties present.
@@ -195,23 +194,16 @@ impl Secure {
         &self.root_password
     }
 
-    /// etcd's users and roles, then auth on: servers read and write under
-    /// the tree's prefix (config, elections), the pusher the config, root
-    /// everything.
-    pub fn etcd_users(&self, etcd: &Etcd) -> anyhow::Result<()> {
-        for who in ["server", "pusher"] {
-            self.pki.client(
-                &format!("etcd-{who}"),
-                Name::CommonName(&format!("doorman-{who}")),
-            );
-        }
-        let rt = tokio::runtime::Handle::current();
-        tokio::task::block_in_place(|| rt.block_on(self.etcd_users_async(etcd)))
-    }
-
-    async fn etcd_users_async(&self, etcd: &Etcd) -> anyhow::Result<()> {
+    /// etcd's users and roles, then auth on (through `c`, a client of the
+    /// cluster before auth): servers read and write under the tree's
+    /// prefix (config, elections), the pusher the config, root everything.
+    pub async fn etcd_users(&self, mut c: etcd_client::Client) -> anyhow::Result<()> {
         use etcd_client::Permission;
-        let mut c = etcd.admin(false).await?;
+        for who in ["server", "pusher"] {
+            let name = format!("doorman-{who}");
+            self.pki
+                .client(&format!("etcd-{who}"), Name::CommonName(&name));
+        }
         let prefix = |p: &str| {
             let mut end = p.as_bytes().to_vec();
             if let Some(last) = end.last_mut() {

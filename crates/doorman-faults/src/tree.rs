@@ -17,7 +17,7 @@
 
 use std::path::PathBuf;
 
-use crate::schedule::Rng;
+use crate::rng::Rng;
 
 /// The resource our clients (Rust, Python) use.
 pub const RESOURCE: &str = "faults/db";

@@ -14,7 +14,7 @@ use crate::etcd::Etcd;
 use crate::http::Http;
 use crate::net::{Host, Net};
 use crate::procs::{Proc, Sink, Spec};
-use crate::schedule::Rng;
+use crate::rng::Rng;
 use crate::secure::Secure;
 use crate::tree::{join, replica_name, ClientSpec, Kind, Layout, Programs, CONFIG_KEY};
 
@@ -127,7 +127,9 @@ impl World {
             net,
         };
         if let Some(s) = &w.secure {
-            s.etcd_users(&w.etcd)?;
+            let etcd = &w.etcd;
+            let users = async { s.etcd_users(etcd.admin(false).await?).await };
+            tokio::task::block_in_place(|| rt.block_on(users))?;
             // Every token before the servers start: their token file then
             // holds them all.
             for n in 0..w.layout.nodes.len() {

@@ -21,7 +21,7 @@
 //! Must not: count more than this server already counts for a requester,
 //! or touch a downstream server's `outstanding`.
 
-use doorman_algorithms::{Amount, RequesterId, Shares, Span, Time};
+use doorman_algorithms::{RequesterId, Shares, Span, Time};
 
 use super::deadlines::refile;
 use super::record::Record;
@@ -103,25 +103,4 @@ fn is_lowered(shares: &Shares<Record>, id: RequesterId) -> bool {
 pub(super) fn lowered_refresh(min_request_interval: Span) -> i64 {
     let ms = min_request_interval.as_millis();
     ((ms + 999) / 1000).max(1)
-}
-
-/// At a record's deadline in the expiry index: if the higher lease of a
-/// lowered grant has ended before the record may be forgotten, it stops
-/// counting, and the record's next deadline is returned; else `None`.
-pub(super) fn lowered_ended(
-    shares: &mut Shares<Record>,
-    id: RequesterId,
-    now: Time,
-) -> Option<Time> {
-    let rec = shares.get(id)?;
-    let pending = rec.lowered_until > Time::ZERO && rec.lowered_until < rec.held_until;
-    if !pending || rec.lowered_until > now {
-        return None;
-    }
-    let next = rec.held_until;
-    shares.set_outstanding(id, None::<Amount>);
-    if let Some(rec) = shares.get_mut(id) {
-        rec.lowered_until = Time::ZERO;
-    }
-    Some(next)
 }

@@ -15,6 +15,7 @@
 //! config can contain.
 
 mod absent;
+mod counts;
 mod deadlines;
 mod decide;
 mod grants;

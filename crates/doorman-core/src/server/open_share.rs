@@ -16,43 +16,18 @@
 //!   alone, a server takes nothing from anyone and its count stands.
 //!
 //! The bounded count is also what this server reports to its parent. The
-//! running sums ([`ServerCounts`]) keep each decision O(1) in the number
-//! of requesters.
+//! running sums (`counts.rs`) keep each decision O(1) in the number of
+//! requesters.
 //!
 //! Must not: bound end clients' demands, or a vouched server's beyond
 //! `max_clients_per_server`.
 
 use std::borrow::Cow;
 
-use doorman_algorithms::{Demand, RequesterId, Shares};
+use doorman_algorithms::{Demand, RequesterId};
 
-use super::record::Record;
+use super::counts::counted;
 use super::resource::Resource;
-
-/// What a resource's downstream servers claim and count for, in all.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ServerCounts {
-    /// Σ of what they claim (each up to `max_clients_per_server`).
-    claimed: u64,
-    /// Σ of what they count for (bounded).
-    counted: u64,
-}
-
-impl ServerCounts {
-    /// Requester `id`, about to be removed, no longer counts.
-    pub fn forget(&mut self, shares: &Shares<Record>, id: RequesterId) {
-        let Some(rec) = shares.get(id) else {
-            return;
-        };
-        self.claimed -= u64::from(rec.claimed).min(self.claimed);
-        self.counted -= counted(shares, id).min(self.counted);
-    }
-}
-
-/// Σ subclients `id` counts for now.
-fn counted(shares: &Shares<Record>, id: RequesterId) -> u64 {
-    shares.demands(id).iter().map(|d| d.1 as u64).sum()
-}
 
 impl Resource {
     /// A downstream server's demands as they count: its claimed
@@ -74,9 +49,7 @@ impl Resource {
     /// (`before`: what it claimed and counted for until now).
     pub(super) fn count_server(&mut self, id: RequesterId, claimed: u32, before: (u64, u64)) {
         let now = counted(&self.shares, id);
-        let s = &mut self.servers;
-        s.claimed = (s.claimed - before.0.min(s.claimed)) + u64::from(claimed);
-        s.counted = (s.counted - before.1.min(s.counted)) + now;
+        self.servers.replace(before, (u64::from(claimed), now));
         if let Some(rec) = self.shares.get_mut(id) {
             rec.claimed = claimed;
         }
@@ -107,13 +80,13 @@ impl Resource {
         } else {
             (k * others).floor()
         };
-        let clients = (total - self.servers.counted as f64).max(0.0);
+        let (all_claimed, all_counted) = self.servers.sums();
+        let clients = (total - all_counted as f64).max(0.0);
         if clients > 0.0 {
             let group = (k * clients).floor();
-            let claims = (self.servers.claimed - own_claimed.min(self.servers.claimed)) as f64
-                + f64::from(claimed);
+            let claims = (all_claimed - own_claimed.min(all_claimed)) as f64 + f64::from(claimed);
             let mine = (f64::from(claimed) * group / claims.max(1.0)).floor();
-            let left = group - (self.servers.counted - own.min(self.servers.counted)) as f64;
+            let left = group - (all_counted - own.min(all_counted)) as f64;
             bound = bound.min(mine).min(left);
         }
         bound.min(f64::from(max)).max(1.0) as u32

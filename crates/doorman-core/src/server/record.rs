@@ -3,7 +3,7 @@
 //!
 //! Must not: hold demands or grants (`Shares` does).
 
-use doorman_algorithms::{Span, Time};
+use doorman_algorithms::{Amount, RequesterId, Shares, Span, Time};
 
 use super::grants::Grants;
 use super::request::Who;
@@ -119,4 +119,25 @@ impl Record {
             .as_mut()
             .map_or(0.0, |s| s.grants.largest_unexpired(now))
     }
+}
+
+/// At a record's deadline in the expiry index: if the higher lease of a
+/// lowered grant has ended before the record may be forgotten, it stops
+/// counting, and the record's next deadline is returned; else `None`.
+pub(super) fn lowered_ended(
+    shares: &mut Shares<Record>,
+    id: RequesterId,
+    now: Time,
+) -> Option<Time> {
+    let rec = shares.get(id)?;
+    let pending = rec.lowered_until > Time::ZERO && rec.lowered_until < rec.held_until;
+    if !pending || rec.lowered_until > now {
+        return None;
+    }
+    let next = rec.held_until;
+    shares.set_outstanding(id, None::<Amount>);
+    if let Some(rec) = shares.get_mut(id) {
+        rec.lowered_until = Time::ZERO;
+    }
+    Some(next)
 }

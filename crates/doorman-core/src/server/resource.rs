@@ -8,12 +8,11 @@ use std::sync::Arc;
 
 use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Span, Time};
 
+use super::counts::ServerCounts;
 use super::deadlines::{for_due, is_due, Deadlines};
 use super::horizon::LearningClock;
 use super::index::Index;
-use super::lowered::lowered_ended;
-use super::open_share::ServerCounts;
-use super::record::Record;
+use super::record::{lowered_ended, Record};
 use super::request::{Decision, GrantNote, Who};
 use super::upstream::{
     aggregate_bands, keep_while_learning, UpstreamAsk, UpstreamState, MIN_UPSTREAM_INTERVAL,
