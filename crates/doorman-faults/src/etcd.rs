@@ -34,6 +34,9 @@ pub struct Etcd {
     /// On a secure tree: how the harness reaches it (CA, its certificate,
     /// the root user's password).
     tls: Option<AdminTls>,
+    /// Whether auth is on (the harness then signs in as root): not before
+    /// [`Etcd::auth_on`], where etcd refuses every sign-in.
+    auth: bool,
 }
 
 /// The harness's credentials for a secure cluster.
@@ -163,6 +166,7 @@ impl Etcd {
             addrs,
             dir: dir.to_path_buf(),
             tls,
+            auth: false,
         };
         e.wait_listening()?;
         Ok(e)
@@ -224,13 +228,19 @@ impl Etcd {
         self.client(&self.addrs, user).await
     }
 
+    /// From now on the harness signs in as root (the users exist and auth
+    /// is on).
+    pub fn auth_on(&mut self) {
+        self.auth = true;
+    }
+
     /// The index of the member that leads, as the members running say.
     pub async fn leader(&self) -> Option<usize> {
         for (i, addr) in self.addrs.iter().enumerate() {
             if self.members[i].pid().is_none() {
                 continue;
             }
-            let Ok(mut c) = self.client(&[*addr], self.tls.is_some()).await else {
+            let Ok(mut c) = self.client(&[*addr], self.auth).await else {
                 continue;
             };
             let Ok(s) = c.status().await else { continue };
@@ -258,7 +268,7 @@ impl Etcd {
     pub async fn all_serve(&self) -> bool {
         let mut leaders = Vec::new();
         for addr in &self.addrs {
-            let Ok(mut c) = self.client(&[*addr], self.tls.is_some()).await else {
+            let Ok(mut c) = self.client(&[*addr], self.auth).await else {
                 return false;
             };
             match c.status().await {
@@ -277,7 +287,7 @@ impl Etcd {
             .filter(|&j| j != i)
             .map(|j| self.addrs[j])
             .collect();
-        let mut c = self.client(&others, self.tls.is_some()).await?;
+        let mut c = self.client(&others, self.auth).await?;
         let list = c.member_list().await.context("etcd member list")?;
         let host = self.members[i].spec.host.clone();
         let old = list
@@ -321,7 +331,7 @@ impl Etcd {
     /// Writes `value` under `key` as is, unchecked (an invalid config
     /// pushed around `doorman config push`'s validation).
     pub async fn put_raw(&self, key: &str, value: &[u8]) -> anyhow::Result<()> {
-        let mut c = self.admin(self.tls.is_some()).await?;
+        let mut c = self.admin(self.auth).await?;
         c.put(key, value, None).await.context("etcd put")?;
         Ok(())
     }

@@ -130,6 +130,7 @@ impl World {
             let etcd = &w.etcd;
             let users = async { s.etcd_users(etcd.admin(false).await?).await };
             tokio::task::block_in_place(|| rt.block_on(users))?;
+            w.etcd.auth_on();
             // Every token before the servers start: their token file then
             // holds them all.
             for n in 0..w.layout.nodes.len() {
