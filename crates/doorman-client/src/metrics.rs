@@ -6,8 +6,8 @@
 //! Must not: register on a global registry or change client state.
 
 use prometheus::{
-    GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts,
-    Registry,
+    Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry,
 };
 
 use doorman_core::client::Mode;
@@ -33,6 +33,31 @@ pub(crate) struct ResourceMetrics {
     pub wait: Histogram,
     /// `try_acquire`/`try_mark` calls that found no capacity.
     pub refused: IntCounter,
+    capacity: Gauge,
+    /// One gauge per mode, in `Mode::ALL`'s order.
+    modes: Vec<IntGauge>,
+    fallbacks: IntCounter,
+}
+
+impl ResourceMetrics {
+    /// The capacity and mode applied now (by the task, or by the resource
+    /// itself when its lease ends first). The mode gauges hold the
+    /// previous mode: leaving a lease for a fallback mode counts as one
+    /// activation (a resource starts in its fallback before its first
+    /// lease; that is not counted).
+    pub fn applied(&self, capacity: f64, mode: Mode) {
+        let leased = Mode::ALL
+            .iter()
+            .position(|m| *m == Mode::Lease)
+            .is_some_and(|i| self.modes[i].get() == 1);
+        if leased && mode.is_fallback() {
+            self.fallbacks.inc();
+        }
+        self.capacity.set(capacity);
+        for (m, g) in Mode::ALL.iter().zip(&self.modes) {
+            g.set(i64::from(*m == mode));
+        }
+    }
 }
 
 impl ClientMetrics {
@@ -98,20 +123,8 @@ impl ClientMetrics {
     }
 
     pub(crate) fn resource(&self, id: &str, capacity: f64, wants: f64, mode: Mode) {
-        // The mode gauges hold the previous mode: leaving a lease for a
-        // fallback mode counts as one activation (a resource starts in its
-        // fallback before its first lease; that is not counted).
-        let leased = self.mode.with_label_values(&[id, Mode::Lease.name()]).get() == 1;
-        if leased && mode.is_fallback() {
-            self.fallbacks.with_label_values(&[id]).inc();
-        }
-        self.capacity.with_label_values(&[id]).set(capacity);
         self.wants.with_label_values(&[id]).set(wants);
-        for m in Mode::ALL {
-            self.mode
-                .with_label_values(&[id, m.name()])
-                .set(i64::from(m == mode));
-        }
+        self.for_resource(id).applied(capacity, mode);
     }
 
     pub(crate) fn forget(&self, id: &str) {
@@ -129,6 +142,12 @@ impl ClientMetrics {
         ResourceMetrics {
             wait: self.wait.with_label_values(&[id]),
             refused: self.refused.with_label_values(&[id]),
+            capacity: self.capacity.with_label_values(&[id]),
+            modes: Mode::ALL
+                .iter()
+                .map(|m| self.mode.with_label_values(&[id, m.name()]))
+                .collect(),
+            fallbacks: self.fallbacks.with_label_values(&[id]),
         }
     }
 }

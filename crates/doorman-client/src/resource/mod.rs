@@ -231,6 +231,9 @@ impl Shared {
         self.lease_end.store(NO_END, Ordering::Release);
         let (capacity, mode) = *after;
         self.apply(capacity, mode);
+        if let Some(m) = &self.metrics {
+            m.applied(capacity, mode);
+        }
         let expiry = self.watch.borrow().lease_expiry;
         let state = CapacityState::new(self.capacity_now(), mode, None, self.note());
         self.watch.send_if_modified(|s| {
