@@ -1,0 +1,132 @@
+//! The short schedule's promises: every kind at least once, each kind the
+//! lowered-grant and paused-client work added alone once and in a pair,
+//! a lone master fault at every level, and a length CI can afford.
+
+use std::mem::discriminant;
+use std::path::PathBuf;
+
+use super::*;
+use crate::tree::{Programs, Terms};
+
+fn layout() -> Layout {
+    let p = Programs {
+        doorman: PathBuf::new(),
+        harness: PathBuf::new(),
+        etcd: PathBuf::new(),
+        python: Some(PathBuf::new()),
+        pyclient: PathBuf::new(),
+        goclient: Some(PathBuf::new()),
+    };
+    Layout::default_tree(&p, Terms::default(), 1)
+}
+
+/// One fault of every kind (targets do not matter here).
+fn kinds() -> Vec<Fault> {
+    use Fault::*;
+    vec![
+        KillMaster(0),
+        PauseMaster(0),
+        EtcdDown,
+        EtcdMemberDown,
+        EtcdLeaderDown,
+        EtcdQuorumLost,
+        EtcdWiped,
+        EtcdCut(0),
+        CutFromParent(0),
+        CutClient(0),
+        Unreachable(0),
+        AnswersLost(0),
+        RequestsLost(0),
+        LoweringLost(0),
+        Lossy(0),
+        Delay(0),
+        PauseClient(0),
+        KillClient(0),
+        MassReconnect,
+        SkewClient(0, 0),
+        SkewMaster(0, 0),
+        CapacityDown,
+        RemoveTemplate,
+        ChangeAlgorithm,
+        InvalidConfig,
+    ]
+}
+
+fn same(a: &Fault, b: &Fault) -> bool {
+    discriminant(a) == discriminant(b)
+}
+
+#[test]
+fn every_kind_runs_and_the_new_ones_alone_and_paired() {
+    for seed in 1..20 {
+        let plan = short(&layout(), seed);
+        let alone = |k: &Fault| {
+            plan.iter()
+                .any(|s| s.faults.len() == 1 && same(&s.faults[0], k))
+        };
+        let paired = |k: &Fault| {
+            plan.iter()
+                .any(|s| s.faults.len() == 2 && s.faults.iter().any(|f| same(f, k)))
+        };
+        for k in kinds() {
+            assert!(alone(&k) || paired(&k), "seed {seed}: {k:?} never runs");
+        }
+        let added = kinds()
+            .into_iter()
+            .filter(|k| {
+                matches!(
+                    k,
+                    Fault::EtcdMemberDown
+                        | Fault::EtcdLeaderDown
+                        | Fault::EtcdQuorumLost
+                        | Fault::EtcdWiped
+                        | Fault::Unreachable(_)
+                        | Fault::AnswersLost(_)
+                        | Fault::RequestsLost(_)
+                        | Fault::LoweringLost(_)
+                        | Fault::Lossy(_)
+                        | Fault::Delay(_)
+                        | Fault::PauseClient(_)
+                        | Fault::KillClient(_)
+                        | Fault::MassReconnect
+                        | Fault::InvalidConfig
+                )
+            })
+            .collect::<Vec<_>>();
+        for k in &added {
+            assert!(
+                alone(k) && paired(k),
+                "seed {seed}: {k:?} not both alone and paired"
+            );
+        }
+        for s in &plan {
+            if let [a, b] = &s.faults[..] {
+                assert!(
+                    disjoint(a, b),
+                    "seed {seed}: {a:?} and {b:?} touch the same part"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_lone_master_fault_at_every_level_and_the_mid_cut_from_the_root() {
+    let l = layout();
+    let plan = short(&l, 1);
+    let lone = |f: &Fault| plan.iter().any(|s| s.faults == vec![f.clone()]);
+    for n in [0, 1] {
+        assert!(lone(&Fault::KillMaster(n)) && lone(&Fault::PauseMaster(n)));
+    }
+    let leaf = |f: fn(usize) -> Fault| [2, 3].iter().any(|&n| lone(&f(n)));
+    assert!(leaf(Fault::KillMaster) && leaf(Fault::PauseMaster));
+    assert!(lone(&Fault::CutFromParent(1)));
+}
+
+/// CI runs the short schedule on every run (scripts/test.sh): its planned
+/// length (fault and settling) is part of CI's 45 minutes.
+#[test]
+fn the_short_schedule_fits_in_fifteen_minutes() {
+    let total: f64 = short(&layout(), 1).iter().map(|s| s.length).sum();
+    assert!(total <= 900.0, "{total} s planned");
+}
