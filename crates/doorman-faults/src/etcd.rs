@@ -330,10 +330,29 @@ impl Etcd {
 
     /// Writes `value` under `key` as is, unchecked (an invalid config
     /// pushed around `doorman config push`'s validation).
+    /// Tried on each running member in turn for up to 10 s: one may be
+    /// down or still joining (a member wiped in the same slot).
     pub async fn put_raw(&self, key: &str, value: &[u8]) -> anyhow::Result<()> {
-        let mut c = self.admin(self.auth).await?;
-        c.put(key, value, None).await.context("etcd put")?;
-        Ok(())
+        let until = tokio::time::Instant::now() + Duration::from_secs(10);
+        let mut last = anyhow::anyhow!("no etcd member is running");
+        while tokio::time::Instant::now() < until {
+            for (i, addr) in self.addrs.iter().enumerate() {
+                if self.members[i].pid().is_none() {
+                    continue;
+                }
+                match self.client(&[*addr], self.auth).await {
+                    Ok(mut c) => match c.put(key, value, None).await {
+                        Ok(_) => return Ok(()),
+                        Err(e) => {
+                            last = anyhow::Error::new(e).context(format!("etcd put at {addr}"))
+                        }
+                    },
+                    Err(e) => last = e.context(format!("etcd at {addr}")),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Err(last)
     }
 
     /// Stops every member by its pid.

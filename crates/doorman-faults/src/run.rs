@@ -179,7 +179,12 @@ async fn run_and_report(a: Args) -> anyhow::Result<report::Outcome> {
         stopped,
     ));
     let mut h = Happened::new(&world, start, wall_base);
-    let driven = drive(&mut world, &slots, a.warmup, &mut h).await;
+    // SIGTERM or SIGINT stops the schedule; the tree is still stopped and
+    // its namespaces removed below, and the run fails.
+    let driven = tokio::select! {
+        r = drive(&mut world, &slots, a.warmup, &mut h) => r,
+        s = terminated() => Err(anyhow::anyhow!("stopped by {s}")),
+    };
     let _ = stop.send(true);
     let _ = poller.await;
     h.watch_restarts = watch_restarts(&world).await;
@@ -189,6 +194,21 @@ async fn run_and_report(a: Args) -> anyhow::Result<report::Outcome> {
     h.readings = readings.lock().map(|r| r.clone()).unwrap_or_default();
     h.walls = walls.lock().map(|r| r.clone()).unwrap_or_default();
     report::report(&world, h, &slow, &out)
+}
+
+/// Resolves on SIGTERM or SIGINT (never, if neither can be watched).
+async fn terminated() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
 }
 
 /// The true wall clock, s (the harness's own clock is not faked).

@@ -357,15 +357,19 @@ fn part(f: &Fault) -> String {
 }
 
 /// Two faults that may run together: not both on the config, the demand
-/// or etcd, not both on the same node or client.
+/// or etcd, not both on the same node or client, and no config push while
+/// etcd has no quorum (it cannot be pushed then).
 fn disjoint(a: &Fault, b: &Fault) -> bool {
     let (pa, pb) = (part(a), part(b));
     let etcd_cut = |f: &Fault| matches!(f, Fault::EtcdCut(_));
+    let no_quorum = |f: &Fault| matches!(f, Fault::EtcdDown | Fault::EtcdQuorumLost);
     let lowering = |p: &str| p == "demand" || p == "config";
     pa != pb
         && !(pa == "etcd" && etcd_cut(b))
         && !(pb == "etcd" && etcd_cut(a))
         && !(lowering(&pa) && lowering(&pb))
+        && !(pa == "config" && no_quorum(b))
+        && !(pb == "config" && no_quorum(a))
 }
 
 /// A slot of `faults`: as long as the longest, then as long as the

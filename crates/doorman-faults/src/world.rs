@@ -166,9 +166,19 @@ impl World {
             .args(self.etcd_args("pusher"))
             .args(["--key", CONFIG_KEY])
             .arg(&file);
-        let out = cmd.output().context("running doorman config push")?;
-        if !out.status.success() {
-            bail!("config push: {}", String::from_utf8_lossy(&out.stderr));
+        // etcd may be electing a leader (one killed in the same slot): a
+        // push that fails is tried again for a few seconds.
+        let mut tries = 0;
+        loop {
+            let out = cmd.output().context("running doorman config push")?;
+            if out.status.success() {
+                break;
+            }
+            tries += 1;
+            if tries == 5 {
+                bail!("config push: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            std::thread::sleep(std::time::Duration::from_secs(2));
         }
         let d = ring::digest::digest(&ring::digest::SHA256, bytes.as_bytes());
         Ok(d.as_ref().iter().map(|b| format!("{b:02x}")).collect())
