@@ -34,21 +34,20 @@ out=${out:-target/sim-vs-real/$profile}
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
-# The same builds as scripts/test.sh's (nothing to do when it ran them):
-# the servers from the release binary, the harness, its clients and the
-# simulator from the debug build (a 12-minute scenario simulates in about
-# a second).
-cargo build --release --quiet --bin doorman
-cargo build --quiet -p doorman-faults -p doorman-cli -p doorman-sim --bins
+# The same build as scripts/test.sh's fault harness stage (nothing to do
+# when it ran): the servers, the harness, its clients and the simulator,
+# all release (the workspace's features are one set, so this shares the
+# image's artefacts).
+cargo build --release --quiet -p doorman-faults -p doorman-cli -p doorman-sim --bins
 rm -rf "$out"
 mkdir -p "$out/sim" "$out/real"
 for seed in $seeds; do
   echo "sim-vs-real: seed $seed: simulated" >&2
-  target/debug/doorman-sim run "$scenario" --profile "$profile" --seed "$seed" \
+  target/release/doorman-sim run "$scenario" --profile "$profile" --seed "$seed" \
     --out "$out/sim/seed-$seed" >/dev/null
   echo "sim-vs-real: seed $seed: real processes" >&2
-  $SUDO target/debug/doorman-faults scenario "$scenario" --profile "$profile" \
+  $SUDO target/release/doorman-faults scenario "$scenario" --profile "$profile" \
     --sim "$out/sim/seed-$seed" --out "$out/real/seed-$seed" \
     --doorman target/release/doorman
 done
-target/debug/doorman-sim compare "$out/sim" "$out/real" --out "$out" --check
+target/release/doorman-sim compare "$out/sim" "$out/real" --out "$out" --check

@@ -100,6 +100,59 @@ log "cargo test"
 cargo test --workspace --no-fail-fast "$@"
 disk
 
+# The Python client (clients/python, PyO3 + maturin): built into a venv
+# under target/ and tested with pytest against real servers.
+log "Python client"
+DOORMAN_BIN=target/debug/doorman ./scripts/python-client-check.sh
+disk
+
+# The fault harness (crates/doorman-faults; docs/operations.md, "Faults we
+# test"): a tree of real doorman processes, a three-member etcd cluster
+# and real clients (the Rust library, the Python package from the venv
+# above, the original Doorman's Go client), each in its own network
+# namespace, under a short seeded schedule with every fault kind alone
+# and in pairs, on the secure tree (mutual TLS and tokens on every link,
+# etcd over TLS with users), judged by an auditor outside the servers;
+# then the self-test, which must see a client that ignores its lease's
+# end take the tree over the capacity. It needs root (network
+# namespaces), iproute2, nftables and faketime (Debian packages,
+# installed if missing) and the original Doorman built from its source in
+# ${ORIGINAL_DOORMAN:-../shared/original-doorman} (build.sh: Debian's Go,
+# about a minute the first time, cached in target/original).
+log "fault harness: packages"
+missing=""
+command -v nft >/dev/null 2>&1 || missing="$missing nftables"
+command -v faketime >/dev/null 2>&1 || missing="$missing faketime"
+command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
+if [ -n "$missing" ]; then
+  $SUDO apt-get install -y -qq $missing >/dev/null \
+    || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null; }
+fi
+sh scripts/original-build.sh "$PWD/target/original"
+# Release builds of everything that runs as a user runs it (the image's
+# server, the harness and its clients, the simulator): one set of
+# artefacts, the workspace's features being one set. A thousand clients on
+# one leaf starve debug builds on two cores (a debug leaf lost its
+# election under them).
+log "release build: the server, the fault harness, the simulator"
+cargo build --release --quiet -p doorman-faults -p doorman-cli -p doorman-sim --bins
+rm -rf target/faults target/faults-selftest
+log "fault harness: short schedule, seed ${FAULTS_SEED:-1}, secure tree (in the background: target/faults.log)"
+$SUDO target/release/doorman-faults run --seed "${FAULTS_SEED:-1}" --secure \
+  --doorman target/release/doorman \
+  --python target/venv-python/bin/python \
+  --goclient target/original/goclient \
+  --out target/faults >target/faults.log 2>&1 &
+faults_pid=$!
+# A run that stops early stops the harness too (it removes its namespaces
+# and processes on SIGTERM).
+trap 'kill "$faults_pid" 2>/dev/null || true' EXIT
+
+# While the harness runs (mostly waiting on its schedule), the stages that
+# measure no time run beside it at the lowest CPU priority, so that the
+# tree's processes get the CPU whenever they want it.
+NICE="nice -n 19"
+
 # The container image (deploy/Dockerfile, target runtime-from-host) from
 # the release binary, built with podman on a Debian base made locally
 # (../shared/tools/container/podman-env.sh: no registry is reachable), and
@@ -108,7 +161,7 @@ disk
 PODMAN_ENV=${PODMAN_ENV:-../shared/tools/container/podman-env.sh}
 export PODMAN_ENV
 log "container image: build (podman) and run"
-IMAGE=$(./scripts/image.sh | tail -1)
+IMAGE=$($NICE ./scripts/image.sh | tail -1)
 eval "$(sh "$PODMAN_ENV" "$PWD/target/podman")"
 
 # The Kubernetes manifests (deploy/kubernetes), without a cluster: rendered
@@ -137,7 +190,7 @@ if [ -z "${KUSTOMIZE:-}" ] && ! command -v kubectl >/dev/null 2>&1 \
   export PATH="$PWD/$K8S_VENV/bin:$PATH"
 fi
 log "Kubernetes manifests: render, validate, smoke test (pods from the image $IMAGE)"
-DOORMAN_BIN=target/debug/doorman DOORMAN_IMAGE="$IMAGE" "$K8S_VENV/bin/python" scripts/k8s-check.py
+DOORMAN_BIN=target/debug/doorman DOORMAN_IMAGE="$IMAGE" $NICE "$K8S_VENV/bin/python" scripts/k8s-check.py
 
 # Fuzzing, bounded: config parsing and request validation (fuzz/). cargo
 # fuzz is installed under target/tools. It passes -Z flags to rustc; no
@@ -150,11 +203,11 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if [ "$FUZZ_SECONDS" != 0 ]; then
   if [ ! -x target/tools/bin/cargo-fuzz ]; then
     log "installing cargo-fuzz under target/tools"
-    cargo install -q --locked --root target/tools cargo-fuzz
+    $NICE cargo install -q --locked --root target/tools cargo-fuzz
   fi
   for t in config_parse validate_requests; do
     log "fuzz $t for $FUZZ_SECONDS s"
-    if ! (cd fuzz && RUSTC_BOOTSTRAP=1 ../target/tools/bin/cargo-fuzz run --dev --sanitizer none "$t" \
+    if ! (cd fuzz && RUSTC_BOOTSTRAP=1 $NICE ../target/tools/bin/cargo-fuzz run --dev --sanitizer none "$t" \
           -- -max_total_time="$FUZZ_SECONDS" >"../target/fuzz-$t.log" 2>&1); then
       tail -40 "target/fuzz-$t.log" >&2
       echo "fuzz target $t failed; the input is in fuzz/artifacts/$t/" >&2
@@ -183,7 +236,7 @@ if [ -z "${PROMTOOL:-}" ] && ! command -v promtool >/dev/null 2>&1 \
   done
 fi
 log "monitoring: dashboard, alert rules, and the metric names they use against real servers"
-python3 scripts/check-monitoring.py
+$NICE python3 scripts/check-monitoring.py
 
 # The status page as a browser renders it (headless Chromium, Debian's
 # package, installed if missing): a three-level tree's pages checked and
@@ -194,49 +247,17 @@ if ! command -v chromium >/dev/null 2>&1; then
     || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null; }
 fi
 log "status page in headless Chromium"
-DOORMAN_BIN=target/debug/doorman python3 scripts/status-page-check.py
+DOORMAN_BIN=target/debug/doorman $NICE python3 scripts/status-page-check.py
 
-# The Python client (clients/python, PyO3 + maturin): built into a venv
-# under target/ and tested with pytest against real servers.
-disk
-log "Python client"
-DOORMAN_BIN=target/debug/doorman ./scripts/python-client-check.sh
-disk
-
-# The fault harness (crates/doorman-faults; docs/operations.md, "Faults we
-# test"): a tree of real doorman processes, a three-member etcd cluster
-# and real clients (the Rust library, the Python package from the venv
-# above, the original Doorman's Go client), each in its own network
-# namespace, under a short seeded schedule with every fault kind alone
-# and in pairs, on the secure tree (mutual TLS and tokens on every link,
-# etcd over TLS with users), judged by an auditor outside the servers;
-# then the self-test, which must see a client that ignores its lease's
-# end take the tree over the capacity. It needs root (network
-# namespaces), iproute2, nftables and faketime (Debian packages,
-# installed if missing) and the original Doorman built from its source in
-# ${ORIGINAL_DOORMAN:-../shared/original-doorman} (build.sh: Debian's Go,
-# about a minute the first time, cached in target/original).
-log "fault harness: packages"
-missing=""
-command -v nft >/dev/null 2>&1 || missing="$missing nftables"
-command -v faketime >/dev/null 2>&1 || missing="$missing faketime"
-command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
-if [ -n "$missing" ]; then
-  $SUDO apt-get install -y -qq $missing >/dev/null \
-    || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null; }
+log "fault harness: waiting for the short schedule"
+faults_ok=0
+wait "$faults_pid" || faults_ok=$?
+trap - EXIT
+cat target/faults.log >&2
+if [ "$faults_ok" != 0 ]; then
+  echo "the fault harness failed (exit $faults_ok): target/faults.log, target/faults/" >&2
+  exit 1
 fi
-sh scripts/original-build.sh "$PWD/target/original"
-# Release builds (the image stage built the server already): a thousand
-# clients on one leaf starve debug builds on two cores (a debug leaf lost
-# its election under them).
-log "fault harness: short schedule, seed ${FAULTS_SEED:-1}, secure tree"
-cargo build --release --quiet -p doorman-faults -p doorman-cli
-rm -rf target/faults target/faults-selftest
-$SUDO target/release/doorman-faults run --seed "${FAULTS_SEED:-1}" --secure \
-  --doorman target/release/doorman \
-  --python target/venv-python/bin/python \
-  --goclient target/original/goclient \
-  --out target/faults
 log "fault harness: self-test (a client that ignores its lease's end must be seen)"
 $SUDO target/release/doorman-faults selftest --doorman target/release/doorman \
   --warmup 30 --out target/faults-selftest
@@ -259,7 +280,7 @@ disk
 # grants sampled every 100 ms for 60 s, each side's share checked.
 log "the original Doorman: interop and mixed trees"
 $SUDO python3 scripts/original-interop.py --seconds 60 \
-  --original target/original --doorman target/debug/doorman --client target/debug/doorman-faults
+  --original target/original --doorman target/debug/doorman --client target/release/doorman-faults
 
 # The server benchmark against the original, short (3 s per point): the
 # ratio columns of BENCHMARKS.md re-measured, not copied (figures only;
