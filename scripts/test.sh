@@ -96,24 +96,14 @@ ENVOY_BIN=$(./scripts/envoy-setup.sh | tail -1)
 export ENVOY_BIN
 "$ENVOY_BIN" --version >&2
 
-log "cargo test"
-cargo test --workspace --no-fail-fast "$@"
-disk
-
-# The Python client (clients/python, PyO3 + maturin): built into a venv
-# under target/ and tested with pytest against real servers.
-log "Python client"
-DOORMAN_BIN=target/debug/doorman ./scripts/python-client-check.sh
-disk
-
 # The fault harness (crates/doorman-faults; docs/operations.md, "Faults we
 # test"): a tree of real doorman processes, a three-member etcd cluster
 # and real clients (the Rust library, the Python package from the venv
-# above, the original Doorman's Go client), each in its own network
+# below, the original Doorman's Go client), each in its own network
 # namespace, under a short seeded schedule with every fault kind alone
 # and in pairs, on the secure tree (mutual TLS and tokens on every link,
 # etcd over TLS with users), judged by an auditor outside the servers;
-# then the self-test, which must see a client that ignores its lease's
+# and the self-test, which must see a client that ignores its lease's
 # end take the tree over the capacity. It needs root (network
 # namespaces), iproute2, nftables and faketime (Debian packages,
 # installed if missing) and the original Doorman built from its source in
@@ -136,22 +126,38 @@ sh scripts/original-build.sh "$PWD/target/original"
 # election under them).
 log "release build: the server, the fault harness, the simulator"
 cargo build --release --quiet -p doorman-faults -p doorman-cli -p doorman-sim --bins
+
+# The Python client (clients/python, PyO3 + maturin): built into a venv
+# under target/ and tested with pytest against real servers.
+log "Python client"
+DOORMAN_BIN=target/release/doorman ./scripts/python-client-check.sh
+disk
+
 rm -rf target/faults target/faults-selftest
-log "fault harness: short schedule, seed ${FAULTS_SEED:-1}, secure tree (in the background: target/faults.log)"
+log "fault harness: short schedule, seed ${FAULTS_SEED:-1}, secure tree, and its self-test (in the background: target/faults.log, target/faults-selftest.log)"
 $SUDO target/release/doorman-faults run --seed "${FAULTS_SEED:-1}" --secure \
   --doorman target/release/doorman \
   --python target/venv-python/bin/python \
   --goclient target/original/goclient \
   --out target/faults >target/faults.log 2>&1 &
 faults_pid=$!
-# A run that stops early stops the harness too (it removes its namespaces
-# and processes on SIGTERM).
-trap 'kill "$faults_pid" 2>/dev/null || true' EXIT
+# The self-test's tree of its own (another bridge), started once the
+# first tree is up.
+(sleep 60 && exec $SUDO target/release/doorman-faults selftest --doorman target/release/doorman \
+  --warmup 30 --out target/faults-selftest) >target/faults-selftest.log 2>&1 &
+selftest_pid=$!
+# A run that stops early stops both (each removes its namespaces and
+# processes on SIGTERM).
+trap 'kill "$faults_pid" "$selftest_pid" 2>/dev/null || true' EXIT
 
-# While the harness runs (mostly waiting on its schedule), the stages that
-# measure no time run beside it at the lowest CPU priority, so that the
-# tree's processes get the CPU whenever they want it.
+# While they run (mostly waiting on their schedules), the stages that
+# measure no time run beside them at the lowest CPU priority, so that the
+# trees' processes get the CPU whenever they want it: the debug build of
+# every test, the image, the Kubernetes check, fuzzing, the monitoring and
+# status page checks. The tests themselves run after.
 NICE="nice -n 19"
+log "cargo test --no-run (the debug build of every test)"
+$NICE cargo test --workspace --no-fail-fast --no-run "$@"
 
 # The container image (deploy/Dockerfile, target runtime-from-host) from
 # the release binary, built with podman on a Debian base made locally
@@ -249,18 +255,22 @@ fi
 log "status page in headless Chromium"
 DOORMAN_BIN=target/debug/doorman $NICE python3 scripts/status-page-check.py
 
-log "fault harness: waiting for the short schedule"
+log "fault harness: waiting for the short schedule and the self-test"
 faults_ok=0
 wait "$faults_pid" || faults_ok=$?
+selftest_ok=0
+wait "$selftest_pid" || selftest_ok=$?
 trap - EXIT
 cat target/faults.log >&2
-if [ "$faults_ok" != 0 ]; then
-  echo "the fault harness failed (exit $faults_ok): target/faults.log, target/faults/" >&2
+cat target/faults-selftest.log >&2
+if [ "$faults_ok" != 0 ] || [ "$selftest_ok" != 0 ]; then
+  echo "the fault harness failed (run: exit $faults_ok, self-test: exit $selftest_ok): target/faults*.log, target/faults*/" >&2
   exit 1
 fi
-log "fault harness: self-test (a client that ignores its lease's end must be seen)"
-$SUDO target/release/doorman-faults selftest --doorman target/release/doorman \
-  --warmup 30 --out target/faults-selftest
+disk
+
+log "cargo test"
+cargo test --workspace --no-fail-fast "$@"
 disk
 
 # The simulator against the real tree (docs/simulation.md, "The
