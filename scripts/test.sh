@@ -151,11 +151,12 @@ selftest_pid=$!
 trap 'kill "$faults_pid" "$selftest_pid" 2>/dev/null || true' EXIT
 
 # While they run (mostly waiting on their schedules), the stages that
-# measure no time run beside them at the lowest CPU priority, so that the
-# trees' processes get the CPU whenever they want it: the debug build of
+# measure no time run beside them at the lowest CPU and I/O priority, so
+# that the trees' processes (and etcd's writes) get the machine whenever
+# they want it: the debug build of
 # every test, the image, the Kubernetes check, fuzzing, the monitoring and
 # status page checks. The tests themselves run after.
-NICE="nice -n 19"
+NICE="nice -n 19 ionice -c 3"
 log "cargo test --no-run (the debug build of every test)"
 $NICE cargo test --workspace --no-fail-fast --no-run "$@"
 

@@ -137,7 +137,7 @@ impl Net {
         in_ns(&host.ns, "ip", &["addr", "add", &addr, "dev", &inner])?;
         in_ns(&host.ns, "ip", &["link", "set", &inner, "up"])?;
         in_ns(&host.ns, "ip", &["link", "set", "lo", "up"])?;
-        self.render(&host)?;
+        self.render(&host, &BTreeMap::new())?;
         Ok(host)
     }
 
@@ -150,9 +150,38 @@ impl Net {
             None => self.rules.remove(&key),
         };
         if before != rule {
-            self.render(to)?;
+            // The chain is written afresh: the other rules at `to` keep
+            // what they counted (a fault's proof must not be wiped by
+            // another's rule on the same host); this one starts at 0.
+            let mut kept = self.chain_counts(to).unwrap_or_default();
+            kept.retain(|comment, _| !comment.ends_with(&format!(" {}", from.ip)));
+            self.render(to, &kept)?;
         }
         Ok(())
+    }
+
+    /// Packets each rule of `host`'s chain counted, by the rule's comment
+    /// (`drop IP`, `pass IP`).
+    fn chain_counts(&self, host: &Host) -> anyhow::Result<BTreeMap<String, u64>> {
+        let text = in_ns(
+            &host.ns,
+            "nft",
+            &["-j", "list", "chain", "inet", "dmf", "in"],
+        )?;
+        let v: serde_json::Value = serde_json::from_str(&text).context("nft -j output")?;
+        let mut out = BTreeMap::new();
+        let rules = v["nftables"].as_array().into_iter().flatten();
+        for r in rules.filter_map(|x| x.get("rule")) {
+            let comment = r["comment"].as_str().unwrap_or("").to_string();
+            let packets = r["expr"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|e| e["counter"]["packets"].as_u64())
+                .unwrap_or(0);
+            *out.entry(comment).or_insert(0) += packets;
+        }
+        Ok(out)
     }
 
     /// The rule packets from `from` to `to` follow, if any.
@@ -189,31 +218,24 @@ impl Net {
         if !self.rules.contains_key(&(from.clone(), to.clone())) {
             return Ok(Counted::default());
         }
-        let text = in_ns(&to.ns, "nft", &["-j", "list", "chain", "inet", "dmf", "in"])?;
-        let v: serde_json::Value = serde_json::from_str(&text).context("nft -j output")?;
-        let mut c = Counted::default();
-        let rules = v["nftables"].as_array().into_iter().flatten();
-        for r in rules.filter_map(|x| x.get("rule")) {
-            let comment = r["comment"].as_str().unwrap_or("");
-            let packets = r["expr"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find_map(|e| e["counter"]["packets"].as_u64())
-                .unwrap_or(0);
-            if comment == format!("drop {}", from.ip) {
-                c.dropped += packets;
-            } else if comment == format!("pass {}", from.ip) {
-                c.passed += packets;
-            }
-        }
+        let counts = self.chain_counts(to)?;
+        let get = |what: &str| {
+            counts
+                .get(&format!("{what} {}", from.ip))
+                .copied()
+                .unwrap_or(0)
+        };
+        let c = Counted {
+            dropped: get("drop"),
+            passed: get("pass"),
+        };
         Ok(c)
     }
 
     /// Writes `host`'s input chain afresh: for every host with a rule
     /// towards it, the rule (counting what it drops), then a counter of
-    /// what passed.
-    fn render(&self, host: &Host) -> anyhow::Result<()> {
+    /// what passed, each counter starting from what `kept` says it had.
+    fn render(&self, host: &Host, kept: &BTreeMap<String, u64>) -> anyhow::Result<()> {
         let mut rules = String::from(
             "table inet dmf\ndelete table inet dmf\ntable inet dmf {\n\
              chain in { type filter hook input priority 0; policy accept;\n",
@@ -228,10 +250,15 @@ impl Net {
                 Rule::Lossy(p) => Some(format!("numgen random mod 100 < {p} ")),
                 Rule::Count => None,
             };
+            let had = |what: &str| kept.get(&format!("{what} {ip}")).copied().unwrap_or(0);
             if let Some(d) = drop {
-                rules += &format!("ip saddr {ip} {d}counter drop comment \"drop {ip}\"\n");
+                let n = had("drop");
+                rules += &format!(
+                    "ip saddr {ip} {d}counter packets {n} bytes 0 drop comment \"drop {ip}\"\n"
+                );
             }
-            rules += &format!("ip saddr {ip} counter comment \"pass {ip}\"\n");
+            let n = had("pass");
+            rules += &format!("ip saddr {ip} counter packets {n} bytes 0 comment \"pass {ip}\"\n");
         }
         rules += "}\n}\n";
         let file = tempfile::NamedTempFile::new()?;

@@ -276,15 +276,21 @@ impl Proc {
             }
             false
         };
+        // A client closes on the end of its input (half the grace, then
+        // SIGTERM and the other half); a server on SIGTERM (the whole
+        // grace).
+        let mut after_term = grace;
         if let Ok(pid) = Pid::from_raw(child.id() as i32).context("pid") {
             let _ = kill_process(pid, Signal::CONT);
-            // A client closes on the end of its input; a server on SIGTERM.
-            if self.spec.stdin_closes && exited(&mut child, grace / 2) {
-                return true;
+            if self.spec.stdin_closes {
+                if exited(&mut child, grace / 2) {
+                    return true;
+                }
+                after_term = grace / 2;
             }
             let _ = kill_process(pid, Signal::TERM);
         }
-        if exited(&mut child, grace / 2) {
+        if exited(&mut child, after_term) {
             return true;
         }
         let _ = child.kill();
