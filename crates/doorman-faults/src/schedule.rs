@@ -2,7 +2,8 @@
 //! one fault or two at once. The short schedule (CI's) has every kind
 //! alone once (the master faults once per level) and every kind added
 //! with the lowered-grant and paused-client work in at least one pair;
-//! the long one draws slots at random for as long as asked.
+//! the long one has the short one's slots and slots drawn at random
+//! beside them, for as long as asked.
 //!
 //! Must not: touch a process (`faults/` does).
 
@@ -260,13 +261,15 @@ pub fn short(l: &Layout, seed: u64) -> Vec<Slot> {
     plan.into_iter().map(|f| slot(l, f)).collect()
 }
 
-/// Random slots (one fault, or two aimed at different parts) for
-/// `seconds`.
+/// The short schedule's slots (every kind alone and in pairs), then
+/// random ones (one fault, or two aimed at different parts) until
+/// `seconds` are planned, all in a seeded order: a long run covers what
+/// the short one does, whatever the draw.
 pub fn long(l: &Layout, seed: u64, seconds: f64) -> Vec<Slot> {
-    let mut rng = Rng::new(seed);
+    let mut out = short(l, seed);
+    let mut rng = Rng::new(seed ^ 0x10_46);
     let t = targets(l);
-    let mut out = Vec::new();
-    let mut total = 0.0;
+    let mut total: f64 = out.iter().map(|s| s.length).sum();
     while total < seconds {
         let mut faults = vec![any(&mut rng, &t, l)];
         if rng.below(3) == 0 {
@@ -278,6 +281,9 @@ pub fn long(l: &Layout, seed: u64, seconds: f64) -> Vec<Slot> {
         let s = slot(l, faults);
         total += s.length;
         out.push(s);
+    }
+    for i in (1..out.len()).rev() {
+        out.swap(i, rng.below(i + 1));
     }
     out
 }

@@ -1,6 +1,7 @@
-//! The short schedule's promises: every kind at least once, each kind the
-//! lowered-grant and paused-client work added alone once and in a pair,
-//! a lone master fault at every level, and a length CI can afford.
+//! The schedules' promises: every kind at least once, each kind the
+//! lowered-grant and paused-client work added alone once and in a pair
+//! (in the short schedule and the long one), a lone master fault at every
+//! level, and a short schedule CI can afford.
 
 use std::mem::discriminant;
 use std::path::PathBuf;
@@ -59,53 +60,60 @@ fn same(a: &Fault, b: &Fault) -> bool {
 #[test]
 fn every_kind_runs_and_the_new_ones_alone_and_paired() {
     for seed in 1..20 {
-        let plan = short(&layout(), seed);
-        let alone = |k: &Fault| {
-            plan.iter()
-                .any(|s| s.faults.len() == 1 && same(&s.faults[0], k))
-        };
-        let paired = |k: &Fault| {
-            plan.iter()
-                .any(|s| s.faults.len() == 2 && s.faults.iter().any(|f| same(f, k)))
-        };
-        for k in kinds() {
-            assert!(alone(&k) || paired(&k), "seed {seed}: {k:?} never runs");
-        }
-        let added = kinds()
-            .into_iter()
-            .filter(|k| {
-                matches!(
-                    k,
-                    Fault::EtcdMemberDown
-                        | Fault::EtcdLeaderDown
-                        | Fault::EtcdQuorumLost
-                        | Fault::EtcdWiped
-                        | Fault::Unreachable(_)
-                        | Fault::AnswersLost(_)
-                        | Fault::RequestsLost(_)
-                        | Fault::LoweringLost(_)
-                        | Fault::Lossy(_)
-                        | Fault::Delay(_)
-                        | Fault::PauseClient(_)
-                        | Fault::KillClient(_)
-                        | Fault::MassReconnect
-                        | Fault::InvalidConfig
-                )
-            })
-            .collect::<Vec<_>>();
-        for k in &added {
+        check_coverage(seed, &short(&layout(), seed));
+        let plan = long(&layout(), seed, 1800.0);
+        let total: f64 = plan.iter().map(|s| s.length).sum();
+        assert!(total >= 1800.0, "seed {seed}: {total} s");
+        check_coverage(seed, &plan);
+    }
+}
+
+fn check_coverage(seed: u64, plan: &[Slot]) {
+    let alone = |k: &Fault| {
+        plan.iter()
+            .any(|s| s.faults.len() == 1 && same(&s.faults[0], k))
+    };
+    let paired = |k: &Fault| {
+        plan.iter()
+            .any(|s| s.faults.len() == 2 && s.faults.iter().any(|f| same(f, k)))
+    };
+    for k in kinds() {
+        assert!(alone(&k) || paired(&k), "seed {seed}: {k:?} never runs");
+    }
+    let added = kinds()
+        .into_iter()
+        .filter(|k| {
+            matches!(
+                k,
+                Fault::EtcdMemberDown
+                    | Fault::EtcdLeaderDown
+                    | Fault::EtcdQuorumLost
+                    | Fault::EtcdWiped
+                    | Fault::Unreachable(_)
+                    | Fault::AnswersLost(_)
+                    | Fault::RequestsLost(_)
+                    | Fault::LoweringLost(_)
+                    | Fault::Lossy(_)
+                    | Fault::Delay(_)
+                    | Fault::PauseClient(_)
+                    | Fault::KillClient(_)
+                    | Fault::MassReconnect
+                    | Fault::InvalidConfig
+            )
+        })
+        .collect::<Vec<_>>();
+    for k in &added {
+        assert!(
+            alone(k) && paired(k),
+            "seed {seed}: {k:?} not both alone and paired"
+        );
+    }
+    for s in plan {
+        if let [a, b] = &s.faults[..] {
             assert!(
-                alone(k) && paired(k),
-                "seed {seed}: {k:?} not both alone and paired"
+                disjoint(a, b),
+                "seed {seed}: {a:?} and {b:?} touch the same part"
             );
-        }
-        for s in &plan {
-            if let [a, b] = &s.faults[..] {
-                assert!(
-                    disjoint(a, b),
-                    "seed {seed}: {a:?} and {b:?} touch the same part"
-                );
-            }
         }
     }
 }
