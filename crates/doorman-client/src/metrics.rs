@@ -34,6 +34,8 @@ pub(crate) struct ResourceMetrics {
     /// `try_acquire`/`try_mark` calls that found no capacity.
     pub refused: IntCounter,
     capacity: Gauge,
+    /// What the client asks for it.
+    pub wants: Gauge,
     /// One gauge per mode, in `Mode::ALL`'s order.
     modes: Vec<IntGauge>,
     fallbacks: IntCounter,
@@ -122,11 +124,6 @@ impl ClientMetrics {
         }
     }
 
-    pub(crate) fn resource(&self, id: &str, capacity: f64, wants: f64, mode: Mode) {
-        self.wants.with_label_values(&[id]).set(wants);
-        self.for_resource(id).applied(capacity, mode);
-    }
-
     pub(crate) fn forget(&self, id: &str) {
         let _ = self.capacity.remove_label_values(&[id]);
         let _ = self.wants.remove_label_values(&[id]);
@@ -143,6 +140,7 @@ impl ClientMetrics {
             wait: self.wait.with_label_values(&[id]),
             refused: self.refused.with_label_values(&[id]),
             capacity: self.capacity.with_label_values(&[id]),
+            wants: self.wants.with_label_values(&[id]),
             modes: Mode::ALL
                 .iter()
                 .map(|m| self.mode.with_label_values(&[id, m.name()]))

@@ -87,8 +87,9 @@ impl ClientShared {
                         Some(LeaseEnd { at, after })
                     });
                 r.publish((cap, mode), end, expiry, st.core.refusal(id));
-                if let Some(m) = &self.metrics {
-                    m.resource(id, cap, st.core.wants(id).unwrap_or(0.0), mode);
+                if let Some(m) = &r.metrics {
+                    m.wants.set(st.core.wants(id).unwrap_or(0.0));
+                    m.applied(cap, mode);
                 }
             }
         }
