@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use doorman_core::config::Config;
 use doorman_core::server::{CoreOptions, ServerCore, Sharded};
-use doorman_core::Time;
+use doorman_lease::Time;
 use doorman_proto::doorman as pb;
-use doorman_server::grpc::validate;
+use doorman_wire::validate;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 

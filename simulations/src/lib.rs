@@ -11,6 +11,7 @@ pub mod mishaps;
 pub mod output;
 pub mod plan;
 pub mod plot;
+#[cfg(feature = "plot")]
 pub mod raster;
 pub mod runs;
 pub mod scenario;

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::engine::Sim;
-use crate::plot::{Chart, GRID, MARK};
+use crate::plot::{Chart, Panel};
+#[cfg(feature = "plot")]
+use crate::plot::{GRID, MARK};
 use crate::summary::Summary;
 
 /// `timeseries.csv`: time; per level capacity, Σ wants, Σ has; clients'
@@ -71,50 +73,8 @@ pub fn svg(sim: &Sim) -> String {
         c.left,
         esc(&c.legend)
     );
-    let r = c.w - c.right;
     for p in &c.panels {
-        for &(x0, y0, x1, y1, col) in &p.shade {
-            let _ = write!(
-                s,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
-                x0.min(x1),
-                y0.min(y1),
-                (x1 - x0).abs(),
-                (y1 - y0).abs(),
-                hex(col)
-            );
-        }
-        for (label, y) in &p.y_ticks {
-            let _ = write!(
-                s,
-                "<line x1=\"{}\" x2=\"{r}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e5e5e5\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
-                c.left,
-                c.left - 6.0,
-                y + 4.0
-            );
-        }
-        for (x, ch, what) in &c.marks {
-            let _ = write!(
-                s,
-                "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#787878\" stroke-dasharray=\"3,3\"><title>{}</title></line><text x=\"{x:.1}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{ch}</text>",
-                p.top,
-                p.bottom,
-                esc(what),
-                p.top - 2.0
-            );
-        }
-        for (i, (color, label, pts)) in p.series.iter().enumerate() {
-            let pts: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-            let _ = write!(
-                s,
-                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"{}\">{label}</text>",
-                hex(*color),
-                pts.join(" "),
-                c.left + 10.0 + 180.0 * i as f64,
-                p.top + 14.0,
-                hex(*color)
-            );
-        }
+        svg_panel(&mut s, &c, p);
     }
     for (label, x) in &c.x_ticks {
         let _ = write!(
@@ -127,7 +87,55 @@ pub fn svg(sim: &Sim) -> String {
     s
 }
 
+/// One panel of [`svg`]: its shading, y ticks, mishap marks and series.
+fn svg_panel(s: &mut String, c: &Chart, p: &Panel) {
+    let r = c.w - c.right;
+    for &(x0, y0, x1, y1, col) in &p.shade {
+        let _ = write!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
+            x0.min(x1),
+            y0.min(y1),
+            (x1 - x0).abs(),
+            (y1 - y0).abs(),
+            hex(col)
+        );
+    }
+    for (label, y) in &p.y_ticks {
+        let _ = write!(
+            s,
+            "<line x1=\"{}\" x2=\"{r}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e5e5e5\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
+            c.left,
+            c.left - 6.0,
+            y + 4.0
+        );
+    }
+    for (x, ch, what) in &c.marks {
+        let _ = write!(
+            s,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#787878\" stroke-dasharray=\"3,3\"><title>{}</title></line><text x=\"{x:.1}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{ch}</text>",
+            p.top,
+            p.bottom,
+            esc(what),
+            p.top - 2.0
+        );
+    }
+    for (i, (color, label, pts)) in p.series.iter().enumerate() {
+        let pts: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = write!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"{}\">{label}</text>",
+            hex(*color),
+            pts.join(" "),
+            c.left + 10.0 + 180.0 * i as f64,
+            p.top + 14.0,
+            hex(*color)
+        );
+    }
+}
+
 /// `plot.png`: the same chart as [`svg`], rasterised.
+#[cfg(feature = "plot")]
 pub fn png(sim: &Sim) -> Vec<u8> {
     use crate::raster::Canvas;
     let c = Chart::of(sim);
@@ -187,7 +195,8 @@ pub(crate) fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Writes every output file into `dir`.
+/// Writes every output file into `dir` (`plot.png` with the `plot`
+/// feature).
 pub fn write_all(sim: &Sim, summary: &Summary, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("timeseries.csv"), csv(sim))?;
@@ -196,6 +205,7 @@ pub fn write_all(sim: &Sim, summary: &Summary, dir: &Path) -> anyhow::Result<()>
     let plan = crate::plan::Plan::of(sim, summary.seed);
     std::fs::write(dir.join("plan.json"), plan.to_json()?)?;
     std::fs::write(dir.join("plot.svg"), svg(sim))?;
+    #[cfg(feature = "plot")]
     std::fs::write(dir.join("plot.png"), png(sim))?;
     std::fs::write(
         dir.join("summary.json"),

@@ -110,69 +110,92 @@ pub(crate) fn y_grid(max: f64) -> Vec<f64> {
         .collect()
 }
 
+/// The upper panel's top and bottom (capacity and what clients have).
+const UPPER: (f64, f64) = (46.0, 330.0);
+/// The lower panel's top and bottom (what clients want).
+const LOWER: (f64, f64) = (350.0, 470.0);
+
+/// `f` of every sample, placed by `x` (time) and `y` (value).
+fn line(
+    sim: &Sim,
+    x: &dyn Fn(f64) -> f64,
+    f: &dyn Fn(&Sample) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) -> Vec<(f64, f64)> {
+    sim.samples.iter().map(|p| (x(p.t), y(f(p)))).collect()
+}
+
+/// The upper panel: the root's capacity and the clients' total has, the
+/// shortfall above the capacity and the outages shaded.
+fn upper_panel(sim: &Sim, x: &dyn Fn(f64) -> f64, t_max: f64) -> Panel {
+    let (top1, bottom1) = UPPER;
+    let cap = sim.capacity;
+    let root_cap = |p: &Sample| p.levels.first().map_or(0.0, |l| l.0);
+    let peak = sim.samples.iter().map(|p| p.client_has).fold(cap, f64::max);
+    let y1_max = (peak.max(cap * 1.1) * 1.05).max(1.0);
+    let y1 = |v: f64| top1 + (bottom1 - top1) * (1.0 - v / y1_max);
+    let outages: Vec<_> = sim
+        .marks
+        .iter()
+        .filter(|m| m.end > m.t)
+        .map(|m| (x(m.t), top1, x(m.end.min(t_max)), bottom1, OUTAGE))
+        .collect();
+    let mut shade = vec![(x(0.0), y1(y1_max), x(t_max), y1(cap), SHORTFALL)];
+    shade.extend(outages);
+    Panel {
+        top: top1,
+        bottom: bottom1,
+        y_ticks: y_grid(y1_max)
+            .into_iter()
+            .map(|v| (format!("{v:.0}"), y1(v)))
+            .collect(),
+        shade,
+        series: vec![
+            (RED, "root capacity".into(), line(sim, x, &root_cap, &y1)),
+            (
+                GREEN,
+                "clients' total has".into(),
+                line(sim, x, &|p| p.client_has, &y1),
+            ),
+        ],
+    }
+}
+
+/// The lower panel: the clients' total wants.
+fn lower_panel(sim: &Sim, x: &dyn Fn(f64) -> f64) -> Panel {
+    let (top2, bottom2) = LOWER;
+    let wants_max = sim
+        .samples
+        .iter()
+        .map(|p| p.client_wants)
+        .fold(1.0, f64::max)
+        * 1.1;
+    let y2 = |v: f64| top2 + (bottom2 - top2) * (1.0 - v / wants_max);
+    Panel {
+        top: top2,
+        bottom: bottom2,
+        y_ticks: y_grid(wants_max)
+            .into_iter()
+            .map(|v| (format!("{v:.0}"), y2(v)))
+            .collect(),
+        shade: Vec::new(),
+        series: vec![(
+            BLUE,
+            "clients' total wants".into(),
+            line(sim, x, &|p| p.client_wants, &y2),
+        )],
+    }
+}
+
 impl Chart {
     /// The chart of `sim`.
     pub fn of(sim: &Sim) -> Chart {
         let (w, left, right) = (1000.0, 70.0, 20.0);
-        let (top1, bottom1, top2, bottom2) = (46.0, 330.0, 350.0, 470.0);
         let t_max = (sim.scenario.duration as f64).max(1.0);
         let x = |t: f64| left + (w - left - right) * t / t_max;
         let cap = sim.capacity;
-        let root_cap = |p: &Sample| p.levels.first().map_or(0.0, |l| l.0);
-        let peak = sim.samples.iter().map(|p| p.client_has).fold(cap, f64::max);
-        let y1_max = (peak.max(cap * 1.1) * 1.05).max(1.0);
-        let y1 = |v: f64| top1 + (bottom1 - top1) * (1.0 - v / y1_max);
-        let wants_max = sim
-            .samples
-            .iter()
-            .map(|p| p.client_wants)
-            .fold(1.0, f64::max)
-            * 1.1;
-        let y2 = |v: f64| top2 + (bottom2 - top2) * (1.0 - v / wants_max);
-        let line = |f: &dyn Fn(&Sample) -> f64, y: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
-            sim.samples.iter().map(|p| (x(p.t), y(f(p)))).collect()
-        };
-        let outages: Vec<_> = sim
-            .marks
-            .iter()
-            .filter(|m| m.end > m.t)
-            .map(|m| (x(m.t), top1, x(m.end.min(t_max)), bottom1, OUTAGE))
-            .collect();
-        let mut shade = vec![(x(0.0), y1(y1_max), x(t_max), y1(cap), SHORTFALL)];
-        shade.extend(outages);
         let step = tick_step(t_max);
         let clients = crate::summary::leaves(&sim.scenario.tree) * sim.scenario.clients_per_leaf;
-        let upper = Panel {
-            top: top1,
-            bottom: bottom1,
-            y_ticks: y_grid(y1_max)
-                .into_iter()
-                .map(|v| (format!("{v:.0}"), y1(v)))
-                .collect(),
-            shade,
-            series: vec![
-                (RED, "root capacity".into(), line(&root_cap, &y1)),
-                (
-                    GREEN,
-                    "clients' total has".into(),
-                    line(&|p| p.client_has, &y1),
-                ),
-            ],
-        };
-        let lower = Panel {
-            top: top2,
-            bottom: bottom2,
-            y_ticks: y_grid(wants_max)
-                .into_iter()
-                .map(|v| (format!("{v:.0}"), y2(v)))
-                .collect(),
-            shade: Vec::new(),
-            series: vec![(
-                BLUE,
-                "clients' total wants".into(),
-                line(&|p| p.client_wants, &y2),
-            )],
-        };
         Chart {
             w,
             h: 500.0,
@@ -187,9 +210,9 @@ impl Chart {
                 .map(|i| i as f64 * step)
                 .map(|t| (fmt_t(t, step), x(t)))
                 .collect(),
-            axis_y: bottom2,
+            axis_y: LOWER.1,
             marks: sim.marks.iter().map(|m| (x(m.t), letter(m), m.what.clone())).collect(),
-            panels: vec![upper, lower],
+            panels: vec![upper_panel(sim, &x, t_max), lower_panel(sim, &x)],
         }
     }
 }

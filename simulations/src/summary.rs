@@ -4,7 +4,8 @@
 //!
 //! Must not: change the run; every figure is derived from the samples.
 
-use doorman_algorithms::{Amount, Demand, Kind, Shares};
+use doorman_algorithms::{Kind, Shares};
+use doorman_lease::{Amount, Demand};
 use serde::Serialize;
 
 use crate::engine::{MarkKind, RpcCounts, Sample, Sim};

@@ -10,7 +10,8 @@
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use doorman_algorithms::{Amount, Demand, Kind, RequesterId, Shares};
+use doorman_algorithms::{Kind, RequesterId, Shares};
+use doorman_lease::{Amount, Demand};
 use std::time::Duration;
 
 fn populated(kind: Kind, n: usize) -> (Shares<()>, Vec<RequesterId>) {

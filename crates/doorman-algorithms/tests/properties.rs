@@ -2,7 +2,8 @@
 //! naive reference, plus the invariants Σ grants ≤ C and grant ≤ wants,
 //! max-min fairness, order independence and convergence.
 
-use doorman_algorithms::{Amount, Demand, Kind, RequesterId, Shares};
+use doorman_algorithms::{Kind, RequesterId, Shares};
+use doorman_lease::{Amount, Demand};
 use proptest::prelude::*;
 
 /// (priority, subclients, wants)

@@ -4,6 +4,9 @@
 //!
 //!     cargo run --release -p doorman-client --example tower_layer
 
+// Times itself: the clock rule of clippy.toml is for the library.
+#![allow(clippy::disallowed_methods)]
+
 #[path = "common/mod.rs"]
 mod common;
 

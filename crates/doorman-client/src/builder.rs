@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use doorman_core::client::{ClientCore, CoreOptions, Fallback};
 use doorman_core::limits::{id_length_problem, MAX_ID_BYTES};
-use doorman_core::{Backoff, Span};
+use doorman_core::Backoff;
+use doorman_lease::Span;
 use tokio::sync::Notify;
 
 use crate::client::Client;

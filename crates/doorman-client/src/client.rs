@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use doorman_core::client::Mode;
 use doorman_core::limits::{id_length_problem, MAX_RESOURCE_ID_BYTES};
-use doorman_core::{Backoff, Lease};
+use doorman_core::Backoff;
+use doorman_lease::Lease;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

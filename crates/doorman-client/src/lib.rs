@@ -31,7 +31,6 @@ pub mod blocking;
 mod builder;
 mod client;
 mod clock;
-pub mod connection;
 mod error;
 mod gauge;
 mod identity;
@@ -44,8 +43,14 @@ mod task;
 pub use doorman_net::tls;
 pub mod tower;
 
+/// Finding and calling a node's master (`doorman_net::connector`, shared
+/// with intermediate servers' parent link).
+pub mod connection {
+    pub use doorman_net::connector::*;
+}
+
 /// The client's local limiting (now `doorman_core::limiter`, on the
-/// core's [`Time`](doorman_core::Time)), for front-ends that admit
+/// core's [`Time`](doorman_lease::Time)), for front-ends that admit
 /// requests themselves from a lease.
 pub mod limiter {
     pub use doorman_core::limiter::{TokenBucket, UsageWindow};
@@ -55,10 +60,10 @@ pub use acquire::AcquireError;
 pub use builder::ClientBuilder;
 pub use client::Client;
 pub use connection::{CallError, Connector};
+pub use doorman_core::action::Action;
 pub use doorman_core::client::{
     ClientCore, CoreOptions, Fallback, GrantItem, Mode, Refused, RequestItem,
 };
-pub use doorman_core::config::Action;
 pub use doorman_core::refusal::Reason as RefusalReason;
 pub use doorman_core::Backoff;
 pub use doorman_net::BearerToken;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use doorman_core::client::{ClientCore, Mode};
-use doorman_core::Time;
+use doorman_lease::Time;
 use tokio::sync::Notify;
 
 use crate::identity::Clock;

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use doorman_core::client::{GrantItem, Refused, RequestItem};
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
-use doorman_core::{Backoff, Span, Time};
+use doorman_core::Backoff;
+use doorman_lease::{Span, Time};
 use doorman_net::refusal;
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;

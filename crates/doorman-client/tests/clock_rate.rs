@@ -1,6 +1,6 @@
 //! A holder whose monotonic clock runs at another rate than its server's:
 //! it keeps a lease for the remaining length the server sent, less
-//! `CLOCK_RATE_BOUND` of it (`doorman_algorithms::held_for`), so it stops
+//! `CLOCK_RATE_BOUND` of it (`doorman_lease::held_for`), so it stops
 //! using the lease no later than the server stops counting it while the
 //! rates differ by less than the bound. The server core and the client
 //! core, with the lease over the wire as the library receives it
@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Span, Time, CLOCK_RATE_BOUND};
 use doorman_core::client::{ClientCore, CoreOptions as ClientOptions, GrantItem, Mode};
 use doorman_core::config::Config;
 use doorman_core::server::{CapacityRequest, CoreOptions, ServerCore, Sharded, Who};
+use doorman_lease::{Span, Time, CLOCK_RATE_BOUND};
 
 const CONFIG: &str = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n\
     [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 30\nrefresh_interval = 5\n\

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use doorman_client::{AcquireError, BearerToken, Client, Mode, RateOptions};
+use doorman_core::action::Action;
 use doorman_core::client::Refused;
-use doorman_core::config::{Action, Config};
+use doorman_core::config::Config;
 use doorman_core::refusal::Reason;
 use doorman_net::refusal::from_status;
 use doorman_proto::doorman as pb;

@@ -18,12 +18,12 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use doorman_algorithms::{Demand, Time};
 use doorman_core::config::Config;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::server::{
     CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Sharded, Who, DECIDE_STEP,
 };
+use doorman_lease::{Demand, Time};
 
 const TEMPLATES: usize = 50_000;
 const IDS: usize = 10_000;

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use doorman_algorithms::{Demand, Time};
 use doorman_core::config::Config;
 use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, ServerCore, Sharded, Who};
+use doorman_lease::{Demand, Time};
 
 const RESOURCES: usize = 100_000;
 

@@ -8,7 +8,7 @@
 //! Must not: convert wire messages (`doorman-proto` and the gRPC shell
 //! do, with validation), or decide anything.
 
-use doorman_algorithms::{Amount, Demand, Time};
+use doorman_lease::{Amount, Demand, Time};
 
 use crate::client::{GrantItem, RequestItem};
 use crate::limits::MAX_AMOUNT;

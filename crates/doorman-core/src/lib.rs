@@ -1,5 +1,5 @@
 //! Everything in Doorman that decides, with no I/O: no sockets, no clock,
-//! no runtime. Every entry point takes `now` ([`Time`]) as an argument, so
+//! no runtime. Every entry point takes `now` (`doorman_lease::Time`) as an argument, so
 //! the servers, the client library and the simulator run the same code
 //! under real or virtual time.
 //!
@@ -28,6 +28,7 @@
 //! arrives as text, [`config::Config::parse`]), or panic on anything a
 //! request or a config can contain.
 
+pub mod action;
 pub mod backoff;
 pub mod client;
 pub mod config;
@@ -39,4 +40,3 @@ pub mod schedule;
 pub mod server;
 
 pub use backoff::Backoff;
-pub use doorman_algorithms::{Lease, Span, Time};

@@ -1,7 +1,7 @@
 //! Why a request, or some of its resources, were refused, as data: which
 //! resources (their index in the request and their id) and which reason
 //! (no access rule allows it, an invalid field, a field over one of the
-//! protocol's limits). The access rules ([`Acl::denials`]) and the shells'
+//! protocol's limits). The access rules (`config::Acl::denials`) and the shells'
 //! request validation build it; the shells carry it on the wire as
 //! structured details beside a short human message for clients that read
 //! only a status ([`RequestRefusal::message`]); our clients rebuild it from
@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::config::{Acl, Action};
+use crate::action::Action;
 
 /// Most bytes of the human message of a refusal (before the wire's
 /// percent-encoding): enough to name a few dozen resources to a person,
@@ -23,6 +23,26 @@ pub const MESSAGE_BYTES: usize = 1024;
 
 /// Most bytes of one resource's problem in a human message.
 const ITEM_BYTES: usize = 300;
+
+/// Why a request is refused, naming the identity, the action and the
+/// resource if there is one (ids inside `"…"` as they are, unescaped).
+pub fn denial(identity: Option<&str>, action: Action, resource: Option<&str>) -> String {
+    let who = match identity {
+        Some(id) => format!("identity \"{id}\""),
+        None => "an unauthenticated caller (no client certificate or token)".into(),
+    };
+    match (action, resource) {
+        (Action::Read, _) => {
+            format!("{who} may not read the status pages: no access rule allows it")
+        }
+        (_, Some(resource)) => {
+            format!("{who} may not {action} resource \"{resource}\": no access rule allows it")
+        }
+        (_, None) => {
+            format!("{who} may not {action} these resources: no access rule allows it")
+        }
+    }
+}
 
 /// Why something was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +106,7 @@ impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Reason::Denied { identity, action } => {
-                f.write_str(&Acl::denial(identity.as_deref(), *action, None))
+                f.write_str(&denial(identity.as_deref(), *action, None))
             }
             _ => write!(f, "{}: {}", self.field().unwrap_or(""), self.problem()),
         }
@@ -111,7 +131,7 @@ impl fmt::Display for ResourceRefusal {
         match &self.reason {
             Reason::Denied { identity, action } => {
                 let id = Some(self.resource_id.as_str());
-                f.write_str(&Acl::denial(identity.as_deref(), *action, id))
+                f.write_str(&denial(identity.as_deref(), *action, id))
             }
             r => {
                 write!(f, "resource[{}]", self.index)?;

@@ -18,7 +18,7 @@
 //!
 //! Must not: read a clock or know what is asked for.
 
-use doorman_algorithms::{Lease, Span, Time};
+use doorman_lease::{Lease, Span, Time};
 
 /// A demand that moved by more than this fraction since it was last sent
 /// makes the resource due before its refresh interval is up.
@@ -37,7 +37,7 @@ pub const MIN_REQUEST_DEADLINE: Span = Span::secs(1);
 ///
 /// ```
 /// use doorman_core::schedule::request_deadline;
-/// use doorman_core::Span;
+/// use doorman_lease::Span;
 /// assert_eq!(request_deadline(Some(Span::secs(8)), Span::secs(5)), Span::secs(4));
 /// assert_eq!(request_deadline(Some(Span::secs(1)), Span::secs(5)), Span::secs(1));
 /// assert_eq!(request_deadline(None, Span::secs(5)), Span::secs(5));

@@ -193,18 +193,27 @@ impl World {
         if self.layout.liar.as_deref() == Some(c.name.as_str()) && c.kind == Kind::Rust {
             argv.push("--ignore-lease-end".into());
         }
-        if let (Some(s), Kind::Rust | Kind::Python) = (&self.secure, c.kind) {
-            let cert = s.client_cert(&c.name);
-            let token = s.token_file(&client_identity(&c.name))?;
-            let files = [s.ca(), cert.cert, cert.key, token];
-            let flags = ["--tls-ca", "--tls-cert", "--tls-key", "--token-file"];
-            for (flag, file) in flags.iter().zip(&files) {
-                if c.kind == Kind::Rust {
-                    argv.push(flag.to_string());
-                }
-                argv.push(path(file));
-            }
-        }
+        self.push_secure(c, &mut argv)?;
         Ok(argv)
+    }
+
+    /// On the secure tree, client `c`'s CA, certificate, key and token
+    /// file (flags for ours, positional for the Python client; the
+    /// original's client has none).
+    fn push_secure(&self, c: &ClientSpec, argv: &mut Vec<String>) -> anyhow::Result<()> {
+        let (Some(s), Kind::Rust | Kind::Python) = (&self.secure, c.kind) else {
+            return Ok(());
+        };
+        let cert = s.client_cert(&c.name);
+        let token = s.token_file(&client_identity(&c.name))?;
+        let files = [s.ca(), cert.cert, cert.key, token];
+        let flags = ["--tls-ca", "--tls-cert", "--tls-key", "--token-file"];
+        for (flag, file) in flags.iter().zip(&files) {
+            if c.kind == Kind::Rust {
+                argv.push(flag.to_string());
+            }
+            argv.push(path(file));
+        }
+        Ok(())
     }
 }

@@ -85,6 +85,20 @@ pub fn lines(
             over.len() - MOST_STRETCHES
         ));
     }
+    out.extend(past_leases(w, rec, readings, &over, start));
+    out
+}
+
+/// For each client of ours, what it used beyond what its leaf counted for
+/// it during the stretches `over` (or that no lease of it was read).
+fn past_leases(
+    w: &World,
+    rec: &Record,
+    readings: &[Reading],
+    over: &[(f64, f64, f64)],
+    start: f64,
+) -> Vec<String> {
+    let mut out = Vec::new();
     for (c, used) in w.clients.iter().zip(&rec.used) {
         if c.spec.kind == Kind::Go {
             continue;
@@ -96,7 +110,7 @@ pub fn lines(
             ));
             continue;
         };
-        if let Some((first, secs, most)) = past_lease(used, &counted, &over) {
+        if let Some((first, secs, most)) = past_lease(used, &counted, over) {
             out.push(format!(
                 "{} used up to {most:.3} more than its leaf counted for it, {secs:.2} s in all, first at {:.3} s",
                 c.spec.name,

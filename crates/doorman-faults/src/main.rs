@@ -4,7 +4,7 @@
 //! network namespace with its own (fakeable) wall clock, injects faults on
 //! a seeded schedule, and audits from the clients' reports that Σ of what
 //! they use never exceeds the capacity. `client` is the Rust client the
-//! harness runs. See docs/operations.md, "Faults we test".
+//! harness runs. See docs/faults.md.
 //!
 //! Must not: run anywhere but on its own namespaces and bridge.
 
@@ -31,6 +31,7 @@ mod run;
 mod scenario;
 mod schedule;
 mod secure;
+mod slot_spec;
 mod tree;
 mod world;
 

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::audit::{self, FaultReport, Record, Steps};
+use crate::audit::{self, FaultReport, Point, Record, Steps};
 use crate::happened::Happened;
 use crate::tree::{Kind, LEGACY_CAPACITY, MASS_CAPACITY};
 use crate::world::{Client, World};
@@ -141,28 +141,7 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
     let end = h.end();
     let (rows, mut failures) = crate::checks::slots(w, &h, &rec);
     let whole = rec.sweep(h.start, end);
-    let (over_s, over_by) = audit::over(&whole);
-    if over_s > 0.0 {
-        failures.push(format!(
-            "{over_s:.3} s over the capacity (by up to {over_by:.2})"
-        ));
-    }
-    let others = [
-        (
-            &legacy,
-            format!("{LEGACY_CAPACITY} within the original clients' leases"),
-        ),
-        (
-            &mass,
-            format!("{MASS_CAPACITY} of the mass clients' resource"),
-        ),
-    ];
-    for (r, what) in others {
-        let (s, by) = audit::over(&r.sweep(h.start, end));
-        if s > 0.0 {
-            failures.push(format!("{s:.3} s over {what} (by up to {by:.2})"));
-        }
-    }
+    let over_s = over_capacities(&h, &whole, [&legacy, &mass], &mut failures);
     let learning = crate::checks::learning(w);
     failures.extend(crate::checks::processes(w, &h, slow, &learning));
     print(&rows, &h, over_s, &failures, w);
@@ -172,20 +151,10 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
     }
     if overrun_s > 0.0 {
         println!(
-            "the original Go clients used capacity past their leases for {overrun_s:.1} s (by up to {overrun_by:.1}); not counted above (their limitation: docs/operations.md, \"Faults we test\")"
+            "the original Go clients used capacity past their leases for {overrun_s:.1} s (by up to {overrun_by:.1}); not counted above (their limitation: docs/faults.md)"
         );
     }
-    write_series(&whole, h.start, &out.join("timeseries.csv"))?;
-    if !w.mass.is_empty() {
-        write_series(
-            &mass.sweep(h.start, end),
-            h.start,
-            &out.join("mass-timeseries.csv"),
-        )?;
-        write_mass_events(w, &mass, h.start, &out.join("mass-events.csv"))?;
-    }
-    write_events(w, (&rec, &legacy), h.start, &out.join("events.csv"))?;
-    write_readings(&h.readings, h.start, &out.join("leased.csv"))?;
+    write_csvs(w, &h, [&rec, &legacy, &mass], &whole, out)?;
     let report = Report {
         seed_faults: rows,
         over_s,
@@ -197,6 +166,58 @@ pub fn report(w: &World, h: Happened, slow: &[String], out: &Path) -> anyhow::Re
         serde_json::to_string_pretty(&report)?,
     )?;
     Ok(Outcome { failures, why })
+}
+
+/// How long the whole tree was over its capacity (a failure if at all),
+/// and a failure for each time the original clients' leases or the mass
+/// clients' resource went over theirs.
+fn over_capacities(
+    h: &Happened,
+    whole: &[Point],
+    [legacy, mass]: [&Record; 2],
+    failures: &mut Vec<String>,
+) -> f64 {
+    let (over_s, over_by) = audit::over(whole);
+    if over_s > 0.0 {
+        failures.push(format!(
+            "{over_s:.3} s over the capacity (by up to {over_by:.2})"
+        ));
+    }
+    let others = [
+        (
+            legacy,
+            format!("{LEGACY_CAPACITY} within the original clients' leases"),
+        ),
+        (
+            mass,
+            format!("{MASS_CAPACITY} of the mass clients' resource"),
+        ),
+    ];
+    for (r, what) in others {
+        let (s, by) = audit::over(&r.sweep(h.start, h.end()));
+        if s > 0.0 {
+            failures.push(format!("{s:.3} s over {what} (by up to {by:.2})"));
+        }
+    }
+    over_s
+}
+
+/// The run's time series, events and lease readings as CSV files in `out`.
+fn write_csvs(
+    w: &World,
+    h: &Happened,
+    [rec, legacy, mass]: [&Record; 3],
+    whole: &[Point],
+    out: &Path,
+) -> anyhow::Result<()> {
+    write_series(whole, h.start, &out.join("timeseries.csv"))?;
+    if !w.mass.is_empty() {
+        let series = mass.sweep(h.start, h.end());
+        write_series(&series, h.start, &out.join("mass-timeseries.csv"))?;
+        write_mass_events(w, mass, h.start, &out.join("mass-events.csv"))?;
+    }
+    write_events(w, (rec, legacy), h.start, &out.join("events.csv"))?;
+    write_readings(&h.readings, h.start, &out.join("leased.csv"))
 }
 
 fn print(rows: &[FaultReport], h: &Happened, over_s: f64, failures: &[String], w: &World) {
@@ -233,7 +254,7 @@ fn print(rows: &[FaultReport], h: &Happened, over_s: f64, failures: &[String], w
     }
 }
 
-fn write_series(points: &[audit::Point], start: f64, path: &Path) -> anyhow::Result<()> {
+fn write_series(points: &[Point], start: f64, path: &Path) -> anyhow::Result<()> {
     let mut text = String::from("t,used,bound,goal\n");
     for p in points {
         text += &format!(

@@ -56,7 +56,7 @@ pub struct Args {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run these slots instead of a schedule (repeatable): faults joined
-    /// by `+`, e.g. `pause:root+capacity-down` (see `schedule::parse_slot`).
+    /// by `+`, e.g. `pause:root+capacity-down` (see `slot_spec::parse_slot`).
     #[arg(long)]
     pub slot: Vec<String>,
     /// Seconds the tree runs before the first fault.
@@ -134,21 +134,23 @@ pub async fn selftest(mut a: Args) -> anyhow::Result<bool> {
     Ok(!r.failures.is_empty() && over && named)
 }
 
-async fn run_and_report(a: Args) -> anyhow::Result<report::Outcome> {
-    let programs = programs(&a.servers, a.python.clone(), a.goclient.clone())?;
-    let mut layout = Layout::default_tree(&programs, Terms::default(), a.seed);
-    layout.secure = a.secure;
-    layout.liar = a.liar.clone();
-    let slots = match (a.quiet, a.duration) {
+/// The slots to run: those named on the command line, a quiet run, the
+/// long schedule for a duration, or the short one.
+fn slots_of(a: &Args, layout: &Layout) -> anyhow::Result<Vec<Slot>> {
+    Ok(match (a.quiet, a.duration) {
         _ if !a.slot.is_empty() => a
             .slot
             .iter()
-            .map(|s| schedule::parse_slot(s, &layout))
+            .map(|s| crate::slot_spec::parse_slot(s, layout))
             .collect::<anyhow::Result<Vec<_>>>()?,
         (true, d) => vec![quiet(d.unwrap_or(60.0))],
-        (false, Some(d)) => schedule::long(&layout, a.seed, d),
-        (false, None) => schedule::short(&layout, a.seed),
-    };
+        (false, Some(d)) => schedule::long(layout, a.seed, d),
+        (false, None) => schedule::short(layout, a.seed),
+    })
+}
+
+/// The run's folder: `--out`, or a new one under the temporary directory.
+fn out_dir(a: &Args) -> anyhow::Result<PathBuf> {
     let out = match &a.out {
         Some(d) => d.clone(),
         None => tempfile::Builder::new()
@@ -157,6 +159,16 @@ async fn run_and_report(a: Args) -> anyhow::Result<report::Outcome> {
             .keep(),
     };
     std::fs::create_dir_all(&out)?;
+    Ok(out)
+}
+
+async fn run_and_report(a: Args) -> anyhow::Result<report::Outcome> {
+    let programs = programs(&a.servers, a.python.clone(), a.goclient.clone())?;
+    let mut layout = Layout::default_tree(&programs, Terms::default(), a.seed);
+    layout.secure = a.secure;
+    layout.liar = a.liar.clone();
+    let slots = slots_of(&a, &layout)?;
+    let out = out_dir(&a)?;
     let planned: f64 = slots.iter().map(|s| s.length).sum();
     eprintln!(
         "doorman-faults: seed {}, {} slots ({planned:.0} s){}, logs in {}",

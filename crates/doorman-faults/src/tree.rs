@@ -8,7 +8,7 @@
 //! run only while their fault does (`Mass`), and a one-replica leaf for
 //! the original Go clients, which keep their last capacity when their
 //! server is gone (no timer at a lease's end, no deadline on an RPC: see
-//! docs/operations.md, "Faults we test"), so no fault is aimed at that
+//! docs/faults.md), so no fault is aimed at that
 //! leaf itself. Processes of ours start with their wall clocks off by
 //! ±30 s or ±1 h (drawn from the seed): leases must not depend on them.
 //!

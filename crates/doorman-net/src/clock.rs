@@ -1,13 +1,18 @@
 //! The clocks both sides of a connection read, defined once: the lease
 //! clock (the one clock leases are measured on, by the client library and
 //! the server) and the wall clock (for people), and [`Clock`], the type of
-//! a clock injected into either (a manual one in tests).
+//! a clock injected into either (a manual one in tests), and [`instant`],
+//! the monotonic clock of deadlines and suspect windows (tokio's, paused
+//! and advanced by tests).
 //!
 //! Must not: hold state beyond the lease clock's starting point.
 
+// The one place of this crate that reads time (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::{Arc, OnceLock};
 
-use doorman_algorithms::{Span, Time};
+use doorman_lease::{Span, Time};
 
 /// An injected clock: where a client or a server gets the time
 /// ([`lease_clock`] in production).
@@ -20,7 +25,7 @@ pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
 /// VM resumed) never moves it: a lease measured on it ends when it should.
 /// Leases between two doorman-rs processes do not depend on their wall
 /// clocks at all (the wire carries each lease's remaining length, see
-/// `doorman_algorithms::Lease::received`).
+/// `doorman_lease::Lease::received`).
 pub fn lease_clock() -> Time {
     static START: OnceLock<(std::time::Instant, Time)> = OnceLock::new();
     let (at, wall) = START.get_or_init(|| (std::time::Instant::now(), wall_clock()));
@@ -33,4 +38,9 @@ pub fn wall_clock() -> Time {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     Time::from_millis(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Now on tokio's monotonic clock (deadlines, suspect windows).
+pub fn instant() -> tokio::time::Instant {
+    tokio::time::Instant::now()
 }

@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use doorman_core::config::Action;
+use doorman_core::action::Action;
 use doorman_core::refusal::{Reason, RequestRefusal, ResourceRefusal};
 use prost::Message;
 use tonic::{Code, Status};

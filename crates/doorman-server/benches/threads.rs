@@ -7,6 +7,8 @@
 //! resources contend; the hot resource shows what contention costs.
 //! Results and the command are in BENCHMARKS.md.
 
+// Times itself: the clock rule of clippy.toml is for the library.
+#![allow(clippy::disallowed_methods)]
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
 
@@ -14,9 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use doorman_algorithms::{Demand, Span, Time};
 use doorman_core::config::Config;
 use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, Sharded, Who};
+use doorman_lease::{Demand, Span, Time};
 use doorman_server::core_locks::{default_shards, LockedCore};
 
 fn config() -> Arc<Config> {

@@ -40,7 +40,7 @@ pub mod state;
 pub mod tls;
 pub mod upstream;
 
-pub use doorman_core::{Span, Time};
+pub use doorman_lease::{Span, Time};
 
 /// The lease and wall clocks as [`Time`] (see [`clock`], the one module
 /// that reads time; the core never does).

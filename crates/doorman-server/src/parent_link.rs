@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use doorman_core::Time;
+use doorman_lease::Time;
 
 /// The link's state (the status pages' type).
 pub use doorman_core::server::LinkStatus as LinkState;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use doorman_core::server::{CoreOptions, Role, Sharded};
-use doorman_core::Span;
+use doorman_lease::Span;
 use doorman_proto::CapacityServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -415,7 +415,7 @@ fn spawn_upstream(
         .clone()
         .or_else(|| opts.election.node_id())
         .unwrap_or_else(|| server_id.to_string());
-    let conn = doorman_client::Connector::new(opts.parent.clone(), opts.parent_timeout)
+    let conn = doorman_net::Connector::new(opts.parent.clone(), opts.parent_timeout)
         .with_tls(opts.parent_tls.clone())
         .with_token(opts.parent_token.clone());
     tokio::spawn(crate::upstream::run(state.clone(), conn, node_id, stop))

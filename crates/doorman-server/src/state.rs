@@ -16,9 +16,9 @@ use doorman_core::refusal::RequestRefusal;
 use doorman_core::server::{
     CapacityRequest, Grant, Node, NotReady, Refusal, ResourceShard, Sharded, Status,
 };
-use doorman_core::Time;
+use doorman_lease::Time;
 
-use doorman_core::config::Action;
+use doorman_core::action::Action;
 
 use crate::auth::{Auth, AuthError};
 use crate::config_version::ConfigVersion;

@@ -3,7 +3,8 @@
 //! resource is due (at once for a new resource, then at the upstream
 //! lease's refresh interval), and hands the answer back to the core.
 //! Finding the parent's master, redirects, deadlines and backoff with jitter
-//! are the client library's (`doorman_client::Connector`, `Backoff`).
+//! are shared with the client library (`doorman_net::Connector`,
+//! `doorman_core::Backoff`).
 //!
 //! Must not: decide anything (the core does).
 
@@ -11,14 +12,15 @@ use doorman_core::server::Sharded;
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_client::Connector;
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::server::UpstreamAsk;
-use doorman_core::{Backoff, Span, Time};
+use doorman_core::Backoff;
+use doorman_lease::{Span, Time};
+use doorman_net::Connector;
 use tokio::sync::watch;
 
-use crate::grpc::convert::{upstream_grants, upstream_request};
 use crate::state::ServerState;
+use doorman_wire::convert::{upstream_grants, upstream_request};
 
 /// Runs until `stop` turns true.
 pub async fn run(
@@ -34,7 +36,7 @@ pub async fn run(
             return;
         }
         // The asks are marked as sent now: the parent's leases count from
-        // here (see `doorman_algorithms::Lease::received`).
+        // here (see `doorman_lease::Lease::received`).
         let sent_at = state.now();
         let asks = state.core().upstream_request(sent_at);
         let idle = asks.as_ref().is_none_or(|a| a.is_empty());

@@ -5,7 +5,7 @@
 //! buckets, bad bucket ids and access rules, and the metrics. The
 //! behaviour with real Envoys is `envoy.rs`.
 
-mod common;
+use doorman_testkit::rpc as common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! process: descriptor statuses, hits, the unmatched choice, bad requests
 //! and access rules. The behaviour with a real Envoy is `envoy.rs`.
 
-mod common;
+use doorman_testkit::rpc as common;
 
 use std::sync::Arc;
 

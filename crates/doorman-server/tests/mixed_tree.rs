@@ -6,7 +6,7 @@
 //! behind. `scripts/original-interop.py` runs the same tree with the real Go
 //! binaries.
 
-mod common;
+use doorman_testkit::rpc as common;
 
 use common::{client, server_with};
 use doorman_proto::doorman as pb;

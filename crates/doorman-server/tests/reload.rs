@@ -1,7 +1,7 @@
 //! Config reload from a file: a good change applies with leases kept; a bad
 //! one is rejected, counted, and the running config stays.
 
-mod common;
+use doorman_testkit::rpc as common;
 
 use std::time::Duration;
 

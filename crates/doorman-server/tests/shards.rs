@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand, Span, Time};
 use doorman_core::config::Config;
 use doorman_core::server::{
     CapacityRequest, CoreOptions, ResourceAsk, Role, ServerCore, Sharded, Who,
 };
+use doorman_lease::{Amount, Demand, Span, Time};
 use doorman_server::core_locks::LockedCore;
 
 const CFG: &str = r#"

@@ -5,15 +5,15 @@
 //! without a restart (a bad new file keeps the old one), and an
 //! intermediate server reaching its parent over mutual TLS.
 
-mod common;
+use doorman_testkit::rpc as common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use doorman_client::tls::endpoint;
-use doorman_client::ClientTls;
 use doorman_core::config::Config;
+use doorman_net::tls::endpoint;
+use doorman_net::ClientTls;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use doorman_server::server::{start, ConfigSource, RunningServer};

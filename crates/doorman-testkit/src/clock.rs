@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use doorman_core::Time;
+use doorman_lease::Time;
 use doorman_server::state::Clock;
 
 /// A clock tests move by hand; clones share the time.

@@ -35,44 +35,7 @@ impl IsolatedServer {
         let (kill_tx, kill_rx) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name(format!("doorman-server-{}", opts.listen))
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = tx.send(Err(StartError::Bind {
-                            addr: opts.listen,
-                            source: e,
-                        }));
-                        return;
-                    }
-                };
-                match rt.block_on(start(opts)) {
-                    Ok(server) => {
-                        setup(&server);
-                        let _ = tx.send(Ok((
-                            server.grpc_addr,
-                            server.http_addr,
-                            server.state.clone(),
-                        )));
-                        let _ = kill_rx.recv();
-                        // Abort, not drop: dropping closes the stop
-                        // channel, which the tasks take as a graceful
-                        // shutdown; the election then sometimes resigned
-                        // before the runtime went, and a successor took
-                        // over at once instead of after the TTL (a flaky
-                        // election test, 1 run in 3).
-                        server.kill();
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                    }
-                }
-                rt.shutdown_background();
-            })
+            .spawn(move || serve(opts, setup, tx, kill_rx))
             .map_err(|source| StartError::Bind {
                 addr: "0.0.0.0:0".parse().expect("literal address"),
                 source,
@@ -124,4 +87,53 @@ impl Drop for IsolatedServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// What a server's thread sends back once it started (or why it did not).
+type Started = Result<(SocketAddr, Option<SocketAddr>, Arc<ServerState>), StartError>;
+
+/// The body of a server's thread: its own runtime, the server on it, its
+/// addresses sent back on `tx`, then kept until `kill_rx` fires or its
+/// sender goes.
+fn serve(
+    opts: ServerOptions,
+    setup: impl FnOnce(&RunningServer),
+    tx: std::sync::mpsc::Sender<Started>,
+    kill_rx: std::sync::mpsc::Receiver<()>,
+) {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = tx.send(Err(StartError::Bind {
+                addr: opts.listen,
+                source: e,
+            }));
+            return;
+        }
+    };
+    match rt.block_on(start(opts)) {
+        Ok(server) => {
+            setup(&server);
+            let _ = tx.send(Ok((
+                server.grpc_addr,
+                server.http_addr,
+                server.state.clone(),
+            )));
+            let _ = kill_rx.recv();
+            // Abort, not drop: dropping closes the stop channel, which the
+            // tasks take as a graceful shutdown; the election then
+            // sometimes resigned before the runtime went, and a successor
+            // took over at once instead of after the TTL (a flaky election
+            // test, 1 run in 3).
+            server.kill();
+        }
+        Err(e) => {
+            let _ = tx.send(Err(e));
+        }
+    }
+    rt.shutdown_background();
 }

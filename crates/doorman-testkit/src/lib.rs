@@ -11,6 +11,7 @@
 //! * [`Pki`]: a test CA issuing server and client certificates.
 //! * [`FaultProxy`]: a TCP proxy that passes, silently drops or resets
 //!   the link it carries.
+//! * [`rpc`]: raw RPCs, pages and metrics of a server on the wire.
 //! * [`eventually`], [`eventually_async`], [`eventually_blocking`]: poll a
 //!   condition until it holds or a limit passes.
 //!
@@ -24,6 +25,7 @@ mod eventually;
 mod isolated;
 mod pki;
 mod proxy;
+pub mod rpc;
 
 pub use clock::ManualClock;
 pub use election::InMemoryElection;

@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Span, Time};
 use doorman_core::client::{ClientCore, CoreOptions as ClientOptions, Fallback};
 use doorman_core::config::Config;
 use doorman_core::server::Role;
 use doorman_core::Backoff;
+use doorman_lease::{Span, Time};
 
 use super::{
     master_core, queue, Ev, Link, Node, Rng, Sim, SimClient, WantsChange, WANTS_LOG_CLIENTS,

@@ -17,13 +17,13 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Lease, Span, Time};
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::Config;
 use doorman_core::server::{
     take_office, CoreOptions, Grant, HorizonRecord, Role, ServerCore, Sharded, UpstreamGrant,
 };
 use doorman_core::Backoff;
+use doorman_lease::{Amount, Lease, Span, Time};
 
 use crate::scenario::Scenario;
 

@@ -16,7 +16,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use doorman_algorithms::Time;
+use doorman_lease::Time;
 
 /// Milliseconds the calendar covers ahead of the current one (65.5 s: more
 /// than any refresh interval or RPC deadline of the scenarios).

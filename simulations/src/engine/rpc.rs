@@ -6,12 +6,12 @@
 //!
 //! Must not: decide anything (the real cores do).
 
-use doorman_algorithms::{Demand, Span, Time};
 use doorman_core::client::GrantItem;
 use doorman_core::convert;
 use doorman_core::server::{
     CapacityRequest, Claim, Grant, ResourceAsk, Sharded, UpstreamGrant, Who,
 };
+use doorman_lease::{Demand, Span, Time};
 
 use super::link::Step;
 use super::{amount, client_grant, upstream_grant, Caller, Ev, Link, Reply, Sim};

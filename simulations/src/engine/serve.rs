@@ -13,8 +13,8 @@
 //! Must not: decide anything about leases (the master's core does) or what
 //! the caller does next (`link.rs`, `rpc.rs`).
 
-use doorman_algorithms::Time;
 use doorman_core::server::{Refusal, Sharded};
+use doorman_lease::Time;
 
 use super::{Caller, Ev, Reply, RpcMsg, Sim, RPC_TIMEOUT};
 

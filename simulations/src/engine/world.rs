@@ -9,8 +9,8 @@
 //!
 //! Must not: decide anything about leases (the real cores do).
 
-use doorman_algorithms::Span;
 use doorman_core::server::Sharded;
+use doorman_lease::Span;
 
 use super::build::backoff;
 use super::{keep_horizon, master_core, Ev, Mark, MarkKind, Sim};

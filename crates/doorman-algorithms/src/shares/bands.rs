@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use super::{RequesterId, Shares};
 use crate::kind::Kind;
 use crate::tree::{NodeId, NIL};
-use crate::value::Demand;
+use doorman_lease::Demand;
 
 /// How a band's capacity is divided, computed once per change.
 #[derive(Debug, Clone, Copy, PartialEq)]

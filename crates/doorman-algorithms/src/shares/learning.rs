@@ -7,7 +7,7 @@
 
 use super::{RequesterId, Shares};
 use crate::kind::Kind;
-use crate::value::Amount;
+use doorman_lease::Amount;
 
 impl<T> Shares<T> {
     /// Learning mode (a new master rebuilding its state): grants and records

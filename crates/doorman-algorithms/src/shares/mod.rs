@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 use crate::kind::Kind;
 use crate::sumtree::SumTree;
 use crate::tree::{Forest, NodeId};
-use crate::value::{Amount, Demand};
 use bands::{merge_bands, Band, Placement};
+use doorman_lease::{Amount, Demand};
 
 /// Handle of a requester inside one [`Shares`]. Valid until removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -85,7 +85,8 @@ pub struct BandSummary {
 /// requester (a lease expiry, a name, …).
 ///
 /// ```
-/// use doorman_algorithms::{Amount, Demand, Kind, Shares};
+/// use doorman_algorithms::{Kind, Shares};
+/// use doorman_lease::{Amount, Demand};
 /// let mut s = Shares::new(Kind::FairShare, Amount::new("capacity", 120.0).unwrap());
 /// let ids: Vec<_> = [1000.0, 50.0, 10.0]
 ///     .iter()

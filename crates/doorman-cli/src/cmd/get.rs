@@ -43,13 +43,25 @@ pub struct Args {
     tls: crate::tls_args::ClientTlsArgs,
 }
 
+/// One GetCapacity as the command sends it: the request, the deadline,
+/// and the TLS files and token, if any.
+struct Call<'a> {
+    req: &'a pb::GetCapacityRequest,
+    timeout: Duration,
+    tls: Option<&'a ClientTls>,
+    token: Option<&'a BearerToken>,
+}
+
 async fn ask(
     addr: &str,
-    req: &pb::GetCapacityRequest,
-    timeout: Duration,
-    tls: Option<&ClientTls>,
-    token: Option<&BearerToken>,
+    Call {
+        req,
+        timeout,
+        tls,
+        token,
+    }: &Call<'_>,
 ) -> anyhow::Result<(pb::GetCapacityResponse, Option<String>)> {
+    let (timeout, tls, token) = (*timeout, *tls, *token);
     let ep = endpoint(addr, tls)
         .map_err(anyhow::Error::msg)?
         .connect_timeout(timeout)
@@ -58,7 +70,7 @@ async fn ask(
         let why = crate::tls_args::explain(&e, tls);
         anyhow::anyhow!("cannot connect to {addr}: {why}")
     })?;
-    let mut request = tonic::Request::new(req.clone());
+    let mut request = tonic::Request::new((*req).clone());
     if let Some(t) = token {
         t.attach(&mut request);
     }
@@ -98,12 +110,9 @@ fn request(a: &Args) -> pb::GetCapacityRequest {
 /// Asks `server`, following one mastership redirect. Returns who answered.
 async fn ask_master(
     server: &str,
-    req: &pb::GetCapacityRequest,
-    timeout: Duration,
-    tls: Option<&ClientTls>,
-    token: Option<&BearerToken>,
+    call: &Call<'_>,
 ) -> anyhow::Result<(String, pb::GetCapacityResponse, Option<String>)> {
-    let (mut resp, note) = ask(server, req, timeout, tls, token).await?;
+    let (mut resp, note) = ask(server, call).await?;
     let Some(m) = resp.mastership.take() else {
         return Ok((server.to_string(), resp, note));
     };
@@ -111,7 +120,7 @@ async fn ask_master(
         bail!("{server} is not the master and does not know who is; retry later");
     };
     eprintln!("{server} is not the master; asking {master}");
-    let (resp, note) = ask(&master, req, timeout, tls, token).await?;
+    let (resp, note) = ask(&master, call).await?;
     if resp.mastership.is_some() {
         bail!("{master} redirected again; giving up after one redirect");
     }
@@ -159,8 +168,13 @@ pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
     let req = request(&a);
     let tls = a.tls.client_tls()?;
     let token = a.tls.token()?;
-    let (server, resp, notes) =
-        ask_master(&a.server, &req, a.timeout, tls.as_ref(), token.as_ref()).await?;
+    let call = Call {
+        req: &req,
+        timeout: a.timeout,
+        tls: tls.as_ref(),
+        token: token.as_ref(),
+    };
+    let (server, resp, notes) = ask_master(&a.server, &call).await?;
     let Some(r) = resp.response.iter().find(|r| r.resource_id == a.resource) else {
         let why = if a.has.is_some() {
             " (an intermediate server that has not heard from its parent yet \

@@ -21,7 +21,7 @@ use tokio::time::{Duration, Instant};
 use crate::metrics::ResourceMetrics;
 use doorman_core::client::{Mode, Refused};
 use doorman_core::limiter::{TokenBucket, UsageWindow};
-use doorman_core::{Span, Time};
+use doorman_lease::{Span, Time};
 
 use crate::acquire::AcquireError;
 use crate::observe::CapacityState;

@@ -8,9 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use doorman_algorithms::{Lease, Span, Time};
+use doorman_lease::{Lease, Span, Time};
 
-use crate::config::Acl;
 use crate::refusal::Reason;
 use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
 
@@ -106,7 +105,7 @@ impl Refused {
     pub fn describe(&self, id: &str) -> String {
         match self {
             Refused::Reason(Reason::Denied { identity, action }) => {
-                Acl::denial(identity.as_deref(), *action, Some(id))
+                crate::refusal::denial(identity.as_deref(), *action, Some(id))
             }
             Refused::Reason(r) => r.to_string(),
             Refused::Unexplained { message, .. } => message.clone(),

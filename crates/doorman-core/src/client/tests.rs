@@ -1,6 +1,6 @@
 use super::*;
-use crate::config::Action;
-use doorman_algorithms::Span;
+use crate::action::Action;
+use doorman_lease::Span;
 
 fn t(ms: i64) -> Time {
     Time::from_millis(1_000_000_000 + ms)

@@ -16,52 +16,11 @@
 //! Must not: find out who a caller is (the shells do, from certificates
 //! and tokens) or do I/O.
 
-use std::fmt;
 use std::sync::Arc;
 
 use super::Problem;
+use crate::action::Action;
 use crate::refusal::{Reason, RequestRefusal, ResourceRefusal};
-/// What a caller wants to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    /// Lease capacity as an end client (GetCapacity).
-    Acquire,
-    /// Lease capacity as a downstream server (GetServerCapacity).
-    Serve,
-    /// Read the status pages.
-    Read,
-}
-
-impl Action {
-    const ALL: [(Action, &'static str); 3] = [
-        (Action::Acquire, "acquire"),
-        (Action::Serve, "serve"),
-        (Action::Read, "read"),
-    ];
-
-    /// Its name in the config.
-    pub fn name(self) -> &'static str {
-        Action::ALL
-            .iter()
-            .find(|(a, _)| *a == self)
-            .map_or("?", |(_, n)| n)
-    }
-
-    /// The action named `name` in the config (`None` for any other name).
-    pub fn from_name(name: &str) -> Option<Action> {
-        Action::ALL
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|(a, _)| *a)
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// A glob with its text.
 #[derive(Debug, Clone)]
 struct Glob {
@@ -173,26 +132,6 @@ impl Acl {
             reason: why.clone(),
         });
         RequestRefusal::of(resources.collect())
-    }
-
-    /// Why a request is refused, naming the identity, the action and the
-    /// resource if there is one (ids inside `"…"` as they are, unescaped).
-    pub fn denial(identity: Option<&str>, action: Action, resource: Option<&str>) -> String {
-        let who = match identity {
-            Some(id) => format!("identity \"{id}\""),
-            None => "an unauthenticated caller (no client certificate or token)".into(),
-        };
-        match (action, resource) {
-            (Action::Read, _) => {
-                format!("{who} may not read the status pages: no access rule allows it")
-            }
-            (_, Some(resource)) => {
-                format!("{who} may not {action} resource \"{resource}\": no access rule allows it")
-            }
-            (_, None) => {
-                format!("{who} may not {action} these resources: no access rule allows it")
-            }
-        }
     }
 
     /// Rules that can never change an outcome: covered by an earlier rule,
@@ -383,12 +322,14 @@ mod tests {
 
     #[test]
     fn denials_name_identity_action_and_resource() {
-        let m = Acl::denial(Some("spiffe://x/y"), Action::Serve, Some("db/a"));
+        let m = crate::refusal::denial(Some("spiffe://x/y"), Action::Serve, Some("db/a"));
         assert_eq!(
             m,
             "identity \"spiffe://x/y\" may not serve resource \"db/a\": no access rule allows it"
         );
-        assert!(Acl::denial(None, Action::Acquire, Some("r")).contains("unauthenticated"));
+        assert!(
+            crate::refusal::denial(None, Action::Acquire, Some("r")).contains("unauthenticated")
+        );
     }
 
     #[test]

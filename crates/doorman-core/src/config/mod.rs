@@ -20,11 +20,12 @@ mod parse;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use doorman_algorithms::{Kind, LeaseTerms, DEFAULT_DECAY_FACTOR};
+use doorman_algorithms::Kind;
+use doorman_lease::{LeaseTerms, DEFAULT_DECAY_FACTOR};
 
 use crate::limits::MAX_DURATION_SECS;
 
-pub use acl::{Acl, Action};
+pub use acl::Acl;
 pub use envoy::{EnvoyConfig, Mapped, Unit, Unmatched};
 pub use error::{ConfigError, Problem};
 use lookup::PatternIndex;

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Kind, DEFAULT_DECAY_FACTOR};
+use doorman_algorithms::Kind;
+use doorman_lease::DEFAULT_DECAY_FACTOR;
 
 use super::{Acl, AlgorithmConfig, EnvoyConfig, Problem, Template};
 use crate::limits::{

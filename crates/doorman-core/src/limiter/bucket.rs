@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::Time;
+use doorman_lease::Time;
 
 /// Longest single sleep of a waiter; it re-checks afterwards.
 const MAX_WAIT: Duration = Duration::from_secs(3600);
@@ -16,7 +16,7 @@ const MAX_WAIT: Duration = Duration::from_secs(3600);
 ///
 /// ```
 /// use doorman_core::limiter::TokenBucket;
-/// use doorman_core::{Span, Time};
+/// use doorman_lease::{Span, Time};
 /// use std::time::Duration;
 /// let t0 = Time::from_secs(100);
 /// let mut b = TokenBucket::new(t0, Duration::from_secs(1));
@@ -143,7 +143,7 @@ impl TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Span;
+    use doorman_lease::Span;
 
     /// Under demand above its rate, a bucket holding one permit wastes the
     /// time between earning it and the next request; one holding two does

@@ -2,7 +2,7 @@
 //! library's resources and the server's Envoy rate limit service: a token
 //! bucket refilled at the granted rate ([`TokenBucket`]) and a sliding
 //! window of use estimating what a resource wants ([`UsageWindow`]). Both
-//! are driven by the [`Time`](crate::Time) they are given.
+//! are driven by the [`Time`](doorman_lease::Time) they are given.
 //!
 //! Must not: read a clock, lock, or know the resource that holds them.
 

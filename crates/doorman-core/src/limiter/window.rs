@@ -19,7 +19,7 @@
 //!
 //! Must not: read a clock (it is driven by the `now` it is given).
 
-use crate::{Span, Time};
+use doorman_lease::{Span, Time};
 
 /// Number of one-second slots.
 pub const WINDOW_SLOTS: usize = 10;
@@ -41,7 +41,7 @@ struct Slot {
 ///
 /// ```
 /// use doorman_core::limiter::UsageWindow;
-/// use doorman_core::{Span, Time};
+/// use doorman_lease::{Span, Time};
 /// let t0 = Time::from_secs(100);
 /// let mut w = UsageWindow::new(t0);
 /// w.record_call(t0, 5.0);

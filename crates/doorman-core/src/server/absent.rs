@@ -9,7 +9,8 @@
 //!
 //! Must not: touch a requester's grant or expiry.
 
-use doorman_algorithms::{scaled_refresh_interval, Demand, RequesterId, Span, Time};
+use doorman_algorithms::RequesterId;
+use doorman_lease::{scaled_refresh_interval, Demand, Span, Time};
 
 use super::deadlines::{for_due, refile};
 use super::record::{Record, LEGACY_REFRESH};

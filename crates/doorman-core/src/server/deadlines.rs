@@ -10,7 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use doorman_algorithms::{RequesterId, Shares, Time};
+use doorman_algorithms::{RequesterId, Shares};
+use doorman_lease::Time;
 
 use super::record::Record;
 

@@ -5,7 +5,7 @@
 //!
 //! Must not: read a clock (callers pass `now`).
 
-use doorman_algorithms::Time;
+use doorman_lease::Time;
 
 /// Most entries kept; past it the two oldest merge into one that is at
 /// least as large and lasts at least as long ([`Grants::note`]), or the
@@ -90,7 +90,7 @@ impl Grants {
 #[cfg(test)]
 mod tests {
     use super::Grants;
-    use doorman_algorithms::Time;
+    use doorman_lease::Time;
 
     #[test]
     fn the_latest_grant_at_least_as_large_covers() {

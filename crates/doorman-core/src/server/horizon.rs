@@ -27,7 +27,7 @@
 //! Must not: move a learning end later than `learning_mode_duration`, or
 //! let a lease outlive the recorded bound.
 
-use doorman_algorithms::{Span, Time};
+use doorman_lease::{Span, Time};
 
 use super::upstream::PENDING_LEARNING;
 use super::{Node, ResourceShard, Role};

@@ -21,7 +21,8 @@
 //! Must not: count more than this server already counts for a requester,
 //! or touch a downstream server's `outstanding`.
 
-use doorman_algorithms::{RequesterId, Shares, Span, Time};
+use doorman_algorithms::{RequesterId, Shares};
+use doorman_lease::{Span, Time};
 
 use super::deadlines::refile;
 use super::record::Record;

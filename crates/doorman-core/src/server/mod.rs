@@ -32,12 +32,13 @@ mod resource;
 mod shard;
 mod sharded;
 mod status;
+mod succession;
 mod sweep;
 mod upstream;
 
 use std::sync::Arc;
 
-use doorman_algorithms::Span;
+use doorman_lease::Span;
 
 pub use horizon::{
     HorizonLead, Predecessors, UpstreamReach, HORIZON_AHEAD, HORIZON_CLOCK_MARGIN,
@@ -185,7 +186,7 @@ impl ServerCore {
         &mut self,
         resource_id: &str,
         who: &Who,
-    ) -> Option<doorman_algorithms::Lease> {
+    ) -> Option<doorman_lease::Lease> {
         let i = self.shard_index(resource_id);
         self.with_shard(i, |_, s| s.lease_of(resource_id, who))
     }

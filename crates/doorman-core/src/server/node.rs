@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::Time;
+use doorman_lease::Time;
 
 use super::horizon::LearningClock;
 use super::{CoreOptions, NotMaster, NotReady, Predecessors, Refusal, Role};

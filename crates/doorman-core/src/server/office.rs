@@ -14,7 +14,7 @@
 //! Must not: trust a record that is missing, unreadable, implausible or
 //! written by anyone but the last leader seen.
 
-use doorman_algorithms::{Span, Time};
+use doorman_lease::{Span, Time};
 
 use super::Predecessors;
 

@@ -24,7 +24,8 @@
 
 use std::borrow::Cow;
 
-use doorman_algorithms::{Demand, RequesterId};
+use doorman_algorithms::RequesterId;
+use doorman_lease::Demand;
 
 use super::counts::counted;
 use super::resource::Resource;

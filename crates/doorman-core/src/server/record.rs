@@ -3,7 +3,8 @@
 //!
 //! Must not: hold demands or grants (`Shares` does).
 
-use doorman_algorithms::{Amount, RequesterId, Shares, Span, Time};
+use doorman_algorithms::{RequesterId, Shares};
+use doorman_lease::{Amount, Span, Time};
 
 use super::grants::Grants;
 use super::request::Who;

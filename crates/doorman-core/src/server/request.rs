@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand, Lease, Span, Time};
+use doorman_lease::{Amount, Demand, Lease, Span, Time};
 
 use crate::config::AlgorithmConfig;
 

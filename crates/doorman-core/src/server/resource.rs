@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Lease, RequesterId, Shares, Span, Time};
+use doorman_algorithms::{RequesterId, Shares};
+use doorman_lease::{Amount, Lease, Span, Time};
 
 use super::counts::ServerCounts;
 use super::deadlines::{for_due, is_due, Deadlines};

@@ -11,7 +11,7 @@
 
 use indexmap::IndexMap;
 
-use doorman_algorithms::{Span, Time};
+use doorman_lease::{Span, Time};
 
 use super::resource::{Context, Resource};
 use super::{Counters, Decision, Grant, LeaseGap, Node, Refusal, ResourceAsk, Role, Who};
@@ -193,11 +193,7 @@ impl ResourceShard {
 
     /// The current lease of a requester, if any.
     #[cfg(test)]
-    pub(crate) fn lease_of(
-        &self,
-        resource_id: &str,
-        who: &Who,
-    ) -> Option<doorman_algorithms::Lease> {
+    pub(crate) fn lease_of(&self, resource_id: &str, who: &Who) -> Option<doorman_lease::Lease> {
         let r = self.resources.get(resource_id)?;
         r.held_lease(r.index.get(&r.shares, who)?)
     }

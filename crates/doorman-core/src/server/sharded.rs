@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Span, Time};
+use doorman_lease::{Span, Time};
 
 use super::horizon::UpstreamReach;
 use super::sweep::whole_pass;

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use doorman_algorithms::Time;
+use doorman_lease::Time;
 
 use super::resource::Resource;
 use super::Node;

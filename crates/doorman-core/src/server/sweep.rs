@@ -10,7 +10,7 @@
 //! Must not: hold anything between steps (the caller may change the core in
 //! between).
 
-use doorman_algorithms::Time;
+use doorman_lease::Time;
 
 use super::resource::Resource;
 use super::status::{resource_gauge, resource_status};

@@ -18,7 +18,8 @@
 
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Kind, Lease, Span, Time, DEFAULT_DECAY_FACTOR};
+use doorman_algorithms::Kind;
+use doorman_lease::{Amount, Lease, Span, Time, DEFAULT_DECAY_FACTOR};
 
 use super::grants::Grants;
 use super::{Node, ResourceShard};

@@ -17,9 +17,9 @@
 
 use std::time::Duration;
 
-use doorman_algorithms::Time;
 use doorman_core::server::{take_office, Office};
 use doorman_core::Backoff;
+use doorman_lease::Time;
 use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOptions};
 use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};

@@ -25,8 +25,8 @@
 
 use std::time::Duration;
 
-use doorman_algorithms::{Span, Time};
 use doorman_core::server::HorizonRecord;
+use doorman_lease::{Span, Time};
 use etcd_client::{Client, Compare, CompareOp, LeaderKey, Txn, TxnOp};
 use tokio::time::{timeout_at, Instant};
 

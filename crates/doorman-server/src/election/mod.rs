@@ -34,8 +34,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use doorman_algorithms::{Span, Time};
 use doorman_core::server::Predecessors;
+use doorman_lease::{Span, Time};
 use tokio::sync::watch;
 
 use crate::state::ServerState;

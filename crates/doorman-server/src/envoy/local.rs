@@ -21,7 +21,7 @@ use doorman_core::client::{ClientCore, CoreOptions};
 use doorman_core::config::Unit;
 use doorman_core::limiter::{TokenBucket, UsageWindow};
 use doorman_core::server::{Decision, Who};
-use doorman_core::{Span, Time};
+use doorman_lease::{Span, Time};
 use tokio::sync::watch;
 
 use super::{refresh, refusal_reason};

@@ -18,12 +18,13 @@ pub mod local;
 pub mod rlqs;
 pub mod rls;
 
+use doorman_core::action::Action;
 use doorman_core::client::{ClientCore, GrantItem};
-use doorman_core::config::{Action, Config};
+use doorman_core::config::Config;
 use doorman_core::convert;
 use doorman_core::limits::{has_control_chars, id_length_problem, MAX_RESOURCE_ID_BYTES};
 use doorman_core::server::{CapacityRequest, Grant, Refusal, Who};
-use doorman_core::Span;
+use doorman_lease::Span;
 use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::Status;
 

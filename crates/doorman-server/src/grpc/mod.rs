@@ -1,18 +1,15 @@
 //! The gRPC boundary: the tonic `doorman.Capacity` service, a thin adapter
-//! that validates the protobuf ([`validate`]), reads the clock once, calls
-//! the core under its lock and turns the result back into protobuf
-//! ([`convert`]). Who the caller is, request metrics and the level header
+//! that validates the protobuf (`doorman_wire::validate`), reads the clock
+//! once, calls the core under its lock and turns the result back into
+//! protobuf (`doorman_wire::convert`). Who the caller is, request metrics and the level header
 //! are [`layers`] around it (and around Envoy's services), applied where
 //! the server is built. A new front-end (such as Envoy's rate limit
 //! services) is another service over the same [`ServerState`].
 //!
 //! Must not: contain decisions (they belong to the core).
 
-pub mod convert;
 pub mod layers;
-pub mod legacy;
 pub mod transport;
-pub mod validate;
 
 use doorman_core::server::Sharded;
 use std::sync::Arc;
@@ -21,9 +18,10 @@ use doorman_proto::doorman as pb;
 use tonic::{Request, Response, Status};
 
 use crate::state::ServerState;
-use convert::{client_response, redirect, served, server_response};
-use doorman_core::config::Action;
+use doorman_core::action::Action;
 use doorman_core::server::{Grant, NotMaster};
+use doorman_wire::convert::{self, client_response, redirect, served, server_response};
+use doorman_wire::validate;
 use layers::Caller;
 
 /// The gRPC service.

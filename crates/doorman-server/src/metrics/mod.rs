@@ -18,7 +18,7 @@ use prometheus::core::Collector;
 use prometheus::{Encoder, IntGaugeVec, Opts, Registry, TextEncoder};
 
 use doorman_core::server::{Counters, LinkStatus, ResourceGauge};
-use doorman_core::Time;
+use doorman_lease::Time;
 
 use crate::config_version::ConfigVersion;
 use families::{ConfigFamilies, Node, Rpc, Security};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use doorman_core::server::{Sharded, Who};
-use doorman_core::Span;
+use doorman_lease::Span;
 use proptest::prelude::*;
 
 use super::world::{lease, World};
@@ -18,7 +18,7 @@ use super::{DB, HONEST, LEASE, MAX_CLIENTS, REFRESH};
 /// highest bands first, each at least one).
 pub(crate) type LastAsk = Vec<(i64, f64, f64)>;
 
-pub(crate) fn counted(demands: &[doorman_algorithms::Demand]) -> LastAsk {
+pub(crate) fn counted(demands: &[doorman_lease::Demand]) -> LastAsk {
     let mut sorted: Vec<_> = demands
         .iter()
         .map(|d| (d.priority(), d.subclients() as f64, d.wants()))

@@ -1,6 +1,6 @@
 //! The capacity invariant under attack, with every request built as the
 //! wire message and passed through the server's own validation
-//! (`doorman_server::grpc::validate`) before the core decides it:
+//! (`doorman_wire::validate`) before the core decides it:
 //!
 //! * honest clients (they claim what they hold) next to liars (claiming
 //!   `has` they never got; NaN, infinite, negative and huge amounts);
@@ -34,7 +34,7 @@ mod world;
 use std::sync::Arc;
 
 use doorman_core::config::Config;
-use doorman_core::Span;
+use doorman_lease::Span;
 use proptest::prelude::*;
 
 use world::World;

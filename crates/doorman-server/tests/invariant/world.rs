@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use doorman_core::server::{CapacityRequest, CoreOptions, Decision, ServerCore, Sharded, Who};
-use doorman_core::{Span, Time};
+use doorman_lease::{Span, Time};
 use doorman_proto::doorman as pb;
-use doorman_server::grpc::{convert, validate};
+use doorman_wire::{convert, validate};
 use proptest::prelude::*;
 
 use super::fair::{counted, LastAsk};

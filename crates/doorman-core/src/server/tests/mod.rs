@@ -13,7 +13,7 @@ mod waiting;
 
 use super::*;
 use crate::server::Sharded;
-use doorman_algorithms::{Amount, Demand, Span, Time};
+use doorman_lease::{Amount, Demand, Span, Time};
 
 const CFG: &str = r#"
 [[resources]]
@@ -546,7 +546,7 @@ mod intermediate {
     ) -> UpstreamGrant {
         UpstreamGrant {
             resource_id: "r".into(),
-            lease: doorman_algorithms::Lease {
+            lease: doorman_lease::Lease {
                 capacity: cap,
                 expiry: t(expiry),
                 refresh_interval: refresh,

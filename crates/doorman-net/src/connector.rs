@@ -3,7 +3,7 @@
 //! redirects in any response, a deadline on every RPC (the configured one,
 //! or a shorter one for a request renewing leases:
 //! [`Connector::deadline_for`]). Failures are returned to the caller,
-//! which backs off (see [`crate::Backoff`]) and tries again; the next
+//! which backs off (see `doorman_core::Backoff`) and tries again; the next
 //! attempt starts with the address after the one that failed, so a dead or
 //! hung server is never asked first again.
 //!
@@ -16,15 +16,15 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
-use doorman_algorithms::Lease;
 use doorman_core::schedule::request_deadline;
-use doorman_core::Span;
+use doorman_lease::Lease;
+use doorman_lease::Span;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use tonic::transport::Channel;
 
+use crate::bearer::{outgoing, BearerToken};
 use crate::tls::{endpoint, ClientTls};
-use doorman_net::bearer::{outgoing, BearerToken};
 
 type Client = CapacityClient<Channel>;
 

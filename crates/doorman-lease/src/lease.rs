@@ -1,6 +1,6 @@
 //! Lease terms: when a lease expires and how often its holder must refresh.
 //!
-//! Must not: decide capacity (that is [`crate::Shares`]).
+//! Must not: decide capacity (that is `doorman_algorithms::Shares`).
 
 use crate::time::{Span, Time};
 
@@ -26,7 +26,7 @@ impl Lease {
     /// rounded down to whole seconds ([`Lease::wire_expiry`]).
     ///
     /// ```
-    /// use doorman_algorithms::{Lease, Time};
+    /// use doorman_lease::{Lease, Time};
     /// let l = Lease { capacity: 2.0, expiry: Time::from_millis(61_999), refresh_interval: 5 };
     /// assert_eq!(l.as_received().expiry, Time::from_secs(61));
     /// ```
@@ -41,7 +41,7 @@ impl Lease {
     /// wire's `remaining_ms`).
     ///
     /// ```
-    /// use doorman_algorithms::{Lease, Span, Time};
+    /// use doorman_lease::{Lease, Span, Time};
     /// let l = Lease { capacity: 2.0, expiry: Time::from_secs(100), refresh_interval: 5 };
     /// assert_eq!(l.remaining(Time::from_millis(97_500)), Span::from_millis(2_500));
     /// assert_eq!(l.remaining(Time::from_secs(101)), Span::ZERO);
@@ -61,7 +61,7 @@ impl Lease {
     /// clocks agree.
     ///
     /// ```
-    /// use doorman_algorithms::{Lease, Span, Time};
+    /// use doorman_lease::{Lease, Span, Time};
     /// // The sender's clock is an hour ahead: its absolute end means
     /// // nothing here, its remaining length does (less 1 %: 100 ms).
     /// let sent = Time::from_secs(1_000);
@@ -117,7 +117,7 @@ pub const CLOCK_RATE_BOUND: f64 = 0.01;
 /// that less [`CLOCK_RATE_BOUND`] of it, rounded down to the millisecond.
 ///
 /// ```
-/// use doorman_algorithms::{held_for, Span};
+/// use doorman_lease::{held_for, Span};
 /// assert_eq!(held_for(Span::secs(14)), Span::from_millis(13_860));
 /// assert_eq!(held_for(Span::from_millis(-5)), Span::ZERO);
 /// ```
@@ -133,7 +133,7 @@ pub fn held_for(remaining: Span) -> Span {
 /// of it, rounded up to the millisecond.
 ///
 /// ```
-/// use doorman_algorithms::{counted_for, Span};
+/// use doorman_lease::{counted_for, Span};
 /// assert_eq!(counted_for(Span::secs(5)), Span::from_millis(5_050));
 /// ```
 pub fn counted_for(remaining: Span) -> Span {
@@ -161,7 +161,7 @@ pub const DEFAULT_DECAY_FACTOR: f64 = 0.5;
 /// rounded down, never below 1 second.
 ///
 /// ```
-/// use doorman_algorithms::scaled_refresh_interval;
+/// use doorman_lease::scaled_refresh_interval;
 /// assert_eq!(scaled_refresh_interval(16, 0.5, 0), 16);
 /// assert_eq!(scaled_refresh_interval(16, 0.5, 2), 4);
 /// assert_eq!(scaled_refresh_interval(5, 0.5, 1), 2);
@@ -183,7 +183,7 @@ impl LeaseTerms {
     /// parent, if it has one).
     ///
     /// ```
-    /// use doorman_algorithms::{LeaseTerms, Time};
+    /// use doorman_lease::{LeaseTerms, Time};
     /// let terms = LeaseTerms { lease_length: 60, refresh_interval: 16, decay_factor: 0.5 };
     /// let l = terms.lease(Time::from_secs(1000), 1, Some(Time::from_secs(1030)), 5.0);
     /// assert_eq!(l.expiry, Time::from_secs(1030));

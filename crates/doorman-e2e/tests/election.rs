@@ -1,7 +1,7 @@
 //! Master election with a real etcd (started per test on free loopback
 //! ports) and an in-memory election.
 
-mod common;
+use doorman_testkit::rpc as common;
 
 use common::assert_redirects;
 use doorman_core::server::Sharded;
@@ -62,7 +62,7 @@ fn probe(s: &IsolatedServer) -> (f64, f64) {
     let now = doorman_server::lease_clock();
     let ask = ResourceAsk {
         resource_id: "r".into(),
-        demands: vec![doorman_algorithms::Demand::new(0, 1, 10.0).unwrap()],
+        demands: vec![doorman_lease::Demand::new(0, 1, 10.0).unwrap()],
         claim: None,
         outstanding: None,
     };
@@ -371,7 +371,7 @@ learning_mode_duration = 60
             let id = text.split(' ').nth(1).unwrap();
             let id = i64::from_str_radix(id, 16).unwrap();
             let ttl = c.lease_time_to_live(id, None).await.unwrap().ttl();
-            let left = doorman_core::Span::secs(ttl.max(0));
+            let left = doorman_lease::Span::secs(ttl.max(0));
             Some(doorman_server::lease_clock() + left)
         }
     };
@@ -393,7 +393,7 @@ learning_mode_duration = 60
         .expect("a recorded a horizon");
     let now = doorman_server::lease_clock();
     assert!(
-        written > now && written <= now + doorman_core::Span::secs(2 + 10 + 2),
+        written > now && written <= now + doorman_lease::Span::secs(2 + 10 + 2),
         "{written:?} vs {now:?}"
     );
 
@@ -412,7 +412,7 @@ learning_mode_duration = 60
     let ends = record(&mut etcd_client).await.unwrap();
     // (Each reading rounds down to whole seconds.)
     assert!(
-        ends + doorman_core::Span::secs(1) >= written,
+        ends + doorman_lease::Span::secs(1) >= written,
         "b's record is not before a's"
     );
 
@@ -509,7 +509,7 @@ learning_mode_duration = 60
     let e = etcd();
     let mut oa = opts(etcd_election(&e, 2));
     oa.config = ConfigSource::Inline(cfg.clone());
-    oa.clock = Arc::new(|| doorman_server::lease_clock() - doorman_core::Span::secs(30));
+    oa.clock = Arc::new(|| doorman_server::lease_clock() - doorman_lease::Span::secs(30));
     let a = IsolatedServer::start(oa).unwrap();
     eventually("a is master", Duration::from_secs(5), || is_master(&a)).await;
     let mut ob = opts(etcd_election(&e, 2));

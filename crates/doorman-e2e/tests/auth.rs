@@ -4,15 +4,15 @@
 //! missing), and the HTTP pages over TLS (health open, status following
 //! the read rule).
 
-mod common;
+use doorman_testkit::rpc as common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use doorman_client::tls::endpoint;
 use doorman_client::{BearerToken, ClientTls};
 use doorman_core::config::Config;
+use doorman_net::tls::endpoint;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use doorman_server::auth::{Auth, TokenFile, Tokens};

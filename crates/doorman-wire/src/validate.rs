@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use doorman_algorithms::{Amount, Demand};
+use doorman_lease::{Amount, Demand};
 use doorman_proto::doorman as pb;
 use tonic::Status;
 
@@ -206,7 +206,7 @@ fn claim(
             Ok(Claim {
                 has,
                 refresh: l.refresh_interval,
-                expiry: doorman_core::Time::from_secs(l.expiry_time),
+                expiry: doorman_lease::Time::from_secs(l.expiry_time),
                 remaining: doorman_proto::millis(remaining_ms),
             })
         })
@@ -307,7 +307,7 @@ fn server_entry<'a>(
     seen: &mut Seen<'a>,
 ) -> Result<ResourceAsk, Rejected> {
     check_resource_id(Field::at(i, ".resource_id"), &r.resource_id, seen)?;
-    let demands = super::legacy::demands(bands(i, r)?, r.outstanding.is_some());
+    let demands = crate::legacy::demands(bands(i, r)?, r.outstanding.is_some());
     let outstanding = r
         .outstanding
         .map(|o| amount("outstanding", Field::at(i, ".outstanding"), o))
@@ -353,8 +353,8 @@ pub fn release_capacity(req: &pb::ReleaseCapacityRequest) -> Result<(Who, Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use doorman_algorithms::Span;
-    use doorman_algorithms::Time;
+    use doorman_lease::Span;
+    use doorman_lease::Time;
 
     fn req(client: &str, resources: Vec<pb::ResourceRequest>) -> pb::GetCapacityRequest {
         pb::GetCapacityRequest {

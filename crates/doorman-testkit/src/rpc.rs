@@ -1,6 +1,9 @@
-//! Helpers for the server's integration tests: real servers on
-//! 127.0.0.1:0, real tonic clients, a manual clock.
-#![allow(dead_code)]
+//! Raw RPCs and pages for tests that talk to a server on the wire: a
+//! server on 127.0.0.1:0 with a manual clock, a tonic client, one-resource
+//! requests, plain and TLS HTTP GETs, a metric read from `/metrics`, and
+//! the redirect and standby checks.
+//!
+//! Must not: go through the client library (tests of it use it directly).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,8 +15,10 @@ use doorman_proto::CapacityClient;
 use doorman_server::server::{start, ConfigSource, RunningServer, ServerOptions};
 use tonic::transport::Channel;
 
-pub use doorman_testkit::ManualClock;
+pub use crate::ManualClock;
 
+/// Options for a server on 127.0.0.1:0 (gRPC and HTTP) with `config`,
+/// on `clock`, answering every request at once (no minimum interval).
 pub fn opts(config: ConfigSource, clock: &ManualClock) -> ServerOptions {
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), config);
     o.http = Some("127.0.0.1:0".parse().unwrap());
@@ -22,6 +27,7 @@ pub fn opts(config: ConfigSource, clock: &ManualClock) -> ServerOptions {
     o
 }
 
+/// A server started on config `text` (valid, or the test fails).
 pub async fn server_with(text: &str, clock: &ManualClock) -> RunningServer {
     let cfg = Arc::new(Config::parse(text, "test.toml").expect("test config is valid"));
     start(opts(ConfigSource::Inline(cfg), clock))
@@ -37,12 +43,14 @@ pub async fn server_refusing_anonymous(text: &str, clock: &ManualClock) -> Runni
     server_with(&text, clock).await
 }
 
+/// A plaintext tonic client of the capacity service at `addr`.
 pub async fn client(addr: SocketAddr) -> CapacityClient<Channel> {
     CapacityClient::connect(format!("http://{addr}"))
         .await
         .expect("connects")
 }
 
+/// A one-band request for `wants` of `id`, holding `has` if given.
 pub fn rr(id: &str, wants: f64, has: Option<f64>) -> pb::ResourceRequest {
     pb::ResourceRequest {
         resource_id: id.into(),
@@ -58,6 +66,7 @@ pub fn rr(id: &str, wants: f64, has: Option<f64>) -> pb::ResourceRequest {
     }
 }
 
+/// GetCapacity as `client_id` for `resources` (the call must succeed).
 pub async fn get(
     c: &mut CapacityClient<Channel>,
     client_id: &str,
@@ -112,6 +121,9 @@ pub fn metric(body: &str, name: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// A config of four resources for RPC tests: `fair` (FAIR_SHARE 100),
+/// `learn` (the same, learning for 10 s), `db/special` (STATIC 5) and
+/// `db/*` (PROPORTIONAL_SHARE 50, safe capacity 2).
 pub const CONFIG: &str = r#"
 [[resources]]
 identifier_glob = "fair"
@@ -152,8 +164,6 @@ learning_mode_duration = 0
 parameters = { decay_factor = "0.5" }
 "#;
 
-/// Asserts that the server at `standby` answers every RPC with a redirect
-/// to `master` (`None`: master unknown) and says so in Discovery.
 /// Asserts that a standby that does not know the master answers Discovery
 /// (not master, no address) and refuses every other RPC with UNAVAILABLE.
 pub async fn assert_unavailable_standby(standby: &str) {
@@ -229,10 +239,10 @@ pub async fn https_get(
     addr: SocketAddr,
     path: &str,
     ca: &std::path::Path,
-    me: Option<&doorman_testkit::CertFiles>,
+    me: Option<&crate::CertFiles>,
     bearer: Option<&str>,
 ) -> (String, String) {
-    use doorman_client::tls::{pem_certs, pem_key};
+    use doorman_net::tls::{pem_certs, pem_key};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut roots = rustls::RootCertStore::empty();
     for c in pem_certs(ca).unwrap().1 {

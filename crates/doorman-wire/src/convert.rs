@@ -5,10 +5,11 @@
 //!
 //! Must not: decide anything or touch state.
 
-use doorman_algorithms::{Kind, Span, Time};
+use doorman_algorithms::Kind;
 use doorman_core::config::AlgorithmConfig;
 use doorman_core::refusal::join_bounded;
 use doorman_core::server::{Grant, NotMaster, Refusal, UpstreamAsk, UpstreamGrant};
+use doorman_lease::{Span, Time};
 use doorman_proto::doorman as pb;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::Status;
@@ -230,7 +231,7 @@ pub fn upstream_grants(
                 .predecessor_outstanding
                 .filter(|p| p.is_finite() && *p >= 0.0),
             predecessor_until: doorman_proto::millis(r.predecessor_remaining_ms)
-                .map(|left| received_at + doorman_algorithms::counted_for(left)),
+                .map(|left| received_at + doorman_lease::counted_for(left)),
         })
         .collect()
 }
@@ -245,12 +246,12 @@ mod tests {
         use doorman_core::server::{Decision, GrantNote};
         let grant = |i: usize| Grant {
             resource_id: format!("resource/with/a/long/enough/id/{i}"),
-            lease: doorman_algorithms::Lease {
+            lease: doorman_lease::Lease {
                 capacity: 0.0,
-                expiry: doorman_core::Time::from_secs(10),
+                expiry: doorman_lease::Time::from_secs(10),
                 refresh_interval: 1,
             },
-            at: doorman_core::Time::ZERO,
+            at: doorman_lease::Time::ZERO,
             safe_capacity: 0.0,
             algorithm: AlgorithmConfig::unmatched(),
             algorithm_known: true,
@@ -278,12 +279,12 @@ mod tests {
         use doorman_core::server::Decision;
         let grant = Grant {
             resource_id: "r".into(),
-            lease: doorman_algorithms::Lease {
+            lease: doorman_lease::Lease {
                 capacity: 5.0,
-                expiry: doorman_core::Time::from_secs(10),
+                expiry: doorman_lease::Time::from_secs(10),
                 refresh_interval: 8,
             },
-            at: doorman_core::Time::from_secs(4),
+            at: doorman_lease::Time::from_secs(4),
             safe_capacity: 1.0,
             algorithm: AlgorithmConfig::unmatched(),
             algorithm_known: true,
@@ -291,24 +292,24 @@ mod tests {
             note: None,
             next_refresh_interval: Some(2),
             predecessor_out: Some(60.0),
-            predecessor_until: Some(doorman_core::Time::from_secs(9)),
+            predecessor_until: Some(doorman_lease::Time::from_secs(9)),
         };
         let mut wire = server_response(Ok(vec![grant]));
         // The lease's 6 s left cross too, and count from when the
         // downstream server sent its request, on its own clock (an hour
         // behind the parent's here), less the clock-rate margin.
         assert_eq!(wire.response[0].gets.remaining_ms, Some(6_000));
-        let sent_at = doorman_core::Time::from_secs(4) - doorman_core::Span::secs(3600);
-        let received_at = sent_at + doorman_core::Span::from_millis(700);
+        let sent_at = doorman_lease::Time::from_secs(4) - doorman_lease::Span::secs(3600);
+        let received_at = sent_at + doorman_lease::Span::from_millis(700);
         let g = &upstream_grants(&wire, (sent_at, received_at))[0];
-        let held = doorman_algorithms::held_for(doorman_core::Span::secs(6));
+        let held = doorman_lease::held_for(doorman_lease::Span::secs(6));
         assert_eq!(g.lease.expiry, sent_at + held);
         // The predecessors' word holds 5 s more, on the receiver's clock,
         // counted from when it arrived, plus the clock-rate margin.
         assert_eq!(wire.response[0].predecessor_remaining_ms, Some(5_000));
         assert_eq!(
             g.predecessor_until,
-            Some(received_at + doorman_core::Span::from_millis(5_050))
+            Some(received_at + doorman_lease::Span::from_millis(5_050))
         );
         assert_eq!(
             (g.next_refresh_interval, g.predecessor_out),

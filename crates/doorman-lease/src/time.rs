@@ -10,10 +10,44 @@
 use std::fmt;
 use std::ops::{Add, AddAssign, Neg, Sub, SubAssign};
 
+/// What an instant and a length of time share: a count of milliseconds,
+/// zero, a far bound, and the readings in milliseconds, whole seconds
+/// (rounded down, the wire's unit) and seconds as a float.
+macro_rules! millis {
+    ($t:ident, $what:literal, $since:literal) => {
+        impl $t {
+            #[doc = concat!($what, " of zero milliseconds.")]
+            pub const ZERO: $t = $t(0);
+            #[doc = concat!($what, " beyond anything that happens (\"forever\", \"no expiry\").")]
+            pub const MAX: $t = $t(i64::MAX / 4);
+
+            #[doc = concat!("From milliseconds ", $since, ".")]
+            pub const fn from_millis(ms: i64) -> Self {
+                $t(ms)
+            }
+
+            #[doc = concat!("Milliseconds ", $since, ".")]
+            pub const fn as_millis(self) -> i64 {
+                self.0
+            }
+
+            #[doc = concat!("Whole seconds ", $since, ", rounded down (the wire format).")]
+            pub const fn whole_secs(self) -> i64 {
+                self.0.div_euclid(1000)
+            }
+
+            /// Seconds as a float.
+            pub fn as_secs_f64(self) -> f64 {
+                self.0 as f64 / 1000.0
+            }
+        }
+    };
+}
+
 /// An instant, in milliseconds since the Unix epoch.
 ///
 /// ```
-/// use doorman_algorithms::{Span, Time};
+/// use doorman_lease::{Span, Time};
 /// let t = Time::from_secs(100) + Span::secs(5);
 /// assert_eq!(t.whole_secs(), 105);
 /// assert_eq!(t - Time::from_secs(100), Span::secs(5));
@@ -22,35 +56,12 @@ use std::ops::{Add, AddAssign, Neg, Sub, SubAssign};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Time(i64);
 
+millis!(Time, "An instant", "since the epoch");
+
 impl Time {
-    /// The epoch.
-    pub const ZERO: Time = Time(0);
-    /// The far future (used for "no expiry").
-    pub const MAX: Time = Time(i64::MAX / 4);
-
-    /// From milliseconds since the epoch.
-    pub const fn from_millis(ms: i64) -> Self {
-        Time(ms)
-    }
-
     /// From whole seconds since the epoch (saturating).
     pub const fn from_secs(s: i64) -> Self {
         Time(s.saturating_mul(1000))
-    }
-
-    /// Milliseconds since the epoch.
-    pub const fn as_millis(self) -> i64 {
-        self.0
-    }
-
-    /// Whole seconds since the epoch, rounded down (the wire format).
-    pub const fn whole_secs(self) -> i64 {
-        self.0.div_euclid(1000)
-    }
-
-    /// Seconds as a float.
-    pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1000.0
     }
 }
 
@@ -92,7 +103,7 @@ impl Sub for Time {
 /// an earlier instant.
 ///
 /// ```
-/// use doorman_algorithms::Span;
+/// use doorman_lease::Span;
 /// assert_eq!(Span::secs(2) + Span::from_millis(500), Span::from_millis(2500));
 /// assert_eq!(Span::from_millis(2500).whole_secs(), 2);
 /// assert_eq!(Span::from_duration(std::time::Duration::from_millis(1500)), Span::from_millis(1500));
@@ -102,35 +113,12 @@ impl Sub for Time {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Span(i64);
 
+millis!(Span, "A length of time", "");
+
 impl Span {
-    /// No time at all.
-    pub const ZERO: Span = Span(0);
-    /// Longer than anything that happens (used for "forever").
-    pub const MAX: Span = Span(i64::MAX / 4);
-
-    /// `ms` milliseconds.
-    pub const fn from_millis(ms: i64) -> Self {
-        Span(ms)
-    }
-
     /// `s` seconds (saturating).
     pub const fn secs(s: i64) -> Self {
         Span(s.saturating_mul(1000))
-    }
-
-    /// Milliseconds.
-    pub const fn as_millis(self) -> i64 {
-        self.0
-    }
-
-    /// Whole seconds, rounded down (the wire format).
-    pub const fn whole_secs(self) -> i64 {
-        self.0.div_euclid(1000)
-    }
-
-    /// Seconds as a float.
-    pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1000.0
     }
 
     /// A std duration as a span (saturating at `i64::MAX` ms).

@@ -33,7 +33,7 @@ pub enum InvalidValue {
 /// A finite, non-negative quantity of capacity (a capacity, a want, a grant).
 ///
 /// ```
-/// use doorman_algorithms::Amount;
+/// use doorman_lease::Amount;
 /// assert_eq!(Amount::new("wants", 2.5).unwrap().get(), 2.5);
 /// assert!(Amount::new("wants", f64::NAN).is_err());
 /// assert!(Amount::new("wants", -1.0).is_err());
@@ -66,7 +66,7 @@ impl Amount {
 /// One priority band of one requester's demand.
 ///
 /// ```
-/// use doorman_algorithms::Demand;
+/// use doorman_lease::Demand;
 /// let d = Demand::new(10, 3, 42.0).unwrap(); // band 10, 3 subclients, wants 42
 /// assert_eq!(d.subclients(), 3);
 /// assert!(Demand::new(0, 0, 1.0).is_err());

@@ -20,7 +20,7 @@
 //!
 //! Must not: touch entries from doorman-rs servers, or raise a demand.
 
-use doorman_algorithms::Demand;
+use doorman_lease::Demand;
 
 /// The band a legacy downstream server's demand is filed in.
 pub const LEGACY_PRIORITY: i64 = 0;
