@@ -15,6 +15,8 @@
 #                       python3; 3.9 or newer)
 #   PY_CLIENT_RELEASE=1 build the extension with --release (default: the
 #                       dev profile, as `cargo test` builds)
+#   PY_CLIENT_BUILD_ONLY=1  build and install the package, run nothing
+#                       (the fault harness's Python clients need only it)
 #
 # The venv ($TARGET/venv-python) gets pinned maturin, pytest,
 # pytest-timeout and mypy from PyPI the first time; later runs reuse it.
@@ -72,6 +74,8 @@ log "building doorman_client into $VENV (maturin develop ${profile[*]:-})"
 VIRTUAL_ENV=$VENV CARGO_TARGET_DIR=$TARGET "$VENV/bin/maturin" develop --quiet \
     "${profile[@]}" --manifest-path clients/python/Cargo.toml \
   || die "maturin could not build clients/python (see the errors above)"
+
+if [ "${PY_CLIENT_BUILD_ONLY:-0}" = 1 ]; then exit 0; fi
 
 log "stubtest: the type stubs match the module"
 MYPY_CACHE_DIR=$TARGET/mypy-cache "$VENV/bin/python" -m mypy.stubtest doorman_client \
