@@ -378,19 +378,22 @@ fn part(f: &Fault) -> String {
 }
 
 /// Two faults that may run together: not both on the config, the demand
-/// or etcd, not both on the same node or client, and no config push while
-/// etcd has no quorum (it cannot be pushed then).
-fn disjoint(a: &Fault, b: &Fault) -> bool {
+/// or etcd, not both on the same node or client, and nothing that needs
+/// etcd while it has no quorum: a config push (it cannot be written then)
+/// or the mass reconnect (it kills the mass leaf's master and waits for a
+/// successor, and no master is elected, or stays one, without etcd).
+pub(crate) fn disjoint(a: &Fault, b: &Fault) -> bool {
     let (pa, pb) = (part(a), part(b));
     let etcd_cut = |f: &Fault| matches!(f, Fault::EtcdCut(_));
     let no_quorum = |f: &Fault| matches!(f, Fault::EtcdDown | Fault::EtcdQuorumLost);
+    let needs_etcd = |p: &str| p == "config" || p == "mass";
     let lowering = |p: &str| p == "demand" || p == "config";
     pa != pb
         && !(pa == "etcd" && etcd_cut(b))
         && !(pb == "etcd" && etcd_cut(a))
         && !(lowering(&pa) && lowering(&pb))
-        && !(pa == "config" && no_quorum(b))
-        && !(pb == "config" && no_quorum(a))
+        && !(needs_etcd(&pa) && no_quorum(b))
+        && !(needs_etcd(&pb) && no_quorum(a))
 }
 
 /// A slot of `faults`: as long as the longest, then as long as the
