@@ -1,6 +1,6 @@
 #!/bin/sh
-# One scenario run both ways and compared (issue 36; docs/simulation.md,
-# "The simulator against the real tree"): for each seed, the simulator
+# One scenario run both ways and compared (issue 36; docs/sim-vs-real.md):
+# for each seed, the simulator
 # runs it (`doorman-sim run`, which also writes the schedule it realised,
 # `plan.json`), then the fault harness replays that plan on real `doorman`
 # processes, a real etcd and real clients in network namespaces

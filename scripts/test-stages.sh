@@ -190,7 +190,7 @@ harness_wait() {
   disk
 }
 
-# The simulator against the real tree (docs/simulation.md): the real-tree
+# The simulator against the real tree (docs/sim-vs-real.md): the real-tree
 # scenario's short profile simulated, replayed on real processes, and
 # compared; fails when the two disagree beyond the targets. Then the
 # original Go Doorman next to ours (scripts/original-interop.py, in a

@@ -1,11 +1,13 @@
 """promtool and the alert rules: promtool check and test of
 deploy/prometheus, every dashboard expression parsed as a recording rule,
-and the alert rules' severity, annotations and metric names.
+and the alert rules' severity, annotations (each runbook_url a heading
+of a page that exists) and metric names.
 
 Must not start servers. Prints promtool's output as it runs.
 """
 
 import os
+import re
 import shutil
 
 from .common import ALERTS, ALERTS_TEST, ROOT, run
@@ -48,6 +50,23 @@ def promtool_checks(promtool, dashboard_exprs, tmp):
     return problems
 
 
+def runbook_problem(url):
+    """Why `url` (docs/PAGE.md#anchor) names no heading, or None."""
+    page, _, anchor = url.partition("#")
+    path = os.path.join(ROOT, page)
+    if not os.path.isfile(path):
+        return f"runbook_url {url}: no file {page}"
+    slugs = set()
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"^#+ (.*)", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            slugs.add(slug)
+    if anchor and anchor not in slugs:
+        return f"runbook_url {url}: no heading #{anchor} in {page}"
+    return None
+
+
 def alert_names(rules_doc):
     """{name: [where]} and problems for the alert rules."""
     used, problems = {}, []
@@ -61,6 +80,9 @@ def alert_names(rules_doc):
                 for a in ("summary", "description", "runbook_url"):
                     if not ann.get(a):
                         problems.append(f"alert {who}: no {a} annotation")
+                why = ann.get("runbook_url") and runbook_problem(ann["runbook_url"])
+                if why:
+                    problems.append(f"alert {who}: {why}")
             found, bad = metric_names(rule.get("expr", ""))
             problems += [f"alert {who}: {b}" for b in bad]
             for n in found:

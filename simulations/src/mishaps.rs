@@ -2,7 +2,8 @@
 //! band, what the longest re-convergence would be without the dips after
 //! each kind, and what it would be if hand-overs had no gap
 //! ([`Timeline::gapless`]), over the runs of one `doorman-sim run`
-//! (docs/simulation.md, "What limits us" and "Scheduled hand-overs").
+//! (docs/simulation.md, "What limits us" and "Scheduled hand-overs",
+//! whose analysis is docs/notes/simulation-rounds-2.md).
 //!
 //! Must not: define the band or the hold (`summary.rs`'s [`Band`] does);
 //! every figure here comes from it.

@@ -2,7 +2,7 @@
 //! docs/simulation.md "Where it stands"), over seeds 1–30 and over seeds 31–90:
 //! held-out seeds that no change was ever traced on, so that a fix fitted
 //! to seeds 1–30 cannot pass the gate by luck (docs/simulation.md,
-//! "Fifth round").
+//! "Fifth round" in docs/notes/simulation-rounds-2.md).
 //!
 //! * `original` profile (the original simulation's parameters): beat the
 //!   original simulation on every seed at once: peak ≤ 105 %, mean

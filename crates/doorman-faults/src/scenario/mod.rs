@@ -1,5 +1,5 @@
 //! `doorman-faults scenario`: a simulator scenario run on real processes
-//! (docs/simulation.md, "The simulator against the real tree"). It reads
+//! (docs/sim-vs-real.md). It reads
 //! the schedule the simulator realised for one seed (`plan.json` of a
 //! `doorman-sim run`), starts the scenario's tree (every node `tasks`
 //! replicas electing through etcd with the scenario's `reelection_s` as
