@@ -3,6 +3,9 @@
 # stage_NAME runs alone; run_all runs every stage, the fault harness in the
 # background beside those that measure no time.
 
+# The release server, by absolute path: the checks start it from folders
+# of their own.
+#
 # Release builds of everything that runs as a user runs it (the image's
 # server, the harness and its clients, the simulator, the servers of the
 # artefact checks): one set of artefacts, the workspace's features being
@@ -69,7 +72,7 @@ stage_integration() {
 # under target/ and tested with pytest against real servers.
 python_client() {
   log "Python client"
-  DOORMAN_BIN=target/release/doorman ./scripts/python-client-check.sh
+  DOORMAN_BIN="$PWD/target/release/doorman" ./scripts/python-client-check.sh
 }
 
 # The container image (deploy/Dockerfile, target runtime-from-host) from
@@ -93,7 +96,7 @@ image() {
 kubernetes() {
   need_k8s
   log "Kubernetes manifests: render, validate, smoke test (pods from the image $IMAGE)"
-  DOORMAN_BIN=target/release/doorman DOORMAN_IMAGE="$IMAGE" $NICE "$K8S_VENV/bin/python" scripts/k8s-check.py
+  DOORMAN_BIN="$PWD/target/release/doorman" DOORMAN_IMAGE="$IMAGE" $NICE "$K8S_VENV/bin/python" scripts/k8s-check.py
 }
 
 # Fuzzing, bounded: config parsing and request validation (fuzz/, through
@@ -126,10 +129,10 @@ fuzz() {
 pages() {
   need_promtool
   log "monitoring: dashboard, alert rules, and the metric names they use against real servers"
-  DOORMAN_BIN=target/release/doorman $NICE python3 scripts/check-monitoring.py
+  DOORMAN_BIN="$PWD/target/release/doorman" $NICE python3 scripts/check-monitoring.py
   need_chromium
   log "status page in headless Chromium"
-  DOORMAN_BIN=target/release/doorman $NICE python3 scripts/status-page-check.py
+  DOORMAN_BIN="$PWD/target/release/doorman" $NICE python3 scripts/status-page-check.py
 }
 
 # What stage_artefacts runs once the release build and the Python client
@@ -209,7 +212,7 @@ e2e_after_harness() {
 # The Python package for the harness's clients, built without its tests.
 python_package() {
   log "Python client (built for the harness's clients)"
-  DOORMAN_BIN=target/release/doorman PY_CLIENT_BUILD_ONLY=1 ./scripts/python-client-check.sh
+  DOORMAN_BIN="$PWD/target/release/doorman" PY_CLIENT_BUILD_ONLY=1 ./scripts/python-client-check.sh
 }
 
 stage_e2e() {
