@@ -23,7 +23,8 @@
    Names used but exported by none are listed under MISSING.
 
 Needs python3, promtool (PROMTOOL, target/tools/prometheus/usr/bin/promtool
-or PATH; scripts/test.sh installs it), openssl and curl (HTTP/2) for step 3,
+or PATH; scripts/test.sh installs it), curl (HTTP/2) and the doorman-pki
+binary beside the server (its certificates) for step 3,
 and PyYAML (if it is not importable, a venv with it is made under
 target/monitoring-venv). Exits 1 on any failure.
 

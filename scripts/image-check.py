@@ -26,12 +26,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+from checklib import procs
+from checklib.ports import free_ports
 
 MAX_IMAGE_MB = 40
 STOP_WITHIN_S = 2.0
@@ -66,49 +67,32 @@ def run(*argv, check_rc=True, timeout=60):
     return p
 
 
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def http(url, body=None, timeout=2.0):
+    """(status, text); a JSON body is POSTed; status None if no answer."""
     data = None if body is None else json.dumps(body).encode()
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=timeout) as r:
-            return r.status, r.read().decode(errors="replace")
-    except Exception as e:  # noqa: BLE001 - any failure is "not answering"
-        return None, f"{type(e).__name__}: {e}"
+    return procs.http_get(url, timeout=timeout, data=data)
 
 
 def wait_for(what, probe, timeout=30.0):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = probe()
-        if last is True:
-            return True
-        time.sleep(0.2)
-    return check(what, False, f"not within {timeout:.0f} s (last: {last})")
+    """True once probe() is; else a failed check (why in its detail) and False."""
+    try:
+        return procs.wait_for(what, probe, timeout=timeout, interval=0.2)
+    except TimeoutError as e:
+        return check(what, False, str(e).removeprefix(f"{what}: "))
 
 
 class Etcd:
     def __init__(self, tmp):
         self.client, peer = free_ports(2)
         binary = os.environ.get("ETCD_BIN") or shutil.which("etcd") or "/usr/bin/etcd"
-        self.log = open(os.path.join(tmp, "etcd.log"), "w")
-        self.proc = subprocess.Popen(
+        self.proc = procs.start(
             [binary, "--data-dir", os.path.join(tmp, "etcd"),
              "--listen-client-urls", f"http://127.0.0.1:{self.client}",
              "--advertise-client-urls", f"http://127.0.0.1:{self.client}",
              "--listen-peer-urls", f"http://127.0.0.1:{peer}",
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
              "--initial-cluster", f"default=http://127.0.0.1:{peer}"],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            os.path.join(tmp, "etcd.log"))
 
     def keys(self, prefix):
         """Keys under prefix, through etcd's JSON gateway (3.4: /v3/kv/range)."""
@@ -121,12 +105,7 @@ class Etcd:
         return [base64.b64decode(kv["key"]).decode() for kv in json.loads(body).get("kvs", [])]
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        procs.stop(self.proc, grace=10)
 
 
 class Container:
@@ -181,7 +160,7 @@ def metric(text, name, template):
 
 
 def ready(port):
-    return lambda: http(f"http://127.0.0.1:{port}/readyz")[0] == 200 or "not ready"
+    return lambda: procs.http_ok(f"http://127.0.0.1:{port}/readyz", timeout=2.0)
 
 
 def serve_and_stop(image, tmp):

@@ -13,12 +13,12 @@ here binds 127.0.0.1 and is stopped by its pid.
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+from checklib import procs
+from checklib.ports import free_port
 
 BIN = os.environ.get("DOORMAN_BIN", "target/debug/doorman")
 ART = os.path.join("target", "artefacts")
@@ -35,12 +35,6 @@ learning_mode_duration = 300
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
@@ -49,27 +43,9 @@ def chromium():
     sys.exit("status-page-check: no chromium binary (apt-get install -y chromium)")
 
 
-def start(tmp, name, args):
-    log = open(os.path.join(tmp, name + ".log"), "w")
-    p = subprocess.Popen([BIN, "server", *args], stdout=log, stderr=subprocess.STDOUT)
-    return p, log.name
-
-
 def page(http, path):
-    with urllib.request.urlopen(f"http://{http}{path}", timeout=5) as r:
-        return r.read().decode()
-
-
-def wait(what, check, seconds=20):
-    end = time.time() + seconds
-    while time.time() < end:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"timed out waiting for {what}")
+    """The page's text, or why there is none (the server did not answer)."""
+    return procs.http_get(f"http://{http}{path}")[1]
 
 
 def browser(url, png):
@@ -95,30 +71,30 @@ def tree(tmp):
     with open(cfg, "w") as f:
         f.write(CONFIG)
     ports = {n: (free_port(), free_port()) for n in ("root", "parent", "leaf")}
-    procs, parent = [], None
+    servers, parent = [], None
     for name in ("root", "parent", "leaf"):
         g, h = ports[name]
         args = ["--listen", f"127.0.0.1:{g}", "--http", f"127.0.0.1:{h}"]
         args += ["--config", cfg] if parent is None else ["--parent", parent]
-        procs.append(start(tmp, name, args))
+        servers.append(procs.start([BIN, "server", *args], os.path.join(tmp, name + ".log")))
         parent = f"127.0.0.1:{g}"
-    return procs, {n: (f"127.0.0.1:{g}", f"127.0.0.1:{h}") for n, (g, h) in ports.items()}
+    return servers, {n: (f"127.0.0.1:{g}", f"127.0.0.1:{h}") for n, (g, h) in ports.items()}
 
 
 def check(addrs):
     leaf_grpc, leaf_http = addrs["leaf"]
     root_http = addrs["root"][1]
     for http in (addrs["root"][1], addrs["parent"][1], leaf_http):
-        wait(f"{http} up", lambda: page(http, "/healthz") == "ok\n")
+        procs.wait_for(f"{http} up", lambda: page(http, "/healthz") == "ok\n", 20, 0.2)
     subprocess.run([BIN, "get", "--server", leaf_grpc, "--resource", "db/users",
                     "--wants", "10"], check=True, capture_output=True, timeout=30)
     # The leaf learns its level from its parent's answers, and the parent
     # its own from the root's: the first answer the leaf gets may come
     # before the parent has heard from the root, so wait for the level too.
-    wait("the leaf's lease from its parent and its level",
-         lambda: "parent lease" in page(leaf_http, "/debug/status")
-         and "Parent link: ok" in page(leaf_http, "/debug/status")
-         and "level <b>2</b>" in page(leaf_http, "/debug/status"))
+    procs.wait_for("the leaf's lease from its parent and its level",
+                   lambda: "parent lease" in page(leaf_http, "/debug/status")
+                   and "Parent link: ok" in page(leaf_http, "/debug/status")
+                   and "level <b>2</b>" in page(leaf_http, "/debug/status"), 20, 0.2)
     os.makedirs(ART, exist_ok=True)
     dom = browser(f"http://{leaf_http}/debug/status", os.path.join(ART, "status-leaf.png"))
     expect(dom, ["level <b>2</b>, intermediate", "this server is the master",
@@ -132,22 +108,16 @@ def check(addrs):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="doorman-status-")
-    procs, addrs = tree(tmp)
+    servers, addrs = tree(tmp)
     try:
         check(addrs)
-    except (RuntimeError, AssertionError, subprocess.SubprocessError) as e:
-        for _, log in procs:
-            print(f"--- {log}\n{open(log).read()[-3000:]}", file=sys.stderr)
+    except (RuntimeError, TimeoutError, AssertionError, subprocess.SubprocessError) as e:
+        for p in servers:
+            print(f"--- {p.log_path}\n{open(p.log_path).read()[-3000:]}", file=sys.stderr)
         print(f"status-page-check: FAILED: {e}", file=sys.stderr)
         return 1
     finally:
-        for p, _ in procs:
-            p.terminate()
-        for p, _ in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        procs.stop(*servers, grace=10)
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"status-page-check: ok; screenshots in {ART}/status-leaf.png, status-root.png")
     return 0

@@ -13,7 +13,7 @@
 # (a debug leaf lost its election under them). A no-op once built.
 build_release() {
   log "release build: the server, the fault harness, the simulator"
-  $NICE cargo build --release --quiet -p doorman-faults -p doorman-cli -p doorman-sim --bins
+  $NICE cargo build --release --quiet -p doorman-faults -p doorman-cli -p doorman-sim -p doorman-pki --bins
 }
 
 stage_lint() {
@@ -39,8 +39,8 @@ stage_lint() {
     exit 1
   fi
 
-  log "cargo doc (broken intra-doc links are errors)"
-  RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps --quiet
+  log "cargo doc (broken or private intra-doc links are errors)"
+  RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -D rustdoc::private_intra_doc_links" cargo doc --workspace --no-deps --quiet
 
   log "no module cycles"
   python3 scripts/module-cycles.py crates/*/src simulations/src

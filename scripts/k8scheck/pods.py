@@ -19,22 +19,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
-import urllib.error
-import urllib.request
+
+from checklib import procs as checklib_procs
+from checklib.ports import free_port
 
 from .objects import by_kind, container_port, expand, find, selects, workloads
 from .provision import atomic_write
 from .tools import doorman_bin, etcd_bin, retrying
-
-
-def free_port(held):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    held.append(s)
-    return s.getsockname()[1]
 
 
 class Pod:
@@ -81,7 +74,6 @@ class Smoke:
     # ---- set-up
 
     def plan(self):
-        held = []
         for w in workloads(self.objs):
             for i in range(w["spec"].get("replicas", 1)):
                 pod = Pod(w, i)
@@ -89,10 +81,8 @@ class Smoke:
                 os.makedirs(pod.dir)
                 for c in pod.spec["containers"]:
                     for p in c.get("ports", []):
-                        pod.ports[p["containerPort"]] = free_port(held)
+                        pod.ports[p["containerPort"]] = free_port()
                 self.pods.append(pod)
-        for s in held:
-            s.close()
         # Names a pod may dial: Services (short and qualified) and
         # StatefulSet pods behind their governing Service.
         for s in by_kind(self.objs, "Service"):
@@ -369,13 +359,7 @@ def http_get(url, timeout=2.0, ctx=None):
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE   # as the kubelet's HTTPS probes
-    try:
-        with urllib.request.urlopen(url, timeout=timeout, context=ctx) as r:
-            return r.status, r.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
-    except Exception as e:  # noqa: BLE001 - any failure is "not ready"
-        return None, f"{type(e).__name__}: {e}"
+    return checklib_procs.http_get(url, timeout=timeout, ctx=ctx)
 
 
 def metric_value(text, name, **labels):

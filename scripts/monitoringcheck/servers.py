@@ -1,26 +1,18 @@
-"""Real Doorman servers on 127.0.0.1 for the metric-name check: free
-ports, the root's config, a CA and server certificate (openssl), a gRPC
-frame with a repeated id, starting and stopping servers by pid, HTTP GET
-and waiting for /healthz.
+"""Real Doorman servers on 127.0.0.1 for the metric-name check: the root's
+config, a CA and server certificate (doorman-pki), a gRPC frame with a
+repeated id, starting and stopping servers by pid, HTTP GET with a bearer
+token and waiting for /healthz (ports, processes and waiting come from
+scripts/checklib).
 
 Must not decide what to drive or what to compare (scrape, cli), and must
 not stop a process it did not start.
 """
 
 import os
-import signal
-import socket
 import struct
 import subprocess
-import time
-import urllib.error
-import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from checklib import procs
 
 
 ROOT_CONFIG = """\
@@ -42,24 +34,14 @@ actions = ["acquire"]
 """
 
 
-def openssl(*args, cwd):
-    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
-
-
-def make_tls(tmp):
-    """A CA and a server certificate for 127.0.0.1, signed by it."""
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=check-ca", cwd=tmp)
-    openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=root", cwd=tmp)
-    with open(os.path.join(tmp, "ext.cnf"), "w") as f:
-        f.write(
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
-            "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\n"
-        )
-    openssl(
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-        "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf", cwd=tmp,
-    )
+def make_tls(binary, tmp):
+    """A CA (ca.pem) and a certificate for 127.0.0.1 signed by it (server.pem,
+    server.key), from the project's one throwaway CA: the doorman-pki
+    binary beside `binary` (or $DOORMAN_PKI_BIN)."""
+    pki = os.environ.get("DOORMAN_PKI_BIN") or os.path.join(os.path.dirname(binary), "doorman-pki")
+    if not os.path.exists(pki):
+        raise RuntimeError(f"{pki} not found: cargo build --release -p doorman-pki (or set DOORMAN_PKI_BIN)")
+    subprocess.run([pki, tmp, "server"], check=True, capture_output=True)
 
 
 def grpc_frame_duplicate_ids():
@@ -80,47 +62,18 @@ class Servers:
         self.bin, self.tmp, self.procs = binary, tmp, {}
 
     def start(self, name, args):
-        log = open(os.path.join(self.tmp, f"{name}.log"), "w")
-        p = subprocess.Popen([self.bin, "server"] + args, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp)
-        self.procs[name] = p
-
-    def log_tail(self, name, n=20):
-        with open(os.path.join(self.tmp, f"{name}.log"), errors="replace") as f:
-            return "".join(f.readlines()[-n:])
+        log = os.path.join(self.tmp, f"{name}.log")
+        self.procs[name] = procs.start([self.bin, "server"] + args, log, cwd=self.tmp)
 
     def stop(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.time() + 5
-        for p in self.procs.values():
-            try:
-                p.wait(max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        procs.stop(*self.procs.values())
 
 
 def http_get(url, ctx=None, token=None, timeout=5):
-    req = urllib.request.Request(url)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
-            return r.status, r.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
+    """(status, body); status None if the server did not answer."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    return procs.http_get(url, timeout=timeout, ctx=ctx, headers=headers)
 
 
 def wait_healthy(servers, name, url, ctx=None, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if servers.procs[name].poll() is not None:
-            raise RuntimeError(f"{name} exited:\n{servers.log_tail(name)}")
-        try:
-            if http_get(url + "/healthz", ctx, timeout=1)[0] == 200:
-                return
-        except (OSError, urllib.error.URLError):
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{name} not healthy after {seconds} s:\n{servers.log_tail(name)}")
+    procs.wait_up(servers.procs[name], name, lambda: procs.http_ok(url + "/healthz", ctx), seconds)

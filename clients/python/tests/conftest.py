@@ -1,21 +1,25 @@
 """Fixtures of the doorman_client tests: real `doorman server` processes on
 free 127.0.0.1 ports (started from DOORMAN_BIN, default the workspace's
 target/debug/doorman), stopped by pid at the end of the test or session.
+Ports, starting, waiting and stopping come from scripts/checklib, shared
+with the check scripts (and its ports with the Rust tests).
 
 Must not: fake the server, or leave a process behind.
 """
 
 import os
 import signal
-import socket
-import subprocess
-import time
-import urllib.request
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
+if str(REPO / "scripts") not in sys.path:
+    sys.path.append(str(REPO / "scripts"))
+
+from checklib import procs  # noqa: E402  (needs the scripts directory on sys.path)
+from checklib.ports import free_port  # noqa: E402
 
 # Every template grants at once (no learning mode). STATIC gives each client
 # what it asks for, up to `capacity`, which makes the expected grant exact.
@@ -89,12 +93,6 @@ learning_mode_duration = 0
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def doorman_bin():
     path = Path(os.environ.get("DOORMAN_BIN") or REPO / "target" / "debug" / "doorman")
     if not (path.is_file() and os.access(path, os.X_OK)):
@@ -125,27 +123,13 @@ class Server:
             doorman_bin(), "server", "--config", "doorman.toml",
             "--listen", self.addr, "--http", self.http, *args,
         ]
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(args, cwd=self.dir, stdout=log, stderr=subprocess.STDOUT)
-        self._wait_healthy()
-
-    def log_tail(self, n=30):
-        return "".join(self.log_path.read_text(errors="replace").splitlines(True)[-n:])
-
-    def _wait_healthy(self, seconds=30):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"doorman server exited ({self.proc.returncode}):\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"http://{self.http}/healthz", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"doorman server not healthy after {seconds} s:\n{self.log_tail()}")
+        self.proc = procs.start(args, self.log_path, cwd=self.dir)
+        healthy = lambda: procs.http_ok(f"http://{self.http}/healthz")  # noqa: E731
+        try:
+            procs.wait_up(self.proc, "doorman server", healthy, timeout=30, interval=0.05)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def kill(self):
         """Dies at once (SIGKILL): nothing is released, nothing answers."""
@@ -154,13 +138,7 @@ class Server:
         self.proc.wait()
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        procs.stop(self.proc)
 
 
 @pytest.fixture(scope="session")
@@ -186,19 +164,16 @@ def dead_addr():
 
 
 def wait_until(predicate, seconds=10.0, what="condition"):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{what} not reached within {seconds} s")
+    """Until predicate() returns a true value that is not a string (a
+    string says why not); TimeoutError naming `what` after `seconds`."""
+    procs.wait_for(what, predicate, timeout=seconds, interval=0.02)
 
 
 def wait_for_lease(resource, seconds=10.0):
     """Until the servers granted the resource a lease with capacity."""
     wait_until(
-        lambda: resource.mode == "lease" and resource.capacity > 0,
+        lambda: (resource.mode == "lease" and resource.capacity > 0)
+        or f"mode {resource.mode}, capacity {resource.capacity}, note {resource.note!r}",
         seconds,
-        f"a lease for {resource.id} (mode {resource.mode}, capacity {resource.capacity}, "
-        f"note {resource.note!r})",
+        f"a lease for {resource.id}",
     )

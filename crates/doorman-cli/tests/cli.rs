@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use doorman_core::config::Config;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 
 const BIN: &str = env!("CARGO_BIN_EXE_doorman");
 
 fn config(capacity: f64) -> String {
-    format!(
-        "[[resources]]\nidentifier_glob = \"r/*\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 30\nrefresh_interval = 5\nlearning_mode_duration = 0\n"
-    )
+    let r = Resource::fair("r/*", capacity).lease(30).refresh(5);
+    TestConfig::new().resource(r).toml()
 }
 
 #[test]

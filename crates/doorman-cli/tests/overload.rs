@@ -7,11 +7,14 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use doorman_testkit::config::{Resource, TestConfig};
+
 const BIN: &str = env!("CARGO_BIN_EXE_doorman");
 
-const CONFIG: &str = "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 10\n\
-                      [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 30\n\
-                      refresh_interval = 5\n";
+fn config() -> String {
+    let r = Resource::fair("*", 10.0).lease(30).refresh(5);
+    TestConfig::new().resource(r.learning_default()).toml()
+}
 
 /// Kills the server when the test ends, however it ends.
 struct Server(Child);
@@ -46,7 +49,7 @@ fn healthz(conn: &mut TcpStream) -> String {
 fn spawn(nofile: &str) -> (Server, tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("doorman.toml");
-    std::fs::write(&path, CONFIG).unwrap();
+    std::fs::write(&path, config()).unwrap();
     let mut child = Command::new("prlimit")
         .args([
             &format!("--nofile={nofile}"),

@@ -11,32 +11,18 @@ use std::time::{Duration, Instant};
 
 use doorman_client::blocking::{self, BlockingError};
 use doorman_client::{AcquireError, Client, ClientError, GaugeOptions, Mode, RateOptions};
-use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::IsolatedServer;
 
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 40
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 10
-refresh_interval = 2
-learning_mode_duration = 0
-
-[[resources]]
-identifier_glob = "pool"
-capacity = 3
-[resources.algorithm]
-kind = "STATIC"
-lease_length = 10
-refresh_interval = 2
-learning_mode_duration = 0
-"#;
+fn config() -> TestConfig {
+    TestConfig::new()
+        .resource(Resource::fair("*", 40.0).lease(10).refresh(2))
+        .resource(Resource::new("pool", 3.0, "STATIC").lease(10).refresh(2))
+}
 
 fn server() -> IsolatedServer {
-    let cfg = Arc::new(Config::parse(CONFIG, "blocking").unwrap());
+    let cfg = config().parse();
     let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     IsolatedServer::start(o).expect("server starts")
 }

@@ -6,25 +6,21 @@
 #![allow(clippy::disallowed_methods)]
 
 use doorman_core::server::Sharded;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, GaugeOptions, Mode, RateOptions, Wants};
-use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, IsolatedServer};
 
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-safe_capacity = 7
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 3
-refresh_interval = 1
-learning_mode_duration = 0
-"#;
+fn config() -> TestConfig {
+    TestConfig::new().resource(
+        Resource::fair("*", 100.0)
+            .with("safe_capacity", 7.0)
+            .lease(3)
+            .refresh(1),
+    )
+}
 
 struct TestServer(IsolatedServer);
 
@@ -37,7 +33,7 @@ impl TestServer {
         addr: &str,
         setup: impl FnOnce(&doorman_server::state::ServerState) + Send + 'static,
     ) -> TestServer {
-        let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
+        let cfg = config().parse();
         let mut o = ServerOptions::new(addr.parse().unwrap(), ConfigSource::Inline(cfg));
         o.min_request_interval = Duration::ZERO;
         TestServer(IsolatedServer::start_with(o, move |s| setup(&s.state)).expect("server starts"))
@@ -351,8 +347,14 @@ async fn client_metrics_are_registered() {
 /// A resource says why its capacity is small, as the server told it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_carries_the_servers_note() {
-    let learning = CONFIG.replace("learning_mode_duration = 0", "learning_mode_duration = 300");
-    let cfg = Arc::new(Config::parse(&learning, "learning").unwrap());
+    let learning = TestConfig::new().resource(
+        Resource::fair("*", 100.0)
+            .with("safe_capacity", 7.0)
+            .lease(3)
+            .refresh(1)
+            .learning(300),
+    );
+    let cfg = learning.parse();
     let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     let s = IsolatedServer::start(o).expect("server starts");
     let c = client(&[s.addr()], Fallback::Pessimistic).await;

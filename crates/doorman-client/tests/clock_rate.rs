@@ -7,22 +7,20 @@
 //! (`doorman_proto::lease_from_wire`); the holder's clock is injected, its
 //! rate set against the server's, which is real time here.
 
-use std::sync::Arc;
-
 use doorman_core::client::{ClientCore, CoreOptions as ClientOptions, GrantItem, Mode};
-use doorman_core::config::Config;
 use doorman_core::server::{CapacityRequest, CoreOptions, ServerCore, Sharded, Who};
 use doorman_lease::{Span, Time, CLOCK_RATE_BOUND};
+use doorman_testkit::config::{Resource, TestConfig};
 
-const CONFIG: &str = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n\
-    [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 30\nrefresh_interval = 5\n\
-    learning_mode_duration = 0\n";
+fn config() -> TestConfig {
+    TestConfig::new().resource(Resource::fair("r", 100.0).lease(30).refresh(5))
+}
 
 /// Real time (the server's clock) when a holder whose clock runs at
 /// `rate` times real time stops using the lease it asked for at real
 /// time 10 s (answered at once), and the server's end of that lease.
 fn ends(rate: f64) -> (f64, f64) {
-    let cfg = Arc::new(Config::parse(CONFIG, "rate.toml").unwrap());
+    let cfg = config().parse();
     let mut server = ServerCore::new(CoreOptions::default(), cfg);
     let t0 = Time::from_secs(1_000_000);
     server.become_master(t0);

@@ -10,31 +10,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{AcquireError, BearerToken, Client, GaugeOptions, Mode, Phase, RateOptions};
-use doorman_core::config::Config;
 use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, IsolatedServer};
 
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 5
-refresh_interval = 1
-learning_mode_duration = 0
-
-[[access]]
-identities = ["web"]
-resources = ["web/*"]
-actions = ["acquire"]
-"#;
+fn config() -> TestConfig {
+    TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(5).refresh(1))
+        .access(&["web"], &["web/*"], &["acquire"])
+}
 
 const TOKEN: &str = "web-0123456789abcdef";
 
 fn server() -> IsolatedServer {
-    let cfg = Arc::new(Config::parse(CONFIG, "deadlines").unwrap());
+    let cfg = config().parse();
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
     let tokens = format!("[[token]]\nidentity = \"web\"\ntoken = \"{TOKEN}\"\n");

@@ -13,24 +13,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions};
-use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, FaultProxy, IsolatedServer, LinkMode};
 
 /// Leases of 3 s, refreshed every second.
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 3
-refresh_interval = 1
-learning_mode_duration = 0
-"#;
+fn config() -> TestConfig {
+    TestConfig::new().resource(Resource::fair("*", 100.0).lease(3).refresh(1))
+}
 
 fn server() -> IsolatedServer {
-    let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
+    let cfg = config().parse();
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
     IsolatedServer::start_with(o, |_| {}).expect("server starts")

@@ -12,27 +12,19 @@
 // Times itself: the clock rule of clippy.toml is for the library.
 #![allow(clippy::disallowed_methods)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions, RateResource};
-use doorman_core::config::Config;
 use doorman_core::server::Sharded;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, IsolatedServer};
 
 /// Refreshed every 4 s (a waiting client comes back every second), leases
 /// long enough that none ends during the test.
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 30
-refresh_interval = 4
-learning_mode_duration = 0
-"#;
+fn config() -> TestConfig {
+    TestConfig::new().resource(Resource::fair("*", 100.0).lease(30).refresh(4))
+}
 
 /// What the server counts A for beyond its grant (`lowered_from`), if
 /// anything.
@@ -106,7 +98,7 @@ async fn watch(s: &IsolatedServer, a: &RateResource, b: &RateResource) -> Steps 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lowering_that_arrives_frees_the_difference_within_the_minimum_interval() {
-    let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
+    let cfg = config().parse();
     let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     assert_eq!(
         o.min_request_interval,

@@ -6,19 +6,22 @@
 // Times itself: the clock rule of clippy.toml is for the library.
 #![allow(clippy::disallowed_methods)]
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use doorman_client::{Client, Fallback, Mode, Phase, RateOptions};
-use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::IsolatedServer;
 
 fn server(learning: i64) -> IsolatedServer {
-    let text = format!(
-        "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 4\nrefresh_interval = 1\nlearning_mode_duration = {learning}\n"
-    );
-    let cfg = Arc::new(Config::parse(&text, "observe").unwrap());
+    let cfg = TestConfig::new()
+        .resource(
+            Resource::fair("*", 100.0)
+                .lease(4)
+                .refresh(1)
+                .learning(learning),
+        )
+        .parse();
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
     IsolatedServer::start(o).expect("server starts")

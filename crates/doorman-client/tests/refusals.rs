@@ -20,7 +20,7 @@ use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{ConfigSource, ServerOptions};
-use doorman_testkit::{eventually, IsolatedServer};
+use doorman_testkit::{eventually, free_port, IsolatedServer};
 use tonic::Code;
 
 const CONFIG: &str = r#"
@@ -151,22 +151,6 @@ async fn the_most_denials_one_status_names_fit_a_clients_headers() {
     assert!(status.message().ends_with(" more)"), "{}", status.message());
 }
 
-/// A free port below the kernel's ephemeral range, where the server of
-/// another test here (binding port 0, with the same rules) cannot land
-/// meanwhile and refuse this client's early requests: one explanation,
-/// not confirmed, of 2 refusals counted instead of 1 once in a full
-/// suite run (not seen in 25 runs of this test under load).
-fn port_no_other_test_takes() -> SocketAddr {
-    let start = 20_000 + (std::process::id() % 5_000) as u16;
-    (start..32_000)
-        .chain(20_000..start)
-        .find_map(|p| {
-            let l = std::net::TcpListener::bind(("127.0.0.1", p)).ok()?;
-            l.local_addr().ok()
-        })
-        .expect("a free port in 20000..32000")
-}
-
 fn refused_count(registry: &prometheus::Registry) -> u64 {
     let families = registry.gather();
     let errors = families
@@ -185,7 +169,10 @@ fn refused_count(registry: &prometheus::Registry) -> u64 {
 async fn our_client_tells_each_of_fifty_resources_denied_in_one_request_why() {
     // The server starts after the client has opened every resource, so
     // its first answered request carries all 50 (and one allowed).
-    let addr = port_no_other_test_takes();
+    // A port from the test kit's allocator: below the ephemeral range, so
+    // no other test's server (bound to port 0) lands on it meanwhile and
+    // refuses this client's early requests.
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port().unwrap()));
     let registry = prometheus::Registry::new();
     let c = Client::builder()
         .servers([addr.to_string()])

@@ -11,44 +11,24 @@ use std::time::Duration;
 
 use common::*;
 use doorman_client::{BearerToken, ClientTls};
-use doorman_core::config::Config;
 use doorman_net::tls::endpoint;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{start, ConfigSource, RunningServer};
 use doorman_server::tls::TlsFiles;
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{CertFiles, Name, Pki};
 use tonic::Code;
 
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 60
-refresh_interval = 5
-learning_mode_duration = 0
-
-[[access]]
-identities = ["spiffe://example.org/web/*"]
-resources = ["db/*"]
-actions = ["acquire"]
-
-[[access]]
-identities = ["leaf.example.org"]
-actions = ["serve"]
-
-[[access]]
-identities = ["ops", "batch"]
-actions = ["read"]
-
-[[access]]
-identities = ["batch"]
-resources = ["jobs/*"]
-actions = ["acquire"]
-"#;
+fn config() -> TestConfig {
+    TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(60).refresh(5))
+        .access(&["spiffe://example.org/web/*"], &["db/*"], &["acquire"])
+        .access(&["leaf.example.org"], &[], &["serve"])
+        .access(&["ops", "batch"], &[], &["read"])
+        .access(&["batch"], &["jobs/*"], &["acquire"])
+}
 
 const BATCH_TOKEN: &str = "batch-0123456789abcdef";
 
@@ -67,7 +47,7 @@ async fn setup(mutual: bool, health_needs_identity: bool) -> Setup {
 async fn setup_with(mutual: bool, health_needs_identity: bool, allow_anonymous: bool) -> Setup {
     let pki = Pki::new("auth");
     let cert = pki.server("server");
-    let cfg = Arc::new(Config::parse(CONFIG, "auth.toml").unwrap());
+    let cfg = config().parse();
     let mut o = opts(ConfigSource::Inline(cfg), &ManualClock::new());
     // The client library and the server measure leases on one clock.
     o.clock = Arc::new(doorman_server::lease_clock);
@@ -377,7 +357,7 @@ async fn a_changed_token_file_takes_effect_without_a_restart() {
     let file = dir.path().join("tokens.toml");
     let entry = |id: &str, t: &str| format!("[[token]]\nidentity = \"{id}\"\ntoken = \"{t}\"\n");
     std::fs::write(&file, entry("batch", BATCH_TOKEN)).unwrap();
-    let cfg = Arc::new(Config::parse(CONFIG, "auth.toml").unwrap());
+    let cfg = config().parse();
     let mut o = opts(ConfigSource::Inline(cfg), &ManualClock::new());
     o.reload_interval = Duration::from_millis(50);
     o.auth.tokens = Some(Arc::new(TokenFile::load(&file).unwrap()));

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::envoy::{get_full, offer, Counts, EnvoyProcess};
 use doorman_testkit::{eventually_blocking, free_port, IsolatedServer};
 
@@ -25,11 +26,8 @@ use doorman_testkit::{eventually_blocking, free_port, IsolatedServer};
 const C: f64 = 20.0;
 
 fn config(capacity: f64) -> String {
-    format!(
-        "[[resources]]\nidentifier_glob = \"edge/*\"\ncapacity = {capacity}\n\
-         [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 20\n\
-         refresh_interval = 2\nlearning_mode_duration = 0\n"
-    )
+    let edge = Resource::fair("edge/*", capacity).lease(20).refresh(2);
+    TestConfig::new().resource(edge).toml()
 }
 
 fn free_addr() -> SocketAddr {

@@ -17,22 +17,16 @@ use doorman_server::server::{ConfigSource, ServerOptions};
 use doorman_server::state::Unready;
 use doorman_testkit::IsolatedServer;
 
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::eventually;
 
-const ROOT: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 6
-refresh_interval = 2
-learning_mode_duration = 0
-"#;
+fn root_config() -> TestConfig {
+    TestConfig::new().resource(Resource::fair("*", 100.0).lease(6).refresh(2))
+}
 
 fn opts(addr: &str, parent: Option<&IsolatedServer>) -> ServerOptions {
     let cfg = match parent {
-        None => Arc::new(Config::parse(ROOT, "root").unwrap()),
+        None => root_config().parse(),
         Some(_) => Arc::new(Config::empty()),
     };
     let mut o = ServerOptions::new(addr.parse().unwrap(), ConfigSource::Inline(cfg));
@@ -223,9 +217,7 @@ async fn an_unreachable_parent_drains_its_leaves_until_it_returns() {
 /// exports the link's state; under a live parent it is ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaf_whose_parent_never_answers_is_not_ready() {
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead_addr = dead.local_addr().unwrap().to_string();
-    drop(dead);
+    let dead_addr = format!("127.0.0.1:{}", doorman_testkit::free_port().unwrap());
     let mut o = opts("127.0.0.1:0", None);
     o.config = ConfigSource::Inline(Arc::new(Config::empty()));
     o.parent = vec![dead_addr];

@@ -1,5 +1,5 @@
 //! The secure tree (`run --secure`), the production set-up
-//! docs/security.md describes: one CA (the test kit's, rcgen) and a
+//! docs/security.md describes: one CA (the test kit's, from doorman-pki) and a
 //! certificate per party naming it (`spiffe://faults/…`; a node's replicas
 //! share their node's identity); every gRPC link mutual TLS and a bearer
 //! token besides (the token's identity, the same as the certificate's, is

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use doorman_core::config::Config;
 use doorman_core::server::{CoreOptions, Sharded};
 use doorman_proto::doorman as pb;
 use doorman_proto::Capacity;
@@ -17,6 +16,7 @@ use doorman_server::grpc::CapacityService;
 use doorman_server::metrics::Metrics;
 use doorman_server::state::ServerState;
 use doorman_server::Span;
+use doorman_testkit::config::{Resource, TestConfig};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -25,10 +25,12 @@ fn allocations() -> u64 {
     dhat::HeapStats::get().total_blocks
 }
 
-const CONFIG: &str = "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 1000\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\nlearning_mode_duration = 0\n";
+fn config() -> TestConfig {
+    TestConfig::new().resource(Resource::fair("*", 1000.0).lease(60).refresh(5))
+}
 
 fn service() -> CapacityService {
-    let config = Arc::new(Config::parse(CONFIG, "t").unwrap());
+    let config = config().parse();
     let opts = CoreOptions {
         min_request_interval: Span::ZERO,
         ..CoreOptions::default()

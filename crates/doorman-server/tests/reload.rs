@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use common::*;
 use doorman_server::server::{start, ConfigSource};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::eventually_async;
 
 fn config(capacity: f64) -> String {
-    format!(
-        "[[resources]]\nidentifier_glob = \"fair\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 20\nrefresh_interval = 4\nlearning_mode_duration = 0\n"
-    )
+    let r = Resource::fair("fair", capacity).lease(20).refresh(4);
+    TestConfig::new().resource(r).toml()
 }
 
 async fn status(http: std::net::SocketAddr) -> serde_json::Value {

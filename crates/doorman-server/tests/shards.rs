@@ -11,29 +11,17 @@ use doorman_core::server::{
 };
 use doorman_lease::{Amount, Demand, Span, Time};
 use doorman_server::core_locks::LockedCore;
-
-const CFG: &str = r#"
-[[resources]]
-identifier_glob = "fair"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 60
-refresh_interval = 10
-learning_mode_duration = 0
-
-[[resources]]
-identifier_glob = "nolearn*"
-capacity = 100
-[resources.algorithm]
-kind = "PROPORTIONAL_SHARE"
-lease_length = 20
-refresh_interval = 8
-learning_mode_duration = 0
-"#;
+use doorman_testkit::config::{Resource, TestConfig};
 
 fn cfg() -> Arc<Config> {
-    Arc::new(Config::parse(CFG, "test.toml").unwrap())
+    TestConfig::new()
+        .resource(Resource::fair("fair", 100.0).lease(60).refresh(10))
+        .resource(
+            Resource::new("nolearn*", 100.0, "PROPORTIONAL_SHARE")
+                .lease(20)
+                .refresh(8),
+        )
+        .parse()
 }
 
 fn options() -> CoreOptions {

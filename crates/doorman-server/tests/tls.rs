@@ -18,14 +18,15 @@ use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use doorman_server::server::{start, ConfigSource, RunningServer};
 use doorman_server::tls::TlsFiles;
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, eventually_async, CertFiles, Name, Pki};
 
-const CONFIG: &str = "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 100\n\
-    [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\n\
-    learning_mode_duration = 0\n";
+fn config() -> TestConfig {
+    TestConfig::new().resource(Resource::fair("*", 100.0).lease(60).refresh(5))
+}
 
 async fn tls_server(files: TlsFiles, clock: &ManualClock) -> RunningServer {
-    let cfg = Arc::new(Config::parse(CONFIG, "t.toml").unwrap());
+    let cfg = config().parse();
     let mut o = opts(ConfigSource::Inline(cfg), clock);
     o.tls = Some(files);
     o.reload_interval = Duration::from_millis(50);
@@ -202,10 +203,10 @@ async fn rotation_while_clients_run_fails_no_rpc() {
 async fn node(ca: &Pki, name: &str, parent: Option<&RunningServer>) -> RunningServer {
     let me = ca.server(name);
     let config = match parent {
-        None => Config::parse(CONFIG, "root.toml").unwrap(),
-        Some(_) => Config::empty(),
+        None => config().parse(),
+        Some(_) => Arc::new(Config::empty()),
     };
-    let mut o = opts(ConfigSource::Inline(Arc::new(config)), &ManualClock::new());
+    let mut o = opts(ConfigSource::Inline(config), &ManualClock::new());
     o.clock = Arc::new(doorman_server::lease_clock);
     o.tls = Some(files(&me, Some(ca)));
     if let Some(p) = parent {

@@ -9,8 +9,8 @@
 //!
 //! Must not: bind anything but 127.0.0.1 or outlive its test (stopped on drop).
 
+use crate::free_port;
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,14 +41,6 @@ pub struct EtcdTlsFiles {
     pub cert: PathBuf,
     /// Its key.
     pub key: PathBuf,
-}
-
-/// A port on 127.0.0.1 that nothing listens on now.
-pub fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
 }
 
 /// Where the etcd binary is: `$ETCD_BIN`, then `PATH`, then /usr/bin.

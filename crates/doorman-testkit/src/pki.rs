@@ -1,19 +1,18 @@
-//! Certificates made in the test with rcgen: a CA, server certificates for
-//! 127.0.0.1 and `localhost`, client certificates with an identity (URI
-//! SAN, DNS SAN or only a CN), expired ones, and a second, untrusted CA.
-//! Everything is written as PEM files into a temporary directory that
-//! lives as long as the [`Pki`].
+//! Certificates made in the test with the one throwaway CA of
+//! `doorman-pki`: server certificates for 127.0.0.1 and `localhost`,
+//! client certificates with an identity (URI SAN, DNS SAN or only a CN),
+//! expired ones, and a second, untrusted CA. Everything is written as PEM
+//! files into a temporary directory that lives as long as the [`Pki`].
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
-};
+use doorman_pki::{Ca, CertSpec};
 
 /// A test CA and the directory its files are written to.
 pub struct Pki {
     dir: tempfile::TempDir,
-    issuer: Issuer<'static, KeyPair>,
+    ca: Ca,
     name: String,
 }
 
@@ -41,17 +40,11 @@ impl Pki {
     /// A new CA named `name`; its certificate is `<dir>/<name>-ca.pem`.
     pub fn new(name: &str) -> Self {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let mut p = CertificateParams::default();
-        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        p.distinguished_name
-            .push(DnType::CommonName, format!("{name} test CA"));
-        let key = KeyPair::generate().expect("CA key");
-        let cert = p.self_signed(&key).expect("CA certificate");
-        std::fs::write(dir.path().join(format!("{name}-ca.pem")), cert.pem()).expect("write CA");
+        let ca = Ca::new(&format!("{name} test CA")).expect("CA certificate");
+        std::fs::write(dir.path().join(format!("{name}-ca.pem")), ca.cert_pem()).expect("write CA");
         Pki {
             dir,
-            issuer: Issuer::new(p, key),
+            ca,
             name: name.to_string(),
         }
     }
@@ -66,75 +59,67 @@ impl Pki {
         self.dir.path()
     }
 
-    /// A server certificate for 127.0.0.1 and `localhost`, written as
-    /// `<file>.pem` and `<file>.key`.
+    /// A certificate for 127.0.0.1 and `localhost` that serves (and may
+    /// present itself to a parent), written as `<file>.pem` and
+    /// `<file>.key`.
     pub fn server(&self, file: &str) -> CertFiles {
-        let mut p = CertificateParams::new(vec!["localhost".to_string()]).expect("params");
-        p.subject_alt_names
-            .push(SanType::IpAddress([127, 0, 0, 1].into()));
-        p.distinguished_name.push(DnType::CommonName, file);
-        self.issue(p, file)
+        let spec = CertSpec {
+            common_name: Some(file.into()),
+            dns: vec!["localhost".into()],
+            ips: vec![[127, 0, 0, 1].into()],
+            server: true,
+            client: true,
+            ..CertSpec::default()
+        };
+        self.issue(&spec, file)
     }
 
     /// A certificate for a host at `ips` that serves and is a client too
     /// (a server that leases from its parent, an etcd member), naming
     /// `name`.
-    pub fn node(&self, file: &str, ips: &[std::net::IpAddr], name: Name<'_>) -> CertFiles {
-        let mut p = client_params(name);
-        p.distinguished_name.push(DnType::CommonName, file);
-        for ip in ips {
-            p.subject_alt_names.push(SanType::IpAddress(*ip));
-        }
-        p.extended_key_usages = vec![
-            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
-            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        p.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        self.issue(p, file)
+    pub fn node(&self, file: &str, ips: &[IpAddr], name: Name<'_>) -> CertFiles {
+        let mut spec = client_spec(name);
+        spec.common_name = Some(file.into());
+        spec.ips = ips.to_vec();
+        spec.server = true;
+        self.issue(&spec, file)
     }
 
     /// A client certificate naming `name`.
     pub fn client(&self, file: &str, name: Name<'_>) -> CertFiles {
-        self.issue(client_params(name), file)
+        self.issue(&client_spec(name), file)
     }
 
-    /// A client certificate naming `name` that expired yesterday.
+    /// A client certificate naming `name` that expired in 2021.
     pub fn expired_client(&self, file: &str, name: Name<'_>) -> CertFiles {
-        let mut p = client_params(name);
-        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        p.not_after = rcgen::date_time_ymd(2021, 1, 1);
-        self.issue(p, file)
+        let spec = CertSpec {
+            expired: true,
+            ..client_spec(name)
+        };
+        self.issue(&spec, file)
     }
 
-    fn issue(&self, p: CertificateParams, file: &str) -> CertFiles {
-        let key = KeyPair::generate().expect("key");
-        let cert = p.signed_by(&key, &self.issuer).expect("certificate");
+    fn issue(&self, spec: &CertSpec, file: &str) -> CertFiles {
+        let issued = self.ca.issue(spec).unwrap_or_else(|e| panic!("{e}"));
         let files = CertFiles {
             cert: self.dir.path().join(format!("{file}.pem")),
             key: self.dir.path().join(format!("{file}.key")),
         };
-        std::fs::write(&files.cert, cert.pem()).expect("write certificate");
-        std::fs::write(&files.key, key.serialize_pem()).expect("write key");
+        std::fs::write(&files.cert, issued.cert_pem).expect("write certificate");
+        std::fs::write(&files.key, issued.key_pem).expect("write key");
         files
     }
 }
 
-fn client_params(name: Name<'_>) -> CertificateParams {
-    let mut p = CertificateParams::default();
-    p.distinguished_name = rcgen::DistinguishedName::new();
+fn client_spec(name: Name<'_>) -> CertSpec {
+    let mut spec = CertSpec {
+        client: true,
+        ..CertSpec::default()
+    };
     match name {
-        Name::Uri(u) => p
-            .subject_alt_names
-            .push(SanType::URI(u.try_into().expect("URI"))),
-        Name::Dns(d) => p
-            .subject_alt_names
-            .push(SanType::DnsName(d.try_into().expect("DNS name"))),
-        Name::CommonName(cn) => p.distinguished_name.push(DnType::CommonName, cn),
+        Name::Uri(u) => spec.uris.push(u.into()),
+        Name::Dns(d) => spec.dns.push(d.into()),
+        Name::CommonName(cn) => spec.common_name = Some(cn.into()),
     }
-    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    p
+    spec
 }

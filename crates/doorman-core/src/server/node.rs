@@ -137,7 +137,7 @@ impl Node {
 
     /// This server won the election at `now`, knowing `predecessors`:
     /// fresh empty state, each resource learning until
-    /// [`LearningClock::end`]. Set the lease bound (if this server keeps a
+    /// `LearningClock::end`. Set the lease bound (if this server keeps a
     /// record) before the first request.
     pub fn become_master_after(&mut self, now: Time, predecessors: Predecessors) {
         self.become_master(now);

@@ -35,6 +35,7 @@ use std::sync::Arc;
 
 use doorman_core::config::Config;
 use doorman_lease::Span;
+use doorman_testkit::config::{Resource, TestConfig};
 use proptest::prelude::*;
 
 use world::World;
@@ -57,17 +58,18 @@ pub(crate) const BURST_CAPACITY: f64 = 50.0;
 /// the water-filling is checked under every attack within the bound.
 pub(crate) fn config(db: Option<f64>) -> Arc<Config> {
     let template = |glob: &str, capacity: f64| {
-        format!(
-            "[[resources]]\nidentifier_glob = \"{glob}\"\ncapacity = {capacity}\n\
-             max_clients_per_server = {MAX_CLIENTS}\nopen_server_share = 1\n[resources.algorithm]\n\
-             kind = \"FAIR_SHARE\"\nlease_length = {LEASE}\nrefresh_interval = {REFRESH}\n"
-        )
+        Resource::fair(glob, capacity)
+            .with("max_clients_per_server", MAX_CLIENTS as i64)
+            .with("open_server_share", 1)
+            .lease(LEASE)
+            .refresh(REFRESH)
+            .learning_default()
     };
-    let mut text = template("burst/*", BURST_CAPACITY);
+    let mut cfg = TestConfig::new().resource(template("burst/*", BURST_CAPACITY));
     if let Some(c) = db {
-        text += &template(DB, c);
+        cfg = cfg.resource(template(DB, c));
     }
-    Arc::new(Config::parse(&text, "harness").unwrap())
+    cfg.parse()
 }
 
 /// Amounts an attacker sends: plausible ones and every kind of edge.

@@ -13,11 +13,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use doorman_client::ClientTls;
+use doorman_pki::{Ca, CertSpec};
 use doorman_server::tls::TlsFiles;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
-};
 
 /// The TLS material of every link of the demo.
 pub struct DemoTls {
@@ -27,10 +24,7 @@ pub struct DemoTls {
 
 enum Source {
     /// Made for this run: a directory with one certificate per name.
-    Made {
-        dir: tempfile::TempDir,
-        issuer: Box<Issuer<'static, KeyPair>>,
-    },
+    Made { dir: tempfile::TempDir, ca: Box<Ca> },
     /// The user's: one certificate and key for everyone.
     Given { cert: PathBuf, key: PathBuf },
 }
@@ -42,19 +36,15 @@ impl DemoTls {
             .prefix("doorman-demo-tls-")
             .tempdir()
             .context("cannot create a directory for the demo's certificates")?;
-        let mut p = CertificateParams::default();
-        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        p.distinguished_name
-            .push(DnType::CommonName, "doorman demo CA (throwaway)");
-        let key = KeyPair::generate()?;
-        let cert = p.self_signed(&key)?;
-        let ca = dir.path().join("ca.pem");
-        std::fs::write(&ca, cert.pem())?;
-        let issuer = Box::new(Issuer::new(p, key));
+        let ca = Ca::new("doorman demo CA (throwaway)")?;
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca.cert_pem())?;
         Ok(DemoTls {
-            ca,
-            certs: Source::Made { dir, issuer },
+            ca: ca_file,
+            certs: Source::Made {
+                dir,
+                ca: Box::new(ca),
+            },
         })
     }
 
@@ -86,11 +76,11 @@ impl DemoTls {
     pub fn cert(&self, name: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
         match &self.certs {
             Source::Given { cert, key } => Ok((cert.clone(), key.clone())),
-            Source::Made { dir, issuer } => {
+            Source::Made { dir, ca } => {
                 let cert = dir.path().join(format!("{name}.pem"));
                 let key = dir.path().join(format!("{name}.key"));
                 if !cert.exists() {
-                    let (c, k) = issue(issuer, name)?;
+                    let (c, k) = issue(ca, name)?;
                     std::fs::write(&cert, c)?;
                     std::fs::write(&key, k)?;
                 }
@@ -120,19 +110,16 @@ impl DemoTls {
 /// A certificate for `name` (identity `spiffe://doorman.demo/NAME`), valid
 /// for 127.0.0.1 and `localhost`, to serve and to authenticate as a
 /// client; its PEM and its key's.
-fn issue(issuer: &Issuer<'static, KeyPair>, name: &str) -> anyhow::Result<(String, String)> {
-    let mut p = CertificateParams::new(vec!["localhost".to_string()])?;
-    p.subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
-    let uri = format!("spiffe://doorman.demo/{name}");
-    p.subject_alt_names.push(SanType::URI(uri.try_into()?));
-    p.distinguished_name.push(DnType::CommonName, name);
-    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    p.extended_key_usages = vec![
-        ExtendedKeyUsagePurpose::ServerAuth,
-        ExtendedKeyUsagePurpose::ClientAuth,
-    ];
-    let key = KeyPair::generate()?;
-    let cert = p.signed_by(&key, issuer)?;
-    Ok((cert.pem(), key.serialize_pem()))
+fn issue(ca: &Ca, name: &str) -> anyhow::Result<(String, String)> {
+    let spec = CertSpec {
+        common_name: Some(name.into()),
+        dns: vec!["localhost".into()],
+        ips: vec![[127, 0, 0, 1].into()],
+        uris: vec![format!("spiffe://doorman.demo/{name}")],
+        server: true,
+        client: true,
+        ..CertSpec::default()
+    };
+    let issued = ca.issue(&spec)?;
+    Ok((issued.cert_pem, issued.key_pem))
 }

@@ -4,8 +4,16 @@ use super::*;
 use doorman_core::config::Config;
 use doorman_core::server::Sharded;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 
-const CONFIG: &str = "[[resources]]\nidentifier_glob = \"loadtest-*\"\ncapacity = 100\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 60\nrefresh_interval = 5\nlearning_mode_duration = 0\n";
+fn config_of(glob: &str) -> std::sync::Arc<Config> {
+    let r = Resource::fair(glob, 100.0).lease(60).refresh(5);
+    TestConfig::new().resource(r).parse()
+}
+
+fn config() -> std::sync::Arc<Config> {
+    config_of("loadtest-*")
+}
 
 fn opts(server: String, duration: f64) -> Options {
     Options {
@@ -29,7 +37,7 @@ fn opts(server: String, duration: f64) -> Options {
 }
 
 async fn server() -> doorman_server::server::RunningServer {
-    let cfg = std::sync::Arc::new(Config::parse(CONFIG, "t").unwrap());
+    let cfg = config();
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
     start(o).await.unwrap()
@@ -189,7 +197,7 @@ async fn open_loop_sends_at_the_rate_given_and_no_faster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_are_counted_by_code() {
-    let cfg = std::sync::Arc::new(Config::parse(CONFIG, "t").unwrap());
+    let cfg = config();
     let mut so = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     so.min_request_interval = Duration::ZERO;
     let s = doorman_testkit::IsolatedServer::start(so).unwrap();
@@ -214,8 +222,7 @@ async fn failures_are_counted_by_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loads_envoys_rate_limit_service() {
-    let text = CONFIG.replace("loadtest-*", "loadtest/*");
-    let cfg = std::sync::Arc::new(Config::parse(&text, "t").unwrap());
+    let cfg = config_of("loadtest/*");
     let s = start(ServerOptions::new(
         "127.0.0.1:0".parse().unwrap(),
         ConfigSource::Inline(cfg),
