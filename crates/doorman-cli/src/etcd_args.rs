@@ -1,13 +1,16 @@
 //! The etcd flags of every command that talks to etcd (`server`, `config
 //! push/get/history/rollback`): one set of names (`--etcd`, `--etcd-ca`,
 //! `--etcd-cert`, `--etcd-key`, `--etcd-user`, `--etcd-password-file`) and
-//! one way of turning them into [`EtcdOptions`].
+//! one way of turning them into [`EtcdOptions`]; and who they authenticate
+//! as ([`principal`]), for the audit records of `config push`.
 //!
 //! Must not: know about any one subcommand.
 
 use std::path::PathBuf;
 
-use doorman_server::etcd::{EtcdFiles, EtcdOptions};
+use doorman_etcd::{EtcdFiles, EtcdOptions};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 
 /// Where etcd is and how to authenticate to it.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -48,5 +51,29 @@ impl EtcdArgs {
             password_file: self.etcd_password_file.clone(),
         };
         EtcdOptions::from_files(self.etcd.clone(), files).map_err(anyhow::Error::msg)
+    }
+}
+
+/// Who `opts` authenticate to etcd as, for audit records: the
+/// etcd user, else the client certificate's identity, else the local
+/// user and host, marked unauthenticated.
+pub fn principal(opts: &EtcdOptions) -> String {
+    if let Some(u) = &opts.user {
+        return format!("etcd user {}", u.name);
+    }
+    let cert_id = opts
+        .tls
+        .as_ref()
+        .and_then(|t| t.identity.as_ref())
+        .and_then(|(pem, _)| {
+            let der = CertificateDer::pem_slice_iter(pem).next()?.ok()?;
+            doorman_server::identity::identity_of(&der)
+        });
+    match cert_id {
+        Some(id) => format!("certificate {id}"),
+        None => {
+            let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+            format!("{user}@{} (unauthenticated)", doorman_net::hostname())
+        }
     }
 }

@@ -6,15 +6,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, EtcdProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_doorman");
 const KEY: &str = "/doorman/config";
 
 fn config(capacity: f64) -> String {
-    format!(
-        "[[resources]]\nidentifier_glob = \"*\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 20\nrefresh_interval = 5\nlearning_mode_duration = 0\n"
-    )
+    let r = Resource::fair("*", capacity).lease(20).refresh(5);
+    TestConfig::new().resource(r).toml()
 }
 
 fn push(etcd: &str, file: &std::path::Path) -> std::process::Output {
@@ -90,7 +90,7 @@ async fn pushed_configs_reach_running_servers_and_bad_ones_are_refused() {
     assert_eq!(String::from_utf8_lossy(&got.stdout), config(42.0));
 
     // An invalid value written straight into etcd is rejected by the servers.
-    doorman_server::config_source::audit::push(
+    doorman_etcd::audit::push(
         &e.endpoints().into(),
         KEY,
         "capacity = \"lots\"",

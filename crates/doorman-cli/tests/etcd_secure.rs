@@ -11,10 +11,10 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_server::config_source::audit;
-use doorman_server::election::etcd::EtcdElection;
-use doorman_server::etcd::{connect, EtcdFiles, EtcdOptions};
+use doorman_etcd::audit;
+use doorman_etcd::{connect, EtcdElection, EtcdFiles, EtcdOptions};
 use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, EtcdProcess, EtcdTlsFiles, Name, Pki};
 use etcd_client::Permission;
 
@@ -22,9 +22,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_doorman");
 const KEY: &str = "/doorman/config";
 
 fn config(capacity: u32) -> String {
-    format!(
-        "[[resources]]\nidentifier_glob = \"*\"\ncapacity = {capacity}\n[resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 20\nrefresh_interval = 5\n"
-    )
+    let r = Resource::fair("*", f64::from(capacity))
+        .lease(20)
+        .refresh(5);
+    TestConfig::new().resource(r.learning_default()).toml()
 }
 
 /// Enables auth with a root user and a `doorman` user that may read and

@@ -12,31 +12,31 @@ use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions};
 use doorman_core::config::Config;
+use doorman_election::Election;
+use doorman_etcd::EtcdElection;
 use doorman_proto::doorman as pb;
-use doorman_server::election::etcd::EtcdElection;
-use doorman_server::election::Election;
 use doorman_server::server::{start, ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::EtcdProcess;
 use doorman_testkit::InMemoryElection;
 use doorman_testkit::IsolatedServer;
 
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 10
-refresh_interval = 1
-learning_mode_duration = 3
-"#;
+/// Leases of 10 s refreshed every second; learning mode of 3 s.
+fn config(capacity: f64) -> TestConfig {
+    TestConfig::new().resource(
+        Resource::fair("*", capacity)
+            .lease(10)
+            .refresh(1)
+            .learning(3),
+    )
+}
 
 fn etcd() -> EtcdProcess {
     EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn opts(election: Arc<dyn Election>) -> ServerOptions {
-    let cfg = Arc::new(Config::parse(CONFIG, "test").unwrap());
+    let cfg = config(100.0).parse();
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
     o.election = election;
@@ -302,11 +302,9 @@ async fn election_keep_alives_leave_the_config_watch_alone() {
     let cfg_key = "/doorman/config";
     let etcd_opts = e.endpoints().into();
     let put = |capacity: u32| {
-        let text = CONFIG.replace("capacity = 100", &format!("capacity = {capacity}"));
+        let text = config(f64::from(capacity)).toml();
         let opts = &etcd_opts;
-        async move {
-            doorman_server::config_source::audit::push(opts, cfg_key, &text, "test", "push").await
-        }
+        async move { doorman_etcd::audit::push(opts, cfg_key, &text, "test", "push").await }
     };
     put(100).await.unwrap();
     let mut o = opts(etcd_election(&e, 1));
@@ -341,17 +339,9 @@ async fn election_keep_alives_leave_the_config_watch_alone() {
 async fn a_new_master_learns_only_as_long_as_the_recorded_leases_last() {
     // Leases of 2 s, learning for 60 s (longer than any lease: the record
     // is what ends it).
-    const LONG_LEARNING: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 2
-refresh_interval = 1
-learning_mode_duration = 60
-"#;
-    let cfg = Arc::new(Config::parse(LONG_LEARNING, "test").unwrap());
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(2).refresh(1).learning(60))
+        .parse();
     let with_config = |election| {
         let mut o = opts(election);
         o.config = ConfigSource::Inline(cfg.clone());

@@ -7,12 +7,7 @@
 
 use std::fmt;
 
-/// The hex SHA-256 of config bytes: how logs, metrics and the status page
-/// name a config's content.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
-    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
+use doorman_etcd::audit::sha256_hex;
 
 /// The running config's identity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -25,7 +25,7 @@ pub mod config_version;
 pub mod core_locks;
 pub mod election;
 pub mod envoy;
-pub mod etcd;
+
 pub mod grpc;
 mod hangup;
 pub mod http;

@@ -11,10 +11,10 @@ use crate::core_locks::default_shards;
 
 use crate::auth::Auth;
 use crate::config_source::{ConfigSource, LoadError};
-use crate::election::{Election, Standalone};
 use crate::http::serve::HttpLimits;
 use crate::state::Clock;
 use crate::tls::{TlsError, TlsFiles};
+use doorman_election::{Election, Standalone};
 
 /// Default of `ServerOptions::grpc_max_connections` (and of
 /// `--grpc-max-connections`).

@@ -21,13 +21,13 @@ use crate::auth::Auth;
 pub use crate::config_source::ConfigSource;
 use crate::config_source::Loaded;
 use crate::core_locks::LockedCore;
-use crate::election::{Candidacy, MasterView};
 use crate::grpc::{layers, transport, CapacityService};
 use crate::listener::{stopped, Incoming};
 use crate::metrics::Metrics;
 pub use crate::options::{ServerOptions, StartError, DEFAULT_GRPC_MAX_CONNECTIONS};
 use crate::state::ServerState;
 use crate::tls::{Port, ServerTls};
+use doorman_election::{Candidacy, MasterView};
 
 /// A running server.
 #[derive(Debug)]
@@ -382,15 +382,9 @@ fn spawn_election(
     stop: &watch::Receiver<bool>,
 ) -> [JoinHandle<()>; 2] {
     let (views_tx, views_rx) = watch::channel(MasterView::default());
-    let election = opts.election.run(Candidacy {
-        me: server_id.to_string(),
-        out: views_tx,
-        stop: stop.clone(),
-        stop_granting: crate::election::StopGranting::of(state.clone()),
-        session: crate::election::SessionFlag::of(state.clone()),
-        horizon: crate::election::LeaseHorizon::of(state.clone()),
-        proof: crate::election::MastershipProof::of(state.clone()),
-    });
+    let core: Arc<dyn doorman_election::Mastership> = state.clone();
+    let candidacy = Candidacy::new(server_id.to_string(), views_tx, stop.clone(), core);
+    let election = opts.election.run(candidacy);
     [
         tokio::spawn(election),
         tokio::spawn(crate::election::follow(

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use doorman_server::election::{Candidacy, Election, ElectionFuture, MasterView};
+use doorman_election::{Candidacy, Election, ElectionFuture, MasterView};
 use tokio::sync::watch;
 
 /// An election inside one process: the first candidate to run is master;

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use doorman_core::config::Config;
-use doorman_server::config_source::{audit, etcd as etcd_config, file};
+use doorman_etcd::audit;
+use doorman_server::config_source::{etcd as etcd_config, file};
 
 use crate::etcd_args::EtcdArgs;
 use crate::import::{self, Level};
@@ -128,9 +129,15 @@ async fn push(
         }
     };
     let opts = etcd.options("config push")?;
-    let r = audit::push(&opts, key, text, &opts.principal(), action)
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let r = audit::push(
+        &opts,
+        key,
+        text,
+        &crate::etcd_args::principal(&opts),
+        action,
+    )
+    .await
+    .map_err(anyhow::Error::msg)?;
     println!(
         "pushed to {key}: version {} (replaces {}), by {}: {}",
         r.version,

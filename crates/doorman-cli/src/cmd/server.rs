@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use doorman_election::{Election, Standalone};
+use doorman_etcd::EtcdElection;
 use doorman_server::auth::{Auth, TokenFile};
-use doorman_server::election::etcd::EtcdElection;
-use doorman_server::election::{Election, Standalone};
 use doorman_server::http::serve::HttpLimits;
 use doorman_server::metrics::ResourceSeries;
 use doorman_server::server::{start, ConfigSource, ServerOptions, DEFAULT_GRPC_MAX_CONNECTIONS};

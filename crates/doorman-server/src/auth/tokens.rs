@@ -207,7 +207,7 @@ mod tests {
             identity = "cron"
             sha256 = "{}"
             "#,
-            crate::config_version::sha256_hex(b"0123456789abcdef-cron")
+            doorman_etcd::audit::sha256_hex(b"0123456789abcdef-cron")
         ))
         .unwrap();
         assert_eq!(

@@ -19,8 +19,10 @@ use etcd_client::{EventType, WatchOptions};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
-use super::{apply, audit, ConfigVersion};
-use crate::etcd::{connect, EtcdError, EtcdOptions};
+use doorman_etcd::audit;
+use doorman_etcd::{connect, EtcdError, EtcdOptions};
+
+use super::{apply, ConfigVersion};
 use crate::state::ServerState;
 
 const STEP: Duration = Duration::from_secs(3);

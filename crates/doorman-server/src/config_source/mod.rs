@@ -10,7 +10,6 @@
 //!
 //! Must not: apply an invalid config or decide anything about leases.
 
-pub mod audit;
 pub mod etcd;
 pub mod file;
 
@@ -25,8 +24,8 @@ use doorman_core::config::{Config, ConfigError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::etcd::EtcdOptions;
 use crate::state::ServerState;
+use doorman_etcd::EtcdOptions;
 
 /// Where the config comes from.
 #[derive(Debug, Clone)]

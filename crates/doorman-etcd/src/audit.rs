@@ -16,8 +16,14 @@ use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
 use serde::{Deserialize, Serialize};
 use tokio::time::timeout;
 
-pub use crate::config_version::sha256_hex;
-use crate::etcd::{connect, EtcdError, EtcdOptions};
+use crate::{connect, EtcdError, EtcdOptions};
+
+/// The hex SHA-256 of config bytes: how records, logs, metrics and the
+/// status page name a config's content.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
 
 const STEP: std::time::Duration = std::time::Duration::from_secs(3);
 

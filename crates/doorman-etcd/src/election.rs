@@ -8,7 +8,7 @@
 //! two masters never overlap beyond clock skew; if etcd restarts and the
 //! lease survived, the master stays master. On graceful stop the master
 //! resigns and revokes its lease, so a standby takes over at once. Leaving
-//! mastership follows the order in `election/mod.rs`: stop granting,
+//! mastership follows the order in `doorman-election`: stop granting,
 //! publish, then release (resign, revoke). Taking office goes: read the
 //! lease horizon record, move it on (`horizon.rs`), then publish; while
 //! master, the record is moved on whenever the core says it is due.
@@ -24,12 +24,13 @@ use etcd_client::{Client, LeaderKey, LeaseKeepAliveStream, LeaseKeeper, ResignOp
 use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};
 
-use super::horizon;
-use super::{
+use doorman_election::{
     Candidacy, Election, ElectionFuture, LeaseHorizon, MasterView, MastershipProof, SessionFlag,
     StopGranting,
 };
-use crate::etcd::{connect, EtcdError, EtcdOptions};
+
+use crate::horizon;
+use crate::{connect, EtcdError, EtcdOptions};
 
 /// Settings of an etcd election.
 #[derive(Debug, Clone)]

@@ -30,7 +30,7 @@ use doorman_lease::{Span, Time};
 use etcd_client::{Client, Compare, CompareOp, LeaderKey, Txn, TxnOp};
 use tokio::time::{timeout_at, Instant};
 
-use crate::etcd::EtcdError;
+use crate::EtcdError;
 
 /// The record's key for election key `election`.
 pub(super) fn key(election: &str) -> String {

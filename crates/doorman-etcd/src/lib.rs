@@ -1,13 +1,24 @@
-//! The connection to etcd shared by the etcd election, the etcd config
-//! source and `doorman config`: where etcd is and how to authenticate to it
-//! ([`EtcdOptions`]: endpoints, TLS with an optional client certificate, a
-//! user and password), with short connect timeouts and keep-alives, so a
-//! dead etcd is noticed in seconds.
+//! Doorman's etcd boundary, buildable and testable without the server:
+//! the connection (here: where etcd is and how to authenticate to it,
+//! [`EtcdOptions`]: endpoints, TLS with an optional client certificate, a
+//! user and password, with short connect timeouts and keep-alives, so a
+//! dead etcd is noticed in seconds), the master election and its lease
+//! horizon record ([`EtcdElection`], `election.rs`, `horizon.rs`), and the
+//! audited config store ([`audit`]: push, history, rollback). The server's
+//! etcd config source watches the key through [`connect`].
 //!
-//! Must not: hold state or retry (callers back off themselves), or show a
-//! password (its `Debug` is redacted).
+//! Must not: hold state or retry in the connection (callers back off
+//! themselves), show a password (its `Debug` is redacted), or know the
+//! server (an election reaches the core through `doorman_election`'s
+//! `Mastership`).
 
+pub mod audit;
+mod clock;
+mod election;
 mod error;
+mod horizon;
+
+pub use election::EtcdElection;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -16,8 +27,6 @@ use std::time::Duration;
 
 use doorman_net::tls::{pem_certs, pem_key, TlsFileError};
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
 use tokio::time::timeout;
 
 pub use error::{EtcdError, EtcdSetupError};
@@ -156,30 +165,6 @@ impl EtcdOptions {
             Err(e) => {
                 tracing::warn!(error = %e, "cannot re-read the etcd TLS or password files; using the ones read before");
                 std::borrow::Cow::Borrowed(self)
-            }
-        }
-    }
-
-    /// Who these options authenticate to etcd as, for audit records: the
-    /// etcd user, else the client certificate's identity, else the local
-    /// user and host, marked unauthenticated.
-    pub fn principal(&self) -> String {
-        if let Some(u) = &self.user {
-            return format!("etcd user {}", u.name);
-        }
-        let cert_id = self
-            .tls
-            .as_ref()
-            .and_then(|t| t.identity.as_ref())
-            .and_then(|(pem, _)| {
-                let der = CertificateDer::pem_slice_iter(pem).next()?.ok()?;
-                crate::identity::identity_of(&der)
-            });
-        match cert_id {
-            Some(id) => format!("certificate {id}"),
-            None => {
-                let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
-                format!("{user}@{} (unauthenticated)", doorman_net::hostname())
             }
         }
     }
