@@ -196,8 +196,8 @@ harness_wait() {
 # The simulator against the real tree (docs/sim-vs-real.md): the real-tree
 # scenario's short profile simulated, replayed on real processes, and
 # compared; fails when the two disagree beyond the targets. Then the
-# original Go Doorman next to ours (scripts/original-interop.py, in a
-# private network namespace: the original binds every interface): its Go
+# original Go Doorman next to ours (`doorman-faults interop`, on a host of
+# the harness's network: the original binds every interface): its Go
 # client library and doorman_client against our leaf, mixed trees both
 # ways, Σ of unexpired grants sampled every 100 ms for 60 s.
 e2e_after_harness() {
@@ -205,7 +205,7 @@ e2e_after_harness() {
   ./scripts/sim-vs-real.sh --profile short --seeds 1 --out target/sim-vs-real/short
   disk
   log "the original Doorman: interop and mixed trees"
-  $SUDO python3 scripts/original-interop.py --seconds 60 \
+  $SUDO target/release/doorman-faults interop --seconds 60 --out target/interop \
     --original target/original --doorman target/release/doorman --client target/release/doorman-faults
 }
 

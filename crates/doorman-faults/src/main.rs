@@ -19,6 +19,7 @@ mod explain;
 mod faults;
 mod happened;
 mod http;
+mod interop;
 mod leases;
 mod net;
 mod probe;
@@ -64,6 +65,9 @@ enum Cmd {
     Client(client::Args),
     /// One TCP connection attempt (run on a host of the tree).
     Probe(probe::Args),
+    /// Our servers next to the original Go Doorman's binaries: its client
+    /// library against our leaf, and mixed trees (needs root).
+    Interop(interop::Args),
     /// A TCP proxy that can delay (run on a host of the tree).
     Proxy(proxy::Args),
 }
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Cmd::Scenario(a) => rt.block_on(scenario::run(a)),
         Cmd::Client(a) => rt.block_on(client::run(a)).map(|()| true),
         Cmd::Probe(a) => probe::run(a).map(|()| true),
+        Cmd::Interop(a) => rt.block_on(interop::run(a)),
         Cmd::Proxy(a) => rt.block_on(proxy::run(a)).map(|()| true),
     };
     match result {

@@ -257,6 +257,30 @@ impl Proc {
         false
     }
 
+    /// Its exit code once it exits by itself within `within` (`None`: it
+    /// did not, and was killed; or a signal ended it). Its output lines
+    /// are all read when this returns.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let mut child = self.child.take()?;
+        self.stdin = None;
+        let until = Instant::now() + within;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+                _ => break None,
+            }
+        };
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.life.push((crate::clock::mono(), Life::Exited));
+        // The reader thread takes the pipe's last lines after the exit.
+        std::thread::sleep(Duration::from_millis(300));
+        status.and_then(|s| s.code())
+    }
+
     /// Closes its input (a client then closes and exits), SIGTERM, then
     /// SIGKILL if it has not exited within `grace`; returns whether it
     /// exited by itself.

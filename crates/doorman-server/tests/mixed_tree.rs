@@ -3,25 +3,19 @@
 //! original's read from youtube/doorman `go/server/doorman/server.go`: one
 //! band at priority 1, `num_clients`, `wants`, no `has`, no `outstanding`).
 //! FAIR_SHARE must split the capacity by clients, whichever server they sit
-//! behind. `scripts/original-interop.py` runs the same tree with the real Go
+//! behind. `doorman-faults interop` runs the same tree with the real Go
 //! binaries.
 
 use doorman_testkit::rpc as common;
 
 use common::{client, server_with};
 use doorman_proto::doorman as pb;
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::ManualClock;
 
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "res"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 20
-refresh_interval = 5
-learning_mode_duration = 0
-"#;
+fn config() -> TestConfig {
+    TestConfig::new().resource(Resource::fair("res", 100.0).lease(20).refresh(5))
+}
 
 fn band(priority: i64, num_clients: i64, wants: f64) -> pb::PriorityBandAggregate {
     pb::PriorityBandAggregate {
@@ -62,7 +56,7 @@ fn ours(clients: i64, wants: f64, has: Option<pb::Lease>) -> pb::GetServerCapaci
 #[tokio::test]
 async fn an_original_intermediate_and_ours_share_by_clients() {
     let clock = ManualClock::new();
-    let s = server_with(CONFIG, &clock).await;
+    let s = server_with(&config().toml(), &clock).await;
     let mut c = client(s.grpc_addr).await;
     let (mut theirs, mut mine) = (0.0, 0.0);
     let mut has = None;
@@ -85,7 +79,7 @@ async fn an_original_intermediate_and_ours_share_by_clients() {
 #[tokio::test]
 async fn bands_of_our_own_intermediates_keep_their_priority() {
     let clock = ManualClock::new();
-    let s = server_with(CONFIG, &clock).await;
+    let s = server_with(&config().toml(), &clock).await;
     let mut c = client(s.grpc_addr).await;
     let high = |id: &str| pb::GetServerCapacityRequest {
         server_id: id.into(),
