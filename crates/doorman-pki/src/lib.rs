@@ -62,6 +62,22 @@ pub struct Issued {
     pub key_pem: String,
 }
 
+impl CertSpec {
+    /// A certificate named `name` (common name) for 127.0.0.1 and
+    /// `localhost` that may serve and authenticate as a client: a server
+    /// or a node on this machine.
+    pub fn local(name: &str) -> CertSpec {
+        CertSpec {
+            common_name: Some(name.into()),
+            dns: vec!["localhost".into()],
+            ips: vec![[127, 0, 0, 1].into()],
+            server: true,
+            client: true,
+            ..CertSpec::default()
+        }
+    }
+}
+
 impl Ca {
     /// A new CA whose certificate names `common_name`.
     pub fn new(common_name: &str) -> Result<Ca, PkiError> {

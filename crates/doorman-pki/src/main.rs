@@ -38,14 +38,7 @@ fn write_all(dir: &Path, names: &[String]) -> Result<(), Box<dyn std::error::Err
     let ca = Ca::new("doorman-pki throwaway CA")?;
     write(&dir.join("ca.pem"), ca.cert_pem())?;
     for name in names {
-        let issued = ca.issue(&CertSpec {
-            common_name: Some(name.clone()),
-            dns: vec!["localhost".into()],
-            ips: vec![[127, 0, 0, 1].into()],
-            server: true,
-            client: true,
-            ..CertSpec::default()
-        })?;
+        let issued = ca.issue(&CertSpec::local(name))?;
         write(&dir.join(format!("{name}.pem")), &issued.cert_pem)?;
         write(&dir.join(format!("{name}.key")), &issued.key_pem)?;
     }

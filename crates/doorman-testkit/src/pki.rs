@@ -63,15 +63,7 @@ impl Pki {
     /// present itself to a parent), written as `<file>.pem` and
     /// `<file>.key`.
     pub fn server(&self, file: &str) -> CertFiles {
-        let spec = CertSpec {
-            common_name: Some(file.into()),
-            dns: vec!["localhost".into()],
-            ips: vec![[127, 0, 0, 1].into()],
-            server: true,
-            client: true,
-            ..CertSpec::default()
-        };
-        self.issue(&spec, file)
+        self.issue(&CertSpec::local(file), file)
     }
 
     /// A certificate for a host at `ips` that serves and is a client too

@@ -112,13 +112,8 @@ impl DemoTls {
 /// client; its PEM and its key's.
 fn issue(ca: &Ca, name: &str) -> anyhow::Result<(String, String)> {
     let spec = CertSpec {
-        common_name: Some(name.into()),
-        dns: vec!["localhost".into()],
-        ips: vec![[127, 0, 0, 1].into()],
         uris: vec![format!("spiffe://doorman.demo/{name}")],
-        server: true,
-        client: true,
-        ..CertSpec::default()
+        ..CertSpec::local(name)
     };
     let issued = ca.issue(&spec)?;
     Ok((issued.cert_pem, issued.key_pem))
