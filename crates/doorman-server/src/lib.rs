@@ -5,8 +5,12 @@
 //!   the wire conversions.
 //! * [`http`]: `/metrics`, `/debug/status`, `/api/v1/status`, `/healthz`.
 //! * [`metrics`]: the Prometheus registry the boundaries record into.
-//! * [`election`]: the [`election::Election`] trait, standalone and etcd.
-//! * [`config_source`]: the config from a file or an etcd key, watched.
+//! * [`election`]: the core as an election sees it (`doorman-election`'s
+//!   `Mastership`), and `follow`, which applies what the election
+//!   publishes; the elections themselves are in `doorman-election`
+//!   (standalone) and `doorman-etcd`.
+//! * [`config_source`]: the config from a file or an etcd key (through
+//!   `doorman-etcd`), watched.
 //! * [`upstream`]: an intermediate server's link to its parent.
 //! * [`state`]: what the boundaries share (the core behind its lock,
 //!   metrics, clock).
