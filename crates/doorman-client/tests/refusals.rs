@@ -13,36 +13,26 @@ use std::time::Duration;
 use doorman_client::{AcquireError, BearerToken, Client, Mode, RateOptions};
 use doorman_core::action::Action;
 use doorman_core::client::Refused;
-use doorman_core::config::Config;
 use doorman_core::refusal::Reason;
 use doorman_net::refusal::from_status;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, free_port, IsolatedServer};
 use tonic::Code;
 
-const CONFIG: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "STATIC"
-lease_length = 60
-refresh_interval = 5
-learning_mode_duration = 0
-
-[[access]]
-identities = ["web"]
-resources = ["web/*"]
-actions = ["acquire"]
-"#;
+fn config() -> TestConfig {
+    TestConfig::new()
+        .resource(Resource::new("*", 100.0, "STATIC").lease(60).refresh(5))
+        .access(&["web"], &["web/*"], &["acquire"])
+}
 
 const TOKEN: &str = "web-0123456789abcdef";
 
 fn server_at(listen: SocketAddr) -> IsolatedServer {
-    let cfg = Arc::new(Config::parse(CONFIG, "refusals").unwrap());
+    let cfg = config().parse();
     let mut o = ServerOptions::new(listen, ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
     let tokens = format!("[[token]]\nidentity = \"web\"\ntoken = \"{TOKEN}\"\n");

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{Client, Fallback, Mode, RateOptions};
-use doorman_core::config::Config;
 use doorman_election::Election;
 use doorman_etcd::EtcdElection;
 use doorman_proto::doorman as pb;
@@ -485,17 +484,9 @@ async fn a_master_resumed_past_its_lease_claims_nothing() {
 /// once, while the leases, measured on their holders' own clocks, ran on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_successor_learns_for_a_skewed_masters_leases() {
-    const SHORT: &str = r#"
-[[resources]]
-identifier_glob = "*"
-capacity = 100
-[resources.algorithm]
-kind = "FAIR_SHARE"
-lease_length = 10
-refresh_interval = 1
-learning_mode_duration = 60
-"#;
-    let cfg = Arc::new(Config::parse(SHORT, "test").unwrap());
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(10).refresh(1).learning(60))
+        .parse();
     let e = etcd();
     let mut oa = opts(etcd_election(&e, 2));
     oa.config = ConfigSource::Inline(cfg.clone());
