@@ -9,28 +9,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::sample::{judge, sample, At, Page, Side, Watched, Whole};
-use super::tree::Tree;
+use super::tree::{wait_for, Tree};
 use super::views::ours;
 use super::Checks;
-use crate::clock::mono;
 
 /// What our server at `page` holds for `name`, if anything.
 async fn held_by(tree: &Tree<'_>, page: SocketAddr, name: &str) -> Option<f64> {
     ours(&tree.http, page, "res").await?.1.get(name).copied()
-}
-
-/// Polls `probe` every 100 ms for up to `seconds`; its first `Some`.
-async fn wait_for<T>(seconds: f64, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
-    let until = mono() + seconds;
-    loop {
-        if let Some(v) = probe().await {
-            return Some(v);
-        }
-        if mono() >= until {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn released(tree: &Tree<'_>, page: SocketAddr, name: &str) -> bool {

@@ -194,14 +194,25 @@ impl<'a> Tree<'a> {
     }
 
     async fn answers(&self, name: &str, addr: SocketAddr, path: &str) -> anyhow::Result<()> {
-        let until = crate::clock::mono() + 15.0;
-        while crate::clock::mono() < until {
-            if self.http.get(addr, path).await.is_some() {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let page = async || self.http.get(addr, path).await.map(drop);
+        match wait_for(15.0, page).await {
+            Some(()) => Ok(()),
+            None => anyhow::bail!("{name}: {path} did not answer within 15 s"),
         }
-        anyhow::bail!("{name}: {path} did not answer within 15 s")
+    }
+}
+
+/// Polls `probe` every 100 ms for up to `seconds`; its first `Some`.
+pub async fn wait_for<T>(seconds: f64, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+    let until = crate::clock::mono() + seconds;
+    loop {
+        if let Some(v) = probe().await {
+            return Some(v);
+        }
+        if crate::clock::mono() >= until {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
