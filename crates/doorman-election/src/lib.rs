@@ -87,7 +87,7 @@ pub struct StopGranting(Arc<dyn Mastership>);
 
 impl StopGranting {
     /// Steps `core` down.
-    pub fn of(core: Arc<dyn Mastership>) -> Self {
+    fn of(core: Arc<dyn Mastership>) -> Self {
         StopGranting(core)
     }
 
@@ -118,7 +118,7 @@ pub struct SessionFlag(Arc<dyn Mastership>);
 
 impl SessionFlag {
     /// Sets `core`'s flag.
-    pub fn of(core: Arc<dyn Mastership>) -> Self {
+    fn of(core: Arc<dyn Mastership>) -> Self {
         SessionFlag(core)
     }
 
@@ -146,7 +146,7 @@ pub struct MastershipProof(Arc<dyn Mastership>);
 
 impl MastershipProof {
     /// `core`, at its clock.
-    pub fn of(core: Arc<dyn Mastership>) -> Self {
+    fn of(core: Arc<dyn Mastership>) -> Self {
         MastershipProof(core)
     }
 
@@ -172,7 +172,7 @@ pub struct LeaseHorizon(Arc<dyn Mastership>);
 
 impl LeaseHorizon {
     /// `core`, at its clock.
-    pub fn of(core: Arc<dyn Mastership>) -> Self {
+    fn of(core: Arc<dyn Mastership>) -> Self {
         LeaseHorizon(core)
     }
 
