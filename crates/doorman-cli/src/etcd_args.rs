@@ -67,7 +67,7 @@ pub fn principal(opts: &EtcdOptions) -> String {
         .and_then(|t| t.identity.as_ref())
         .and_then(|(pem, _)| {
             let der = CertificateDer::pem_slice_iter(pem).next()?.ok()?;
-            doorman_server::identity::identity_of(&der)
+            doorman_transport::identity::identity_of(&der)
         });
     match cert_id {
         Some(id) => format!("certificate {id}"),

@@ -31,7 +31,7 @@ impl TestServer {
 
     fn start_with(
         addr: &str,
-        setup: impl FnOnce(&doorman_server::state::ServerState) + Send + 'static,
+        setup: impl FnOnce(&doorman_state::ServerState) + Send + 'static,
     ) -> TestServer {
         let cfg = config().parse();
         let mut o = ServerOptions::new(addr.parse().unwrap(), ConfigSource::Inline(cfg));

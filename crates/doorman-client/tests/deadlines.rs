@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use doorman_client::{AcquireError, BearerToken, Client, GaugeOptions, Mode, Phase, RateOptions};
-use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{ConfigSource, ServerOptions};
 use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, IsolatedServer};
+use doorman_transport::auth::{Auth, TokenFile, Tokens};
 
 fn config() -> TestConfig {
     TestConfig::new()

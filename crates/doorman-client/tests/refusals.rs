@@ -17,10 +17,10 @@ use doorman_core::refusal::Reason;
 use doorman_net::refusal::from_status;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
-use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{ConfigSource, ServerOptions};
 use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, free_port, IsolatedServer};
+use doorman_transport::auth::{Auth, TokenFile, Tokens};
 use tonic::Code;
 
 fn config() -> TestConfig {

@@ -14,11 +14,11 @@ use doorman_client::{BearerToken, ClientTls};
 use doorman_net::tls::endpoint;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
-use doorman_server::auth::{Auth, TokenFile, Tokens};
 use doorman_server::server::{start, ConfigSource, RunningServer};
-use doorman_server::tls::TlsFiles;
 use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{CertFiles, Name, Pki};
+use doorman_transport::auth::{Auth, TokenFile, Tokens};
+use doorman_transport::tls::TlsFiles;
 use tonic::Code;
 
 fn config() -> TestConfig {

@@ -354,7 +354,7 @@ fn rls_over_mutual_tls_follows_the_access_rules() {
                  resources = [\"edge/*\"]\nactions = [\"acquire\"]\n";
     std::fs::write(&file, config(C) + rules).unwrap();
     let mut o = ServerOptions::new(free_addr(), ConfigSource::File(file));
-    o.tls = Some(doorman_server::tls::TlsFiles {
+    o.tls = Some(doorman_transport::tls::TlsFiles {
         cert: server_cert.cert.clone(),
         key: server_cert.key.clone(),
         client_ca: Some(pki.ca()),

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use doorman_client::{Client, Fallback, Mode, RateOptions, RateResource};
 use doorman_core::config::Config;
 use doorman_server::server::{ConfigSource, ServerOptions};
-use doorman_server::state::Unready;
+use doorman_state::state::Unready;
 use doorman_testkit::IsolatedServer;
 
 use doorman_testkit::config::{Resource, TestConfig};

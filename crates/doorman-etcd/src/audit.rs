@@ -17,13 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::timeout;
 
 use crate::{connect, EtcdError, EtcdOptions};
-
-/// The hex SHA-256 of config bytes: how records, logs, metrics and the
-/// status page name a config's content.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
-    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
+use doorman_core::config::sha256_hex;
 
 const STEP: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -183,13 +177,5 @@ mod tests {
         assert_eq!(diff_summary("a\nb\nc\n", "a\nc\nd\ne\n"), "+2 -1 lines");
         assert_eq!(diff_summary("", "a\n"), "+1 -0 lines");
         assert_eq!(diff_summary("a\n", "a\n"), "+0 -0 lines");
-    }
-
-    #[test]
-    fn hashes_are_hex_sha256() {
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

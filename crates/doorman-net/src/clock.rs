@@ -44,3 +44,8 @@ pub fn wall_clock() -> Time {
 pub fn instant() -> tokio::time::Instant {
     tokio::time::Instant::now()
 }
+
+/// How long since `start` (an [`instant`]).
+pub fn since(start: tokio::time::Instant) -> std::time::Duration {
+    instant().saturating_duration_since(start)
+}

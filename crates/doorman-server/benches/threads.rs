@@ -19,7 +19,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use doorman_core::config::Config;
 use doorman_core::server::{CapacityRequest, CoreOptions, ResourceAsk, Sharded, Who};
 use doorman_lease::{Demand, Span, Time};
-use doorman_server::core_locks::{default_shards, LockedCore};
+use doorman_state::core_locks::{default_shards, LockedCore};
 
 fn config() -> Arc<Config> {
     let text = "[[resources]]\nidentifier_glob = \"*\"\ncapacity = 100\n\

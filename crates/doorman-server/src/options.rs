@@ -7,14 +7,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core_locks::default_shards;
+use doorman_state::core_locks::default_shards;
 
-use crate::auth::Auth;
 use crate::config_source::{ConfigSource, LoadError};
-use crate::http::serve::HttpLimits;
-use crate::state::Clock;
-use crate::tls::{TlsError, TlsFiles};
 use doorman_election::{Election, Standalone};
+use doorman_http::serve::HttpLimits;
+use doorman_state::state::Clock;
+use doorman_transport::auth::Auth;
+use doorman_transport::tls::{TlsError, TlsFiles};
 
 /// Default of `ServerOptions::grpc_max_connections` (and of
 /// `--grpc-max-connections`).
@@ -41,7 +41,7 @@ pub struct ServerOptions {
     /// See [`CoreOptions::min_request_interval`](doorman_core::server::CoreOptions::min_request_interval).
     pub min_request_interval: Duration,
     /// How many shards the core's resources are split into, each behind
-    /// its own lock (see [`LockedCore`](crate::core_locks::LockedCore)).
+    /// its own lock (see [`LockedCore`](doorman_state::core_locks::LockedCore)).
     pub core_shards: usize,
     /// How often to look at the config file for changes.
     pub reload_interval: Duration,
@@ -71,7 +71,7 @@ pub struct ServerOptions {
     /// need an identity.
     pub auth: Auth,
     /// `/metrics` per template (default) or per resource with a cap.
-    pub metrics_series: crate::metrics::ResourceSeries,
+    pub metrics_series: doorman_state::metrics::ResourceSeries,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -105,7 +105,7 @@ impl ServerOptions {
             node_id: None,
             parent_timeout: Duration::from_secs(5),
             election: Arc::new(Standalone),
-            clock: Arc::new(crate::clock::lease_clock),
+            clock: Arc::new(doorman_net::clock::lease_clock),
             tls: None,
             parent_tls: None,
             parent_token: None,

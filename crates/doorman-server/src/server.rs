@@ -17,17 +17,17 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::auth::Auth;
 pub use crate::config_source::ConfigSource;
 use crate::config_source::Loaded;
-use crate::core_locks::LockedCore;
-use crate::grpc::{layers, transport, CapacityService};
-use crate::listener::{stopped, Incoming};
-use crate::metrics::Metrics;
 pub use crate::options::{ServerOptions, StartError, DEFAULT_GRPC_MAX_CONNECTIONS};
-use crate::state::ServerState;
-use crate::tls::{Port, ServerTls};
 use doorman_election::{Candidacy, MasterView};
+use doorman_grpc::{layers, transport, CapacityService};
+use doorman_state::core_locks::LockedCore;
+use doorman_state::metrics::Metrics;
+use doorman_state::ServerState;
+use doorman_transport::auth::Auth;
+use doorman_transport::listener::{stopped, Incoming};
+use doorman_transport::tls::{Port, ServerTls};
 
 /// A running server.
 #[derive(Debug)]
@@ -161,14 +161,14 @@ fn spawn_front_ends(
         opts.grpc_max_connections,
         opts.grpc_idle_timeout,
     );
-    let peers = crate::tls::secure(
+    let peers = doorman_transport::tls::secure(
         incoming,
         tls.clone(),
         Port::Grpc,
         state.clone(),
         stop_rx.clone(),
     );
-    let rls = Arc::new(crate::envoy::local::LocalRequester::new(
+    let rls = Arc::new(doorman_envoy::local::LocalRequester::new(
         RLS_CLIENT_ID,
         state.core().shard_count(),
     ));
@@ -177,9 +177,9 @@ fn spawn_front_ends(
         tokio::spawn(rls.run(state.clone(), stop_rx.clone())),
     ];
     tasks.extend(http.map(|l| {
-        let app = crate::http::router(state.clone());
+        let app = doorman_http::router(state.clone());
         let (state, stop) = (state.clone(), stop_rx.clone());
-        tokio::spawn(crate::http::serve::serve(
+        tokio::spawn(doorman_http::serve::serve(
             l,
             app,
             opts.http_limits,
@@ -202,7 +202,7 @@ fn spawn_security(
     let mut tasks = Vec::new();
     match tls {
         Some(t) => {
-            let watch = crate::tls::spawn_watch(
+            let watch = doorman_transport::tls::spawn_watch(
                 t.clone(),
                 state.clone(),
                 opts.reload_interval,
@@ -226,7 +226,7 @@ fn spawn_security(
     warn_if_rules_cannot_pass(state, tls.map(|t| &**t), &opts.auth);
     if let Some(t) = &opts.auth.tokens {
         let (t, state, stop) = (t.clone(), state.clone(), stop_rx.clone());
-        tasks.push(crate::auth::token_file::spawn_watch(
+        tasks.push(doorman_transport::auth::token_file::spawn_watch(
             t,
             move |ok| state.metrics.token_reload(ok),
             opts.reload_interval,
@@ -291,7 +291,7 @@ fn build_state(
     if opts.parent.is_empty() {
         state.set_level(0);
     } else {
-        state.parent_link = Some(crate::parent_link::ParentLink::default());
+        state.parent_link = Some(doorman_state::parent_link::ParentLink::default());
     }
     let client_ca = opts.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
     state.auth.authenticating = client_ca || opts.auth.tokens.is_some();
@@ -316,8 +316,10 @@ pub const RLS_CLIENT_ID: &str = "envoy-rls";
 
 fn spawn_grpc(
     state: Arc<ServerState>,
-    rls: Arc<crate::envoy::local::LocalRequester>,
-    incoming: impl tokio_stream::Stream<Item = std::io::Result<crate::tls::Peer>> + Send + 'static,
+    rls: Arc<doorman_envoy::local::LocalRequester>,
+    incoming: impl tokio_stream::Stream<Item = std::io::Result<doorman_transport::tls::Peer>>
+        + Send
+        + 'static,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
@@ -325,9 +327,9 @@ fn spawn_grpc(
     let svc = CapacityServer::new(CapacityService::new(state.clone()))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
-    let rls = RateLimitServiceServer::new(crate::envoy::rls::RlsService::new(state.clone(), rls))
+    let rls = RateLimitServiceServer::new(doorman_envoy::rls::RlsService::new(state.clone(), rls))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
-    let rlqs = crate::envoy::rlqs::RlqsService::new(state.clone(), stop.clone());
+    let rlqs = doorman_envoy::rlqs::RlqsService::new(state.clone(), stop.clone());
     let rlqs = RateLimitQuotaServiceServer::new(rlqs)
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
     // Identity, timing and the level header: grpc/layers/.
@@ -387,7 +389,7 @@ fn spawn_election(
     let election = opts.election.run(candidacy);
     [
         tokio::spawn(election),
-        tokio::spawn(crate::election::follow(
+        tokio::spawn(doorman_state::election::follow(
             state.clone(),
             views_rx,
             stop.clone(),

@@ -19,7 +19,7 @@ use doorman_lease::{Span, Time};
 use doorman_net::Connector;
 use tokio::sync::watch;
 
-use crate::state::ServerState;
+use doorman_state::ServerState;
 use doorman_wire::convert::{upstream_grants, upstream_request};
 
 /// Runs until `stop` turns true.

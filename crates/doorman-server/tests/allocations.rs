@@ -8,14 +8,14 @@
 use std::sync::Arc;
 
 use doorman_core::server::{CoreOptions, Sharded};
+use doorman_grpc::layers::Caller;
+use doorman_grpc::CapacityService;
 use doorman_proto::doorman as pb;
 use doorman_proto::Capacity;
-use doorman_server::core_locks::LockedCore;
-use doorman_server::grpc::layers::Caller;
-use doorman_server::grpc::CapacityService;
-use doorman_server::metrics::Metrics;
-use doorman_server::state::ServerState;
 use doorman_server::Span;
+use doorman_state::core_locks::LockedCore;
+use doorman_state::metrics::Metrics;
+use doorman_state::ServerState;
 use doorman_testkit::config::{Resource, TestConfig};
 
 #[global_allocator]

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use doorman_core::config::Config;
+use doorman_http::serve::HttpLimits;
 use doorman_proto::doorman as pb;
-use doorman_server::http::serve::HttpLimits;
 use doorman_server::server::{start, ConfigSource, RunningServer};
 use doorman_testkit::eventually_async;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -233,7 +233,7 @@ async fn grpc_advertises_its_stream_limit_and_refuses_oversized_messages() {
     }
     assert_eq!(
         conn.max_concurrent_send_streams(),
-        doorman_server::grpc::transport::MAX_CONCURRENT_STREAMS as usize
+        doorman_grpc::transport::MAX_CONCURRENT_STREAMS as usize
     );
     // A request above 16 MiB is refused with OUT_OF_RANGE, not decoded.
     let mut c = doorman_proto::CapacityClient::connect(format!("http://{}", s.grpc_addr))

@@ -10,7 +10,7 @@ use doorman_core::server::{
     CapacityRequest, CoreOptions, ResourceAsk, Role, ServerCore, Sharded, Who,
 };
 use doorman_lease::{Amount, Demand, Span, Time};
-use doorman_server::core_locks::LockedCore;
+use doorman_state::core_locks::LockedCore;
 use doorman_testkit::config::{Resource, TestConfig};
 
 fn cfg() -> Arc<Config> {

@@ -17,9 +17,9 @@ use doorman_net::ClientTls;
 use doorman_proto::doorman as pb;
 use doorman_proto::CapacityClient;
 use doorman_server::server::{start, ConfigSource, RunningServer};
-use doorman_server::tls::TlsFiles;
 use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::{eventually, eventually_async, CertFiles, Name, Pki};
+use doorman_transport::tls::TlsFiles;
 
 fn config() -> TestConfig {
     TestConfig::new().resource(Resource::fair("*", 100.0).lease(60).refresh(5))

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use doorman_lease::Time;
-use doorman_server::state::Clock;
+use doorman_state::state::Clock;
 
 /// A clock tests move by hand; clones share the time.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use doorman_server::server::{start, RunningServer, ServerOptions, StartError};
-use doorman_server::state::ServerState;
+use doorman_state::ServerState;
 
 /// A server running on a dedicated runtime.
 #[derive(Debug)]

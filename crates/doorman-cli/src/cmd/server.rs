@@ -13,11 +13,11 @@ use std::time::Duration;
 use anyhow::Context;
 use doorman_election::{Election, Standalone};
 use doorman_etcd::EtcdElection;
-use doorman_server::auth::{Auth, TokenFile};
-use doorman_server::http::serve::HttpLimits;
-use doorman_server::metrics::ResourceSeries;
+use doorman_http::serve::HttpLimits;
 use doorman_server::server::{start, ConfigSource, ServerOptions, DEFAULT_GRPC_MAX_CONNECTIONS};
-use doorman_server::tls::TlsFiles;
+use doorman_state::metrics::ResourceSeries;
+use doorman_transport::auth::{Auth, TokenFile};
+use doorman_transport::tls::TlsFiles;
 
 use crate::etcd_args::EtcdArgs;
 use crate::tls_args::ClientTlsArgs;

@@ -12,6 +12,7 @@
 //! etcd values and hand the bytes in).
 
 mod acl;
+mod digest;
 mod envoy;
 mod error;
 mod lookup;
@@ -26,6 +27,7 @@ use doorman_lease::{LeaseTerms, DEFAULT_DECAY_FACTOR};
 use crate::limits::MAX_DURATION_SECS;
 
 pub use acl::Acl;
+pub use digest::sha256_hex;
 pub use envoy::{EnvoyConfig, Mapped, Unit, Unmatched};
 pub use error::{ConfigError, Problem};
 use lookup::PatternIndex;

@@ -1,5 +1,5 @@
 //! Validated requests going into the core and grants coming out: the
-//! core's own types, free of protobufs. `doorman-server`'s `grpc/validate.rs`
+//! core's own types, free of protobufs. `doorman-wire`'s `validate.rs`
 //! builds them from the wire; the simulator builds them directly.
 //!
 //! Must not: validate (the shells do) or decide anything.

@@ -23,7 +23,7 @@ use doorman_etcd::audit;
 use doorman_etcd::{connect, EtcdError, EtcdOptions};
 
 use super::{apply, ConfigVersion};
-use crate::state::ServerState;
+use doorman_state::ServerState;
 
 const STEP: Duration = Duration::from_secs(3);
 

@@ -15,8 +15,8 @@ use doorman_core::config::{Config, ConfigError};
 use tokio::sync::watch;
 
 use super::{apply, ConfigVersion};
-use crate::hangup::Look;
-use crate::state::ServerState;
+use doorman_state::ServerState;
+use doorman_transport::hangup::Look;
 
 /// Reads and validates a config file at start; also returns its bytes (to
 /// notice later changes). `Ok(Err(reason))` when the file is missing or
@@ -86,7 +86,7 @@ pub async fn watch_file(
     stop: watch::Receiver<bool>,
 ) {
     let mut last = initial;
-    crate::hangup::watch_files(interval, stop, |look| {
+    doorman_transport::hangup::watch_files(interval, stop, |look| {
         let force = look == Look::Hangup;
         if force {
             tracing::info!(path = %path.display(), "SIGHUP: reloading config");

@@ -13,7 +13,7 @@
 pub mod etcd;
 pub mod file;
 
-pub use crate::config_version::ConfigVersion;
+pub use doorman_state::config_version::ConfigVersion;
 
 use doorman_core::server::Sharded;
 use std::path::PathBuf;
@@ -24,8 +24,8 @@ use doorman_core::config::{Config, ConfigError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::state::ServerState;
 use doorman_etcd::EtcdOptions;
+use doorman_state::ServerState;
 
 /// Where the config comes from.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use doorman_client::ClientTls;
 use doorman_pki::{Ca, CertSpec};
-use doorman_server::tls::TlsFiles;
+use doorman_transport::tls::TlsFiles;
 
 /// The TLS material of every link of the demo.
 pub struct DemoTls {

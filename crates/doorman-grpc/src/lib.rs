@@ -1,0 +1,133 @@
+//! The gRPC boundary: the tonic `doorman.Capacity` service, a thin adapter
+//! that validates the protobuf (`doorman_wire::validate`), reads the clock
+//! once, calls the core under its lock and turns the result back into
+//! protobuf (`doorman_wire::convert`). Who the caller is, request metrics and the level header
+//! are [`layers`] around it (and around Envoy's services), applied where
+//! the server is built. A new front-end (such as Envoy's rate limit
+//! services) is another service over the same [`ServerState`].
+//!
+//! Must not: contain decisions (they belong to the core).
+
+pub mod layers;
+pub mod transport;
+
+use doorman_core::server::Sharded;
+use std::sync::Arc;
+
+use doorman_proto::doorman as pb;
+use tonic::{Request, Response, Status};
+
+use doorman_core::action::Action;
+use doorman_core::server::{Grant, NotMaster};
+use doorman_state::ServerState;
+use doorman_wire::convert::{self, client_response, redirect, served, server_response};
+use doorman_wire::validate;
+use layers::Caller;
+
+/// The gRPC service.
+#[derive(Debug, Clone)]
+pub struct CapacityService {
+    state: Arc<ServerState>,
+}
+
+impl CapacityService {
+    /// A service over shared state.
+    pub fn new(state: Arc<ServerState>) -> Self {
+        CapacityService { state }
+    }
+
+    /// A validated request; each entry left out is logged and counted by
+    /// reason.
+    fn checked(
+        &self,
+        method: &str,
+        r: Result<validate::Checked, Status>,
+    ) -> Result<validate::Checked, Status> {
+        let checked = r?;
+        for x in &checked.rejected {
+            self.state.metrics.rejected(method, x.reason);
+        }
+        if !checked.rejected.is_empty() {
+            let who = &checked.request.who;
+            let n = checked.rejected.len();
+            let what = validate::summary(&checked.rejected);
+            tracing::warn!(%who, left_out = n, "resource entries left out of the request: {what}");
+        }
+        Ok(checked)
+    }
+
+    /// A validated request, owned by its caller, decided if the access
+    /// rules allow `action` (else PERMISSION_DENIED naming each resource
+    /// refused, counted).
+    fn decide(
+        &self,
+        method: &str,
+        caller: Option<&str>,
+        action: Action,
+        checked: Result<validate::Checked, Status>,
+    ) -> Result<Result<Vec<Grant>, NotMaster>, Status> {
+        let mut checked = self.checked(method, checked)?;
+        checked.request.who = checked.request.who.owned_by(caller);
+        match self.state.decide(caller, action, &checked.request) {
+            Ok(out) => served(out),
+            Err(why) => {
+                self.state.metrics.denied(action.name());
+                let why = why.reindex(|i| checked.position(i));
+                Err(doorman_net::refusal::to_status(&why, "resource"))
+            }
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl doorman_proto::Capacity for CapacityService {
+    async fn discovery(
+        &self,
+        _request: Request<pb::DiscoveryRequest>,
+    ) -> Result<Response<pb::DiscoveryResponse>, Status> {
+        let (is_master, master_address) = self.state.core().mastership_at(self.state.now());
+        Ok(Response::new(pb::DiscoveryResponse {
+            mastership: pb::Mastership { master_address },
+            is_master,
+        }))
+    }
+
+    async fn get_capacity(
+        &self,
+        request: Request<pb::GetCapacityRequest>,
+    ) -> Result<Response<pb::GetCapacityResponse>, Status> {
+        let caller = Caller::of(&request)?;
+        let checked = validate::get_capacity(request.get_ref());
+        let grants = self.decide("GetCapacity", caller.as_deref(), Action::Acquire, checked)?;
+        let note = convert::note_header(&grants);
+        let mut answer = Response::new(client_response(grants));
+        if let Some(n) = note {
+            answer.metadata_mut().insert(convert::NOTE_HEADER, n);
+        }
+        Ok(answer)
+    }
+
+    async fn get_server_capacity(
+        &self,
+        request: Request<pb::GetServerCapacityRequest>,
+    ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
+        let caller = Caller::of(&request)?;
+        let checked = validate::get_server_capacity(request.get_ref());
+        let method = "GetServerCapacity";
+        let grants = self.decide(method, caller.as_deref(), Action::Serve, checked)?;
+        Ok(Response::new(server_response(grants)))
+    }
+
+    async fn release_capacity(
+        &self,
+        request: Request<pb::ReleaseCapacityRequest>,
+    ) -> Result<Response<pb::ReleaseCapacityResponse>, Status> {
+        let caller = Caller::of(&request)?;
+        let (who, ids) = validate::release_capacity(request.get_ref())?;
+        // Only the caller's own leases: owned ids never name another's.
+        let who = who.owned_by(caller.as_deref());
+        let released = self.state.core().release(&who, &ids).map(|_| Vec::new());
+        let mastership = served(released)?.err().and_then(redirect);
+        Ok(Response::new(pb::ReleaseCapacityResponse { mastership }))
+    }
+}
