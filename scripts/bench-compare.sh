@@ -52,7 +52,7 @@ fi
 WORK=$(mktemp -d)
 SP=
 trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-PORT=$(free_port)
+claim_port PORT
 fair_share_config "*" 1000000 3600 5 >"$WORK/ours.toml"
 # The original refuses a config without a "*" entry.
 cat >"$WORK/original.yml" <<'YAML'

@@ -33,7 +33,7 @@ fair_share_config "*" 1000000 3600 5 >"$WORK/c.toml"
 # One build at one client count: prints "instructions rpcs".
 count() {
     local bin=$1 clients=$2 port
-    port=$(free_port)
+    claim_port port
     rm -f "$WORK"/cg.*
     DOORMAN_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.%p" \
         "$bin" server --config "$WORK/c.toml" --listen "127.0.0.1:$port" \

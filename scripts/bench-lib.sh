@@ -1,13 +1,13 @@
 # Sourced by the benchmark scripts (bench-compare, bench-instructions,
-# bench-rls, bench-server, profile-server, scrape-p99): a free port on
-# 127.0.0.1, waiting for a server to listen on one, the config of one
+# bench-rls, bench-server, profile-server, scrape-p99): a claimed port on
+# 127.0.0.1 (checklib/ports.sh), waiting for a server to listen on one, the config of one
 # FAIR_SHARE template without learning mode that they load, and where the
 # no-op floor's executable is.
 
-# A TCP port on 127.0.0.1 that nothing listens on now.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# claim_port NAME: a port on 127.0.0.1 claimed for this shell's life, as
+# every test and check claims them.
+# shellcheck source=checklib/ports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/checklib/ports.sh"
 
 # listening PORT SECONDS: true once something accepts on 127.0.0.1:PORT,
 # false if nothing has within SECONDS (checked every 50 ms).

@@ -17,7 +17,8 @@ ROUNDS=${2:-2}
 BIN=target/release/doorman
 [ -x "$BIN" ] || cargo build --release --bin doorman
 WORK=$(mktemp -d)
-GRPC=127.0.0.1:$(free_port)
+claim_port GRPC_PORT
+GRPC=127.0.0.1:$GRPC_PORT
 fair_share_config "*" 1000000 60 5 >"$WORK/config.toml"
 "$BIN" server --config "$WORK/config.toml" --listen "$GRPC" --min-request-interval 0 \
     >"$WORK/server.log" 2>&1 &

@@ -48,11 +48,11 @@ PY
 }
 
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:\s*//p'), $(date -u +%Y-%m-%d)"
-PORT=$(free_port)
+claim_port PORT
 "$FLOOR" --listen "127.0.0.1:$PORT" >"$WORK/floor.log" 2>&1 &
 SP=$!
 profile floor "$PORT"
-PORT=$(free_port)
+claim_port PORT
 DOORMAN_LOG=warn "$B" server --config "$WORK/c.toml" --listen "127.0.0.1:$PORT" \
     --min-request-interval 0 >"$WORK/server.log" 2>&1 &
 SP=$!

@@ -17,9 +17,10 @@ ENVOY=$(./scripts/envoy-setup.sh | tail -1)
 BIN=target/release/doorman
 [ -x "$BIN" ] || cargo build --release --bin doorman
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=../../scripts/checklib/ports.sh
+. scripts/checklib/ports.sh
 WORK=$(mktemp -d)
-GRPC=$(port); HTTP=$(port); LISTEN=$(port); BACKEND=$(port); ADMIN=$(port)
+for p in GRPC HTTP LISTEN BACKEND ADMIN; do claim_port "$p"; done
 cat >"$WORK/doorman.toml" <<'TOML'
 [[resources]]
 identifier_glob = "edge/*"

@@ -91,3 +91,10 @@ def _ephemeral_start():
 def _seed():
     """Where this process starts looking: spreads parallel processes apart."""
     return ((os.getpid() * 7919) & 0xFFFFFFFF) ^ (time.time_ns() % 1_000_000_000)
+
+
+if __name__ == "__main__":
+    # `python3 scripts/checklib/ports.py`: one port as free_port() gives it,
+    # on stdout. Its claim ends with this process: a shell takes the claim
+    # over with flock(1) on the same file (scripts/checklib/ports.sh).
+    print(free_port())
