@@ -15,7 +15,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     let proto = proto_dir.join("doorman.proto");
     println!("cargo:rerun-if-changed={}", proto.display());
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
     tonic_prost_build::configure()
+        // For server reflection (`doorman_proto::FILE_DESCRIPTOR_SET`).
+        .file_descriptor_set_path(out.join("doorman_descriptor.bin"))
         .build_client(true)
         .build_server(true)
         .compile_with_config(config, &[proto], &[proto_dir])?;

@@ -8,6 +8,7 @@
 //!
 //! Must not: contain decisions (they belong to the core).
 
+pub mod health;
 pub mod layers;
 pub mod transport;
 

@@ -14,6 +14,10 @@ pub mod doorman {
     tonic::include_proto!("doorman");
 }
 
+/// `proto/doorman.proto` as an encoded `FileDescriptorSet`, for server
+/// reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("doorman_descriptor");
+
 pub use doorman::capacity_client::CapacityClient;
 pub use doorman::capacity_server::{Capacity, CapacityServer};
 

@@ -25,6 +25,7 @@
 //! Must not: decide grants, leases or learning mode (`doorman-core` does).
 
 pub mod config_source;
+mod grpc_port;
 mod options;
 pub mod server;
 pub mod upstream;

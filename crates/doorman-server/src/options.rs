@@ -27,6 +27,10 @@ pub struct ServerOptions {
     pub listen: SocketAddr,
     /// HTTP listen address for metrics and status, if any.
     pub http: Option<SocketAddr>,
+    /// Plaintext listen address serving only `grpc.health.v1.Health`
+    /// (`--health-listen`), for probes that cannot speak TLS; the gRPC
+    /// port serves health too.
+    pub health: Option<SocketAddr>,
     /// Connection cap and deadlines of the HTTP listener.
     pub http_limits: HttpLimits,
     /// Most open gRPC connections; one more is closed at once.
@@ -92,6 +96,7 @@ impl ServerOptions {
         ServerOptions {
             listen,
             http: None,
+            health: None,
             http_limits: HttpLimits::default(),
             grpc_max_connections: DEFAULT_GRPC_MAX_CONNECTIONS,
             grpc_idle_timeout: Duration::from_secs(60),

@@ -12,21 +12,21 @@ use std::time::Duration;
 
 use doorman_core::server::{CoreOptions, Role, Sharded};
 use doorman_lease::Span;
-use doorman_proto::CapacityServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use crate::config_source::ConfigSource;
 use crate::config_source::Loaded;
+use crate::grpc_port;
 pub use crate::options::{ServerOptions, StartError, DEFAULT_GRPC_MAX_CONNECTIONS};
 use doorman_election::{Candidacy, MasterView};
-use doorman_grpc::{layers, transport, CapacityService};
+
 use doorman_state::core_locks::LockedCore;
 use doorman_state::metrics::Metrics;
 use doorman_state::ServerState;
 use doorman_transport::auth::Auth;
-use doorman_transport::listener::{stopped, Incoming};
+use doorman_transport::listener::Incoming;
 use doorman_transport::tls::{Port, ServerTls};
 
 /// A running server.
@@ -36,6 +36,8 @@ pub struct RunningServer {
     pub grpc_addr: SocketAddr,
     /// The bound HTTP address, if any.
     pub http_addr: Option<SocketAddr>,
+    /// The bound plaintext health address (`--health-listen`), if any.
+    pub health_addr: Option<SocketAddr>,
     /// The shared state (core, metrics, clock).
     pub state: Arc<ServerState>,
     stop: watch::Sender<bool>,
@@ -93,11 +95,10 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         None => None,
     };
     let (grpc, grpc_addr) = bind_grpc(opts.listen).await?;
-    let http = match opts.http {
-        Some(a) => Some(bind(a).await?),
-        None => None,
-    };
+    let http = bind_optional(opts.http).await?;
     let http_addr = http.as_ref().and_then(|l| l.local_addr().ok());
+    let health = bind_optional(opts.health).await?;
+    let health_addr = health.as_ref().and_then(|l| l.local_addr().ok());
     let server_id = opts
         .server_id
         .clone()
@@ -106,19 +107,35 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
     install_loaded(&state, &loaded);
     let (stop, stop_rx) = watch::channel(false);
     // The gRPC server first: `RunningServer::wait` waits for it.
-    let mut tasks = spawn_front_ends(&opts, &state, (grpc, http), tls.clone(), &stop_rx);
+    let listeners = Listeners { grpc, http, health };
+    let mut tasks = spawn_front_ends(&opts, &state, listeners, tls.clone(), &stop_rx);
     tasks.extend(spawn_security(&opts, &state, tls.as_ref(), &stop_rx));
     tasks.extend(spawn_background(
         &opts, loaded, &state, &server_id, &stop_rx,
     ));
-    tracing::info!(%grpc_addr, http = ?http_addr, %server_id, parent = ?opts.parent, election = ?opts.election, config = %config.summary(), "doorman server started");
+    tracing::info!(%grpc_addr, http = ?http_addr, health = ?health_addr, %server_id, parent = ?opts.parent, election = ?opts.election, config = %config.summary(), "doorman server started");
     Ok(RunningServer {
         grpc_addr,
         http_addr,
+        health_addr,
         state,
         stop,
         tasks,
     })
+}
+
+/// The bound listeners: gRPC, and the optional HTTP and health ports.
+struct Listeners {
+    grpc: TcpListener,
+    http: Option<TcpListener>,
+    health: Option<TcpListener>,
+}
+
+async fn bind_optional(addr: Option<SocketAddr>) -> Result<Option<TcpListener>, StartError> {
+    match addr {
+        Some(a) => Ok(Some(bind(a).await?)),
+        None => Ok(None),
+    }
 }
 
 /// The gRPC listener and the address it got.
@@ -151,7 +168,11 @@ fn install_loaded(state: &ServerState, loaded: &Loaded) {
 fn spawn_front_ends(
     opts: &ServerOptions,
     state: &Arc<ServerState>,
-    (grpc, http): (TcpListener, Option<TcpListener>),
+    Listeners {
+        grpc,
+        http,
+        health: health_port,
+    }: Listeners,
     tls: Option<Arc<ServerTls>>,
     stop_rx: &watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
@@ -172,10 +193,20 @@ fn spawn_front_ends(
         RLS_CLIENT_ID,
         state.core().shard_count(),
     ));
+    let (health, health_task) =
+        doorman_grpc::health::health(state.clone(), grpc_port::served_names(), stop_rx.clone());
     let mut tasks = vec![
-        spawn_grpc(state.clone(), rls.clone(), peers, stop_rx.clone()),
+        grpc_port::spawn_grpc(
+            state.clone(),
+            rls.clone(),
+            health.clone(),
+            peers,
+            stop_rx.clone(),
+        ),
         tokio::spawn(rls.run(state.clone(), stop_rx.clone())),
+        health_task,
     ];
+    tasks.extend(health_port.map(|l| grpc_port::spawn_health(l, health, stop_rx.clone())));
     tasks.extend(http.map(|l| {
         let app = doorman_http::router(state.clone());
         let (state, stop) = (state.clone(), stop_rx.clone());
@@ -298,62 +329,9 @@ fn build_state(
     Arc::new(state)
 }
 
-/// Runs a listener's serve loop; a failure is logged.
-fn spawn_serving<E: std::fmt::Display>(
-    what: &'static str,
-    serve: impl std::future::Future<Output = Result<(), E>> + Send + 'static,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "{what} server failed");
-        }
-    })
-}
-
 /// The client id under which a server's RLS front-end leases capacity
 /// from its own core.
 pub const RLS_CLIENT_ID: &str = "envoy-rls";
-
-fn spawn_grpc(
-    state: Arc<ServerState>,
-    rls: Arc<doorman_envoy::local::LocalRequester>,
-    incoming: impl tokio_stream::Stream<Item = std::io::Result<doorman_transport::tls::Peer>>
-        + Send
-        + 'static,
-    mut stop: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
-    use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
-    let svc = CapacityServer::new(CapacityService::new(state.clone()))
-        .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
-    let rls = RateLimitServiceServer::new(doorman_envoy::rls::RlsService::new(state.clone(), rls))
-        .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
-    let rlqs = doorman_envoy::rlqs::RlqsService::new(state.clone(), stop.clone());
-    let rlqs = RateLimitQuotaServiceServer::new(rlqs)
-        .max_decoding_message_size(transport::MAX_MESSAGE_BYTES);
-    // Identity, timing and the level header: grpc/layers/.
-    let (svc, rls, rlqs) = (
-        layers::capacity(&state, svc),
-        layers::rls(&state, rls),
-        layers::rlqs(&state, rlqs),
-    );
-    // Small request/response pairs: without TCP_NODELAY (set by Incoming),
-    // Nagle and delayed ACKs add ~40 ms to every response that spans two
-    // writes.
-    let serve = tonic::transport::Server::builder()
-        .max_concurrent_streams(transport::MAX_CONCURRENT_STREAMS)
-        .http2_keepalive_interval(Some(transport::KEEPALIVE_INTERVAL))
-        .http2_keepalive_timeout(Some(transport::KEEPALIVE_TIMEOUT))
-        .layer(tower::util::MapResponseLayer::new(
-            transport::undecodable_is_invalid_argument,
-        ))
-        .add_service(svc)
-        .add_service(rls)
-        .add_service(rlqs)
-        .serve_with_incoming_shutdown(incoming, async move { stopped(&mut stop).await });
-    spawn_serving("gRPC", serve)
-}
 
 /// Forgets expired leases and empty resources every `every`.
 fn spawn_cleanup(

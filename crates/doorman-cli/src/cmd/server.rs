@@ -56,6 +56,12 @@ pub struct Args {
     /// /api/v1/status.
     #[arg(long)]
     http: Option<SocketAddr>,
+    /// Plaintext address serving only the standard gRPC health service
+    /// (grpc.health.v1.Health), for probes that cannot speak TLS, such as
+    /// Kubernetes' `grpc:` probes. The gRPC port serves health and
+    /// reflection too.
+    #[arg(long)]
+    health_listen: Option<SocketAddr>,
     /// Most open connections to the HTTP address (1 to 65536); one more is
     /// closed at once.
     #[arg(long, default_value_t = HttpLimits::DEFAULT_MAX_CONNECTIONS, value_parser = crate::args::count(65_536))]
@@ -221,6 +227,7 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
     opts.node_id = args.node_id;
     opts.grpc_max_connections = args.grpc_max_connections;
     opts.http = args.http;
+    opts.health = args.health_listen;
     let defaults = HttpLimits::default();
     opts.http_limits = HttpLimits {
         max_connections: args.http_max_connections,
