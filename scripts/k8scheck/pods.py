@@ -25,6 +25,7 @@ import subprocess
 from checklib import procs as checklib_procs
 from checklib.ports import free_port
 
+from .grpcprobe import grpc_health
 from .objects import by_kind, container_port, expand, find, selects, workloads
 from .provision import atomic_write
 from .tools import doorman_bin, etcd_bin, retrying
@@ -268,8 +269,14 @@ class Smoke:
     # ---- probes
 
     def probe(self, pod, which="readinessProbe"):
-        """(status, body) of the pod's first container probe, or an error string."""
+        """(status, body) of the pod's first container probe as the kubelet
+        runs it: an httpGet's HTTP status, or for a grpc probe a real gRPC
+        health check (grpcprobe.py: 200 when SERVING); or an error string."""
         for c in pod.spec["containers"]:
+            grpc = (c.get(which) or {}).get("grpc")
+            if grpc:
+                port = pod.ports[container_port(c, grpc["port"])]
+                return grpc_health(port, grpc.get("service", ""))
             get = (c.get(which) or {}).get("httpGet")
             if not get:
                 continue
@@ -277,11 +284,13 @@ class Smoke:
             scheme = get.get("scheme", "HTTP").lower()
             url = f"{scheme}://127.0.0.1:{port}{get['path']}"
             return http_get(url)
-        return (None, "no httpGet probe")
+        return (None, "no httpGet or grpc probe")
 
     def metrics(self, pod):
+        """/metrics of the pod's first container with a liveness httpGet
+        (the readiness probe may be grpc), on that probe's port and scheme."""
         for c in pod.spec["containers"]:
-            get = (c.get("readinessProbe") or {}).get("httpGet")
+            get = (c.get("livenessProbe") or {}).get("httpGet")
             if get:
                 port = pod.ports[container_port(c, get["port"])]
                 return http_get(f"{get.get('scheme', 'HTTP').lower()}://127.0.0.1:{port}/metrics")

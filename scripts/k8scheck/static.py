@@ -15,6 +15,18 @@ from .objects import by_kind, container_port, expand, find, is_doorman, name_of,
 from .tools import doorman_bin, kubernetes_validate, kv_utils, run_bin
 
 
+def grpc_probe_problems(cn, c, probe, args):
+    """A grpc readiness probe reaches doorman's plaintext health port: the
+    kubelet's gRPC probes speak no TLS, and the gRPC port is TLS."""
+    port = container_port(c, probe["port"])
+    listen = [a.split("=", 1)[1] for a in args if a.startswith("--health-listen=")]
+    if not listen:
+        return [f"{cn}: a grpc readinessProbe without --health-listen (the gRPC port is TLS)"]
+    if not listen[0].endswith(f":{port}"):
+        return [f"{cn}: the grpc readinessProbe's port {port} is not --health-listen={listen[0]}"]
+    return []
+
+
 def validate_schemas(label, objs):
     problems = []
     for o in objs:
@@ -124,8 +136,10 @@ def check_workloads(label, objs, doorman_flags, etcd_flags):
                 if not p:
                     problems.append(f"{cn}: no {probe}")
                     continue
-                get = p.get("httpGet")
-                if get and container_port(c, get["port"]) is None:
+                get = p.get("httpGet") or p.get("grpc")
+                if not get:
+                    problems.append(f"{cn}: {probe} is neither httpGet nor grpc")
+                elif container_port(c, get["port"]) is None:
                     problems.append(f"{cn}: {probe} port {get['port']!r} is not a container port")
             for m in c.get("volumeMounts", []):
                 mounts_by_volume.setdefault(m["name"], []).append(m)
@@ -151,7 +165,10 @@ def check_workloads(label, objs, doorman_flags, etcd_flags):
                     problems.append(f"{cn}: --election-key without --etcd")
                 rp = c.get("readinessProbe", {}).get("httpGet", {})
                 lp = c.get("livenessProbe", {}).get("httpGet", {})
-                if rp.get("path") != "/readyz":
+                rg = c.get("readinessProbe", {}).get("grpc")
+                if rg:
+                    problems.extend(grpc_probe_problems(cn, c, rg, args))
+                elif rp.get("path") != "/readyz":
                     problems.append(f"{cn}: readinessProbe path is {rp.get('path')}, not /readyz")
                 if lp.get("path") != "/healthz":
                     problems.append(f"{cn}: livenessProbe path is {lp.get('path')}, not /healthz")
