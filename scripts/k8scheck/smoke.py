@@ -45,6 +45,7 @@ def smoke(overlay, objs, certs, keep, timeout, image=None):
         deadline = time.time() + timeout
         started = time.time()
         ready = {}
+        answered = {}   # what the successful probes said ("ready", "grpc SERVING")
         last = {}
         while time.time() < deadline and len(ready) < len(s.pods):
             dead = s.exited()
@@ -57,6 +58,7 @@ def smoke(overlay, objs, certs, keep, timeout, image=None):
                 last[pod.name] = f"{status} {body.strip()[:200]}"
                 if status == 200:
                     ready[pod.name] = time.time() - started
+                    answered[body.strip()[:40]] = answered.get(body.strip()[:40], 0) + 1
             time.sleep(0.5)
         dead = s.exited()
         if dead:
@@ -68,7 +70,8 @@ def smoke(overlay, objs, certs, keep, timeout, image=None):
                    "\n".join(f"{p.name}: readinessProbe answered {last.get(p.name)}\n{s.logs(p)}"
                              for p in s.pods if p.name not in ready))
             return
-        R.ok(f"{label}: all {len(s.pods)} pods ready (readinessProbe 200) in "
+        said = ", ".join(f"{n} × {what!r}" for what, n in sorted(answered.items()))
+        R.ok(f"{label}: all {len(s.pods)} pods ready (readinessProbe: {said}) in "
              f"{max(ready.values()):.1f} s: " +
              ", ".join(f"{n} {t:.1f} s" for n, t in sorted(ready.items(), key=lambda x: x[1])))
         for pod in s.pods:
