@@ -24,7 +24,7 @@ pub struct Args {
     /// Capacity wanted.
     #[arg(long, value_parser = crate::args::amount)]
     wants: f64,
-    /// Client id (default: <hostname>:<pid>).
+    /// Client id (default: HOSTNAME:PID).
     #[arg(long)]
     client_id: Option<String>,
     /// Priority band (higher = more important).
