@@ -273,11 +273,12 @@ class Smoke:
         runs it: an httpGet's HTTP status, or for a grpc probe a real gRPC
         health check (grpcprobe.py: 200 when SERVING); or an error string."""
         for c in pod.spec["containers"]:
-            grpc = (c.get(which) or {}).get("grpc")
+            probe = c.get(which) or {}
+            grpc = probe.get("grpc")
             if grpc:
                 port = pod.ports[container_port(c, grpc["port"])]
                 return grpc_health(port, grpc.get("service", ""))
-            get = (c.get(which) or {}).get("httpGet")
+            get = probe.get("httpGet")
             if not get:
                 continue
             port = pod.ports[container_port(c, get["port"])]

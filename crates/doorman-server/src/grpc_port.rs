@@ -11,6 +11,8 @@ use doorman_grpc::{layers, transport, CapacityService};
 use doorman_proto::CapacityServer;
 use doorman_state::ServerState;
 use doorman_transport::listener::{stopped, Incoming};
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -39,8 +41,6 @@ pub(crate) fn spawn_grpc(
         + 'static,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
-    use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
     let svc = CapacityServer::new(CapacityService::new(state.clone()))
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
@@ -81,13 +81,11 @@ pub(crate) fn spawn_grpc(
 
 /// The names of the services the gRPC port serves, as health reports them.
 pub(crate) fn served_names() -> Vec<&'static str> {
-    use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer as Rlqs;
-    use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer as Rls;
     use tonic::server::NamedService;
     vec![
         <CapacityServer<CapacityService> as NamedService>::NAME,
-        <Rls<doorman_envoy::rls::RlsService> as NamedService>::NAME,
-        <Rlqs<doorman_envoy::rlqs::RlqsService> as NamedService>::NAME,
+        <RateLimitServiceServer<doorman_envoy::rls::RlsService> as NamedService>::NAME,
+        <RateLimitQuotaServiceServer<doorman_envoy::rlqs::RlqsService> as NamedService>::NAME,
     ]
 }
 

@@ -12,20 +12,19 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use doorman_core::action::Action;
 use doorman_core::refusal::RequestRefusal;
 use doorman_core::server::{
     CapacityRequest, Grant, Node, NotReady, Refusal, ResourceShard, Sharded, Status,
 };
 use doorman_lease::Time;
+use doorman_transport::auth::{Auth, AuthError};
 use doorman_transport::tls::{Port, TlsEvents};
-
-use doorman_core::action::Action;
 
 use crate::config_version::ConfigVersion;
 use crate::core_locks::LockedCore;
 use crate::metrics::{Metrics, ResourceSeries, Scrape};
 use crate::parent_link::ParentLink;
-use doorman_transport::auth::{Auth, AuthError};
 
 /// Where the server gets the time from (the lease clock in production).
 pub use doorman_net::clock::Clock;
