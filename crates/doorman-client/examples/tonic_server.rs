@@ -52,6 +52,16 @@ impl Capacity for Service {
     ) -> Result<Response<pb::ReleaseCapacityResponse>, Status> {
         Err(Status::unimplemented("a stand-in service"))
     }
+
+    type CapacityStreamStream =
+        tokio_stream::wrappers::ReceiverStream<Result<pb::GetCapacityResponse, Status>>;
+
+    async fn capacity_stream(
+        &self,
+        _: Request<tonic::Streaming<pb::GetCapacityRequest>>,
+    ) -> Result<Response<Self::CapacityStreamStream>, Status> {
+        Err(Status::unimplemented("a stand-in service"))
+    }
 }
 
 /// A shed call becomes its gRPC status; other errors pass unchanged.

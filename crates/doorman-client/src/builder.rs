@@ -36,6 +36,7 @@ pub struct ClientBuilder {
     clock: Option<Clock>,
     tls: Option<ClientTls>,
     token: Option<BearerToken>,
+    lease_stream: bool,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -71,6 +72,7 @@ impl ClientBuilder {
             clock: None,
             tls: None,
             token: None,
+            lease_stream: true,
         }
     }
 
@@ -140,6 +142,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether to use the lease stream where the server offers it
+    /// (default: yes). Without it, or against a server without one (an
+    /// original Doorman server), every renewal is a GetCapacity call and
+    /// a grant changes only when the client asks.
+    pub fn lease_stream(mut self, on: bool) -> Self {
+        self.lease_stream = on;
+        self
+    }
+
     /// Replaces the lease clock (simulations, tests).
     #[doc(hidden)]
     pub fn clock(mut self, clock: Clock) -> Self {
@@ -198,6 +209,7 @@ impl ClientBuilder {
         }
         let seed = (shared.now().as_millis() as u64) ^ u64::from(std::process::id()) << 20;
         let backoff = Backoff::new(self.backoff.0, self.backoff.1, seed);
-        Ok(Client::start(shared, conn, backoff, self.rpc_timeout))
+        let link = (self.rpc_timeout, self.lease_stream);
+        Ok(Client::start(shared, conn, backoff, link))
     }
 }

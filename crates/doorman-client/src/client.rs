@@ -76,10 +76,12 @@ impl Client {
         shared: Arc<ClientShared>,
         conn: Connector,
         backoff: Backoff,
-        rpc_timeout: Duration,
+        (rpc_timeout, lease_stream): (Duration, bool),
     ) -> Client {
         let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(crate::task::run(shared.clone(), conn, backoff, stop_rx));
+        let streaming = crate::stream::Streaming::new(lease_stream);
+        let run = crate::task::run(shared.clone(), conn, backoff, (streaming, stop_rx));
+        let task = tokio::spawn(run);
         Client {
             inner: Arc::new(Inner {
                 shared,

@@ -39,6 +39,7 @@ mod observe;
 mod rate;
 mod registry;
 mod resource;
+mod stream;
 mod task;
 pub use doorman_net::tls;
 pub mod tower;

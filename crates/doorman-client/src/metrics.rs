@@ -24,6 +24,7 @@ pub struct ClientMetrics {
     wait: HistogramVec,
     refused: IntCounterVec,
     fallbacks: IntCounterVec,
+    pushes: IntCounter,
 }
 
 /// The metrics one resource records itself.
@@ -111,7 +112,19 @@ impl ClientMetrics {
                 "Times a resource went from a lease to a fallback mode (pessimistic, optimistic, safe).",
                 per_resource,
             )?,
+            pushes: registered(
+                registry,
+                IntCounter::new(
+                    "doorman_client_pushed_grants_total",
+                    "Grants the server pushed on the lease stream.",
+                )?,
+            )?,
         })
+    }
+
+    /// Counts `n` pushed grants.
+    pub(crate) fn pushed(&self, n: usize) {
+        self.pushes.inc_by(n as u64);
     }
 
     pub(crate) fn rpc(&self, method: &str, seconds: f64, error: Option<tonic::Code>) {

@@ -9,28 +9,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_core::client::{GrantItem, Refused, RequestItem};
+use doorman_core::client::{ClientCore, Refused, RequestItem};
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::Backoff;
 use doorman_lease::{Span, Time};
 use doorman_net::refusal;
+use doorman_net::Incoming;
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
 
 use crate::connection::{note_for, CallError, Connector};
 use crate::registry::ClientShared;
-
-/// The grants of an answer to a request sent at `sent_at`.
-fn grants(resp: &pb::GetCapacityResponse, sent_at: Time) -> Vec<GrantItem> {
-    resp.response
-        .iter()
-        .map(|r| GrantItem {
-            resource_id: r.resource_id.clone(),
-            lease: doorman_proto::lease_from_wire(&r.gets, sent_at),
-            safe_capacity: r.safe_capacity,
-        })
-        .collect()
-}
+use crate::stream::{grants, Streaming};
 
 /// How often Auto wants are sampled while idle.
 const AUTO_SAMPLE: Span = Span::secs(1);
@@ -109,16 +99,15 @@ fn get_capacity_request(
 /// failure goes to the core.
 async fn refresh(
     shared: &ClientShared,
-    conn: &mut Connector,
+    (conn, streaming): (&mut Connector, &mut Streaming),
     backoff: &mut Backoff,
     (client_id, sent_at): (&str, Time),
     chunk: &[RequestItem],
 ) {
     let ids: Vec<String> = chunk.iter().map(|i| i.resource_id.clone()).collect();
     conn.deadline_for(chunk.iter().filter_map(|i| i.has.as_ref()));
-    let r = conn
-        .get_capacity(get_capacity_request(client_id, chunk, sent_at))
-        .await;
+    let req = get_capacity_request(client_id, chunk, sent_at);
+    let (r, note) = call(shared, conn, streaming, req).await;
     let now = shared.now();
     shared.called(conn.master(), r.as_ref().err().map(|e| e.to_string()));
     let mut st = shared.lock();
@@ -127,32 +116,81 @@ async fn refresh(
             st.core.on_response(now, &ids, &grants(&resp, sent_at));
             for id in &ids {
                 if let Some(res) = st.resources.get(id) {
-                    res.set_note(note_for(conn.last_note(), id));
+                    res.set_note(note_for(note.as_deref(), id));
                 }
             }
         }
-        Err((e, delay)) => match refused(&e, &ids) {
-            Some((named, more)) => {
-                let which: Vec<&String> = named.iter().map(|(id, _)| id).collect();
-                tracing::warn!(error = %e, resources = ?which, "the server refused resources; asking again only after a while");
-                st.core.on_refused(now, &named);
-                let named: std::collections::HashSet<&String> = which.into_iter().collect();
-                let rest: Vec<String> =
-                    ids.iter().filter(|i| !named.contains(i)).cloned().collect();
-                // Ask for the others again at once, unless the server said
-                // it refused more than it named: then back off.
-                let retry = if more {
-                    Span::from_duration(delay)
-                } else {
-                    Span::ZERO
-                };
-                st.core.on_failure(now, &rest, retry);
+        Err((e, delay)) => failed(&mut st.core, now, &e, (&ids, delay)),
+    }
+}
+
+/// The answer to `req` and its note: on the lease stream if one is open
+/// (pushes before the answer applied on the way), else by GetCapacity. A
+/// redirect or a stream cut short is asked again by GetCapacity at once;
+/// no answer in time, or a refusal, is the call's failure.
+async fn call(
+    shared: &ClientShared,
+    conn: &mut Connector,
+    streaming: &mut Streaming,
+    req: pb::GetCapacityRequest,
+) -> (Result<pb::GetCapacityResponse, CallError>, Option<String>) {
+    if let Some(stream) = streaming.ready(conn).await {
+        let start = crate::clock::instant();
+        let r = crate::stream::ask(shared, stream, req.clone(), start + conn.call_timeout()).await;
+        if let Some(m) = &shared.metrics {
+            let code = r.as_ref().err().map(CallError::code);
+            let took = crate::clock::instant() - start;
+            m.rpc("CapacityStream", took.as_secs_f64(), code);
+        }
+        match r {
+            Ok(resp) if resp.mastership.is_none() => {
+                let note = resp.note.clone();
+                return (Ok(resp), note);
             }
-            None => {
-                tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
-                st.core.on_failure(now, &ids, Span::from_duration(delay));
+            Ok(resp) => {
+                conn.follow(resp.mastership.and_then(|m| m.master_address));
+                streaming.redirected();
             }
-        },
+            Err(e) if e.code() == tonic::Code::DeadlineExceeded => {
+                conn.follow(None);
+                streaming.failed(&e);
+                return (Err(e), None);
+            }
+            Err(e) if refused(&e, &[]).is_some() => {
+                streaming.redirected();
+                return (Err(e), None);
+            }
+            Err(e) => streaming.failed(&e),
+        }
+    }
+    let r = conn.get_capacity(req).await;
+    let note = conn.last_note().map(str::to_string);
+    (r, note)
+}
+
+/// The request for `ids` failed with `e`: a refusal names what it
+/// refused; anything else is retried after `delay`.
+fn failed(core: &mut ClientCore, now: Time, e: &CallError, (ids, delay): (&[String], Duration)) {
+    match refused(e, ids) {
+        Some((named, more)) => {
+            let which: Vec<&String> = named.iter().map(|(id, _)| id).collect();
+            tracing::warn!(error = %e, resources = ?which, "the server refused resources; asking again only after a while");
+            core.on_refused(now, &named);
+            let named: std::collections::HashSet<&String> = which.into_iter().collect();
+            let rest: Vec<String> = ids.iter().filter(|i| !named.contains(i)).cloned().collect();
+            // Ask for the others again at once, unless the server said
+            // it refused more than it named: then back off.
+            let retry = if more {
+                Span::from_duration(delay)
+            } else {
+                Span::ZERO
+            };
+            core.on_failure(now, &rest, retry);
+        }
+        None => {
+            tracing::warn!(error = %e, retry_in = ?delay, "GetCapacity failed");
+            core.on_failure(now, ids, Span::from_duration(delay));
+        }
     }
 }
 
@@ -232,7 +270,7 @@ pub(crate) async fn run(
     shared: Arc<ClientShared>,
     mut conn: Connector,
     mut backoff: Backoff,
-    mut stop: watch::Receiver<bool>,
+    (mut streaming, mut stop): (Streaming, watch::Receiver<bool>),
 ) {
     while !*stop.borrow() {
         // Every wake-up first applies what holds now: the process may have
@@ -249,7 +287,8 @@ pub(crate) async fn run(
         if let Some(items) = &turn.request {
             for chunk in items.chunks(MAX_RESOURCES_PER_REQUEST) {
                 let asked = (turn.client_id.as_str(), turn.at);
-                let call = refresh(&shared, &mut conn, &mut backoff, asked, chunk);
+                let link = (&mut conn, &mut streaming);
+                let call = refresh(&shared, link, &mut backoff, asked, chunk);
                 tokio::select! {
                     _ = ending_leases_apply(&shared, call) => {}
                     _ = stop.changed() => break,
@@ -264,6 +303,11 @@ pub(crate) async fn run(
             _ = tokio::time::sleep(sleep) => {}
             _ = shared.wake.notified() => {}
             _ = stop.changed() => {}
+            m = streaming.next_idle() => match m {
+                Ok(Incoming::Pushed(m)) => crate::stream::apply_push(&shared, &m),
+                Ok(Incoming::Answer(_)) => tracing::debug!("an answer with no request pending on the lease stream; ignored"),
+                Err(e) => streaming.failed(&e),
+            },
         }
     }
     release_all(&shared, &mut conn).await;

@@ -84,9 +84,9 @@ async fn bulk_refresh_at_the_lease_refresh_interval() {
     .await;
     assert!(rs.iter().all(|r| r.capacity() == 10.0));
     // Refresh interval 1 s: over 3.5 s about 3 bulk requests, not 3 per resource.
-    let before = s.requests("GetCapacity");
+    let before = s.0.capacity_requests();
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let n = s.requests("GetCapacity") - before;
+    let n = s.0.capacity_requests() - before;
     assert!((2..=5).contains(&n), "{n} GetCapacity in 3.5 s");
     // Every lease was refreshed by the same request: same last-request time.
     let st = s.0.state.core().status(doorman_server::lease_clock(), 10);
@@ -305,7 +305,8 @@ async fn client_metrics_are_registered() {
         "doorman_client_wants{resource=\"m\"} 12",
         "doorman_client_mode{mode=\"lease\",resource=\"m\"} 1",
         "doorman_client_mode{mode=\"pessimistic\",resource=\"m\"} 0",
-        "doorman_client_rpcs_total{method=\"GetCapacity\"}",
+        "doorman_client_rpcs_total{method=\"CapacityStream\"}",
+        "doorman_client_pushed_grants_total 0",
         "doorman_client_rpcs_total{method=\"Discovery\"} 1",
         "doorman_client_permit_wait_seconds_count{resource=\"m\"} 1",
     ] {

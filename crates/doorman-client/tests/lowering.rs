@@ -7,7 +7,9 @@
 //! difference is free at the server within that interval and a round trip
 //! of A's lowering, and B (waiting: it comes back every quarter of its
 //! refresh interval, at least every second) takes it at its next request.
-//! What the two hold never exceeds the capacity meanwhile.
+//! What the two hold never exceeds the capacity meanwhile. The clients
+//! poll: on a lease stream the lowering is pushed and acknowledged at once
+//! (`stream.rs`).
 
 // Times itself: the clock rule of clippy.toml is for the library.
 #![allow(clippy::disallowed_methods)]
@@ -42,6 +44,7 @@ async fn client(s: &IsolatedServer, id: &str) -> Client {
         .servers([s.addr()])
         .client_id(id)
         .fallback(Fallback::Pessimistic)
+        .lease_stream(false)
         .build()
         .await
         .unwrap()

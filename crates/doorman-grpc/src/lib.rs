@@ -10,31 +10,58 @@
 
 pub mod health;
 pub mod layers;
+pub mod stream;
 pub mod transport;
 
 use doorman_core::server::Sharded;
 use std::sync::Arc;
 
 use doorman_proto::doorman as pb;
-use tonic::{Request, Response, Status};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
 
 use doorman_core::action::Action;
-use doorman_core::server::{Grant, NotMaster};
+use doorman_core::server::{Grant, NotMaster, Who};
 use doorman_state::ServerState;
 use doorman_wire::convert::{self, client_response, redirect, served, server_response};
 use doorman_wire::validate;
 use layers::Caller;
+use stream::hub::Hub;
 
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct CapacityService {
     state: Arc<ServerState>,
+    hub: Arc<Hub>,
 }
 
 impl CapacityService {
-    /// A service over shared state.
+    /// A service over shared state; its lease streams' pusher is
+    /// [`stream::push::run`] over [`CapacityService::hub`].
     pub fn new(state: Arc<ServerState>) -> Self {
-        CapacityService { state }
+        let hub = Arc::default();
+        CapacityService { state, hub }
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    /// The open lease streams.
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    /// A GetCapacity request from `caller`, validated and decided: the
+    /// requester (keyed by its owner) and its grants, or the redirect.
+    fn get_capacity_grants(
+        &self,
+        caller: Option<&str>,
+        req: &pb::GetCapacityRequest,
+    ) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status> {
+        let checked = validate::get_capacity(req);
+        self.decide("GetCapacity", caller, Action::Acquire, checked)
     }
 
     /// A validated request; each entry left out is logged and counted by
@@ -66,11 +93,11 @@ impl CapacityService {
         caller: Option<&str>,
         action: Action,
         checked: Result<validate::Checked, Status>,
-    ) -> Result<Result<Vec<Grant>, NotMaster>, Status> {
+    ) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status> {
         let mut checked = self.checked(method, checked)?;
         checked.request.who = checked.request.who.owned_by(caller);
         match self.state.decide(caller, action, &checked.request) {
-            Ok(out) => served(out),
+            Ok(out) => Ok((checked.request.who, served(out)?)),
             Err(why) => {
                 self.state.metrics.denied(action.name());
                 let why = why.reindex(|i| checked.position(i));
@@ -98,8 +125,7 @@ impl doorman_proto::Capacity for CapacityService {
         request: Request<pb::GetCapacityRequest>,
     ) -> Result<Response<pb::GetCapacityResponse>, Status> {
         let caller = Caller::of(&request)?;
-        let checked = validate::get_capacity(request.get_ref());
-        let grants = self.decide("GetCapacity", caller.as_deref(), Action::Acquire, checked)?;
+        let (_, grants) = self.get_capacity_grants(caller.as_deref(), request.get_ref())?;
         let note = convert::note_header(&grants);
         let mut answer = Response::new(client_response(grants));
         if let Some(n) = note {
@@ -115,7 +141,7 @@ impl doorman_proto::Capacity for CapacityService {
         let caller = Caller::of(&request)?;
         let checked = validate::get_server_capacity(request.get_ref());
         let method = "GetServerCapacity";
-        let grants = self.decide(method, caller.as_deref(), Action::Serve, checked)?;
+        let (_, grants) = self.decide(method, caller.as_deref(), Action::Serve, checked)?;
         Ok(Response::new(server_response(grants)))
     }
 
@@ -128,7 +154,21 @@ impl doorman_proto::Capacity for CapacityService {
         // Only the caller's own leases: owned ids never name another's.
         let who = who.owned_by(caller.as_deref());
         let released = self.state.core().release(&who, &ids).map(|_| Vec::new());
+        self.state.moved.note(ids.iter().map(String::as_str));
         let mastership = served(released)?.err().and_then(redirect);
         Ok(Response::new(pb::ReleaseCapacityResponse { mastership }))
+    }
+
+    type CapacityStreamStream = ReceiverStream<Result<pb::GetCapacityResponse, Status>>;
+
+    async fn capacity_stream(
+        &self,
+        request: Request<Streaming<pb::GetCapacityRequest>>,
+    ) -> Result<Response<Self::CapacityStreamStream>, Status> {
+        let caller = Caller::of(&request)?;
+        let (outbox, answers) = tokio::sync::mpsc::channel(stream::hub::STREAM_QUEUE);
+        let serve = stream::serve(self.clone(), caller, request.into_inner(), outbox);
+        tokio::spawn(serve);
+        Ok(Response::new(ReceiverStream::new(answers)))
     }
 }

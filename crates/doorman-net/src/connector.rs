@@ -228,6 +228,23 @@ impl Connector {
         self.timeout
     }
 
+    /// The deadline of the calls from now on ([`Connector::deadline_for`]).
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// The bearer token sent, if any.
+    pub(crate) fn token(&self) -> Option<&BearerToken> {
+        self.token.as_ref()
+    }
+
+    /// A master named by a redirect on a lease stream: the next call goes
+    /// there (`None`, or one suspected of hanging: the next call
+    /// discovers).
+    pub fn follow(&mut self, master: Option<String>) {
+        self.master = master.filter(|m| !m.is_empty() && !self.suspects(m));
+    }
+
     /// Gives the calls from now on (Discovery included) the deadline of a
     /// request renewing `leases`: half their shortest refresh interval, at
     /// least 1 s, at most the configured deadline
@@ -238,7 +255,7 @@ impl Connector {
         self.call_timeout = d.to_duration().min(self.timeout);
     }
 
-    fn client(&mut self, addr: &str) -> Result<CapacityClient<Channel>, CallError> {
+    pub(crate) fn client(&mut self, addr: &str) -> Result<CapacityClient<Channel>, CallError> {
         if let Some(ch) = self.channels.get(addr) {
             return Ok(capacity_client(ch.clone()));
         }
@@ -259,7 +276,7 @@ impl Connector {
     /// A call to `addr` failed: drop its channel and, if it was the master,
     /// forget it; the next discovery starts after it (a master that hangs
     /// is asked again only once the others have been).
-    fn forget(&mut self, addr: &str) {
+    pub(crate) fn forget(&mut self, addr: &str) {
         self.channels.remove(addr);
         if self.master.as_deref() == Some(addr) {
             self.master = None;

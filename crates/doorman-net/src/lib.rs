@@ -15,6 +15,7 @@ pub mod bearer;
 pub mod clock;
 pub mod connector;
 pub mod host;
+pub mod lease_stream;
 pub mod refusal;
 pub mod tls;
 
@@ -22,4 +23,5 @@ pub use bearer::{BearerToken, TokenError};
 pub use clock::{lease_clock, wall_clock, Clock};
 pub use connector::{CallError, Connector};
 pub use host::hostname;
+pub use lease_stream::{Incoming, LeaseStream};
 pub use tls::{ClientTls, EndpointError, TlsFileError};

@@ -61,6 +61,8 @@ impl Capacity for Floor {
         Ok(Response::new(pb::GetCapacityResponse {
             response,
             mastership: None,
+            pushed: None,
+            note: None,
         }))
     }
 
@@ -76,6 +78,29 @@ impl Capacity for Floor {
         _: Request<pb::ReleaseCapacityRequest>,
     ) -> Result<Response<pb::ReleaseCapacityResponse>, Status> {
         Ok(Response::new(pb::ReleaseCapacityResponse::default()))
+    }
+
+    type CapacityStreamStream =
+        tokio_stream::wrappers::ReceiverStream<Result<pb::GetCapacityResponse, Status>>;
+
+    /// Each request on the stream answered as `get_capacity` answers it.
+    async fn capacity_stream(
+        &self,
+        request: Request<tonic::Streaming<pb::GetCapacityRequest>>,
+    ) -> Result<Response<Self::CapacityStreamStream>, Status> {
+        let mut inbound = request.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Ok(Some(req)) = inbound.message().await {
+                let answer = Floor.get_capacity(Request::new(req)).await;
+                if tx.send(answer.map(Response::into_inner)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(
+            rx,
+        )))
     }
 }
 

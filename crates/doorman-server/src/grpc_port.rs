@@ -41,7 +41,11 @@ pub(crate) fn spawn_grpc(
         + 'static,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let svc = CapacityServer::new(CapacityService::new(state.clone()))
+    let capacity = CapacityService::new(state.clone());
+    let pusher =
+        doorman_grpc::stream::push::run(state.clone(), capacity.hub().clone(), stop.clone());
+    tokio::spawn(pusher);
+    let svc = CapacityServer::new(capacity)
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(transport::MAX_MESSAGE_BYTES);
     let rls = RateLimitServiceServer::new(doorman_envoy::rls::RlsService::new(state.clone(), rls))

@@ -125,6 +125,7 @@ async fn ask_parent(
         Ok(resp) => {
             let grants = upstream_grants(&resp, (sent_at, now));
             state.core().upstream_response(now, &ids, &grants);
+            state.moved.note(ids.iter().map(String::as_str));
             answered(state, conn);
         }
         Err((e, delay)) => {

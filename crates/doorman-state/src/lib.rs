@@ -11,6 +11,7 @@ pub mod config_version;
 pub mod core_locks;
 pub mod election;
 pub mod metrics;
+pub mod moved;
 pub mod parent_link;
 pub mod state;
 

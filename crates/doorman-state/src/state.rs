@@ -24,6 +24,7 @@ use doorman_transport::tls::{Port, TlsEvents};
 use crate::config_version::ConfigVersion;
 use crate::core_locks::LockedCore;
 use crate::metrics::{Metrics, ResourceSeries, Scrape};
+use crate::moved::Moved;
 use crate::parent_link::ParentLink;
 
 /// Where the server gets the time from (the lease clock in production).
@@ -62,6 +63,8 @@ pub struct ServerState {
     pub series: ResourceSeries,
     /// The level in the tree; `u32::MAX` while unknown.
     level: AtomicU32,
+    /// The resources whose grants may have moved, for the lease streams.
+    pub moved: Moved,
 }
 
 /// The TLS boundary's events, counted in this server's metrics.
@@ -95,6 +98,7 @@ impl ServerState {
             session_up: AtomicBool::new(true),
             series: ResourceSeries::default(),
             level: AtomicU32::new(u32::MAX),
+            moved: Moved::default(),
         }
     }
 
@@ -173,6 +177,8 @@ impl ServerState {
         if decided.wake_upstream {
             self.upstream_wake.notify_one();
         }
+        self.moved
+            .note(req.resources.iter().map(|r| r.resource_id.as_str()));
         decided.grants
     }
 
@@ -267,5 +273,7 @@ impl ServerState {
     /// One whole cleanup pass, step by step.
     pub fn cleanup(&self) {
         self.core().cleanup(self.now());
+        // Leases that ended free capacity others on a stream may get.
+        self.moved.note_all();
     }
 }

@@ -81,6 +81,11 @@ impl IsolatedServer {
     pub fn requests(&self, method: &str) -> u64 {
         self.state.metrics.requests(method)
     }
+
+    /// GetCapacity requests served so far, as calls or on lease streams.
+    pub fn capacity_requests(&self) -> u64 {
+        self.requests("GetCapacity") + self.state.metrics.stream_requests_seen()
+    }
 }
 
 impl Drop for IsolatedServer {

@@ -62,6 +62,8 @@ pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityRespo
     pb::GetCapacityResponse {
         response,
         mastership,
+        pushed: None,
+        note: None,
     }
 }
 
@@ -72,6 +74,12 @@ pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityRespo
 /// `join_bounded`); none if no grant has a note (or the text is not valid
 /// in a header).
 pub fn note_header(r: &Result<Vec<Grant>, NotMaster>) -> Option<MetadataValue<Ascii>> {
+    MetadataValue::try_from(note_text(r)?).ok()
+}
+
+/// The text of [`note_header`] (a lease stream's answers carry it in
+/// their `note` field); none if no grant has a note.
+pub fn note_text(r: &Result<Vec<Grant>, NotMaster>) -> Option<String> {
     let grants = r.as_ref().ok()?;
     if grants.iter().all(|g| g.note.is_none()) {
         return None;
@@ -82,10 +90,7 @@ pub fn note_header(r: &Result<Vec<Grant>, NotMaster>) -> Option<MetadataValue<As
         .collect();
     // Clients refuse answers whose headers pass 16 KB (h2's default).
     let text = join_bounded(entries.into_iter(), "; ", MAX_NOTE_BYTES);
-    if text.is_empty() {
-        return None;
-    }
-    MetadataValue::try_from(text).ok()
+    (!text.is_empty()).then_some(text)
 }
 
 /// Most bytes of notes in one answer's header (the rest are counted, not

@@ -387,8 +387,19 @@ impl<T> Shares<T> {
         if self.slot(id).is_none() {
             return 0.0;
         }
+        let grant = self.would_get(id);
+        self.put_has(id, grant);
+        grant
+    }
+
+    /// What [`Shares::decide`] would grant the requester now, recording
+    /// nothing (a server pushing grants asks this of each holder).
+    pub fn would_get(&mut self, id: RequesterId) -> f64 {
+        if self.slot(id).is_none() {
+            return 0.0;
+        }
         let target = self.target(id);
-        let grant = if self.kind.is_share() {
+        if self.kind.is_share() {
             // What it holds now is its own to keep, up to its target, even
             // when the others hold more than is free (the capacity shrank
             // and they have not refreshed yet): a decision never raises Σ
@@ -397,9 +408,7 @@ impl<T> Shares<T> {
             target.min(self.free_for(id).max(self.has(id)))
         } else {
             target
-        };
-        self.put_has(id, grant);
-        grant
+        }
     }
 
     /// The capacity not held by the other requesters.

@@ -173,6 +173,9 @@ struct State {
     schedule: RefreshSchedule,
     /// Why the server refused it, until it grants it again.
     refused: Option<Refused>,
+    /// A pushed grant lowered it: the server counts the old lease until a
+    /// request claims the lower one, sent at once ([`ClientCore::on_push`]).
+    ack: bool,
 }
 
 /// The bottom half's state.
@@ -225,6 +228,7 @@ impl ClientCore {
                 safe: None,
                 schedule: RefreshSchedule::new(now),
                 refused: None,
+                ack: false,
             }),
         );
     }
@@ -268,7 +272,7 @@ impl ClientCore {
             .flat_map(|s| {
                 let refresh = s.schedule.next_wakeup(min);
                 let expiry = s.lease.map(|l| l.expiry).filter(|e| *e > now);
-                [Some(refresh), expiry]
+                [Some(refresh), expiry, s.ack.then_some(now)]
             })
             .flatten()
             .min()
@@ -289,14 +293,19 @@ impl ClientCore {
     /// refresh interval), and records them as requested at `now`.
     pub fn poll_request(&mut self, now: Time) -> Option<Vec<RequestItem>> {
         let min = self.opts.min_refresh_interval;
-        if !self.resources.values().any(|s| s.schedule.due(now, min)) {
+        if !self
+            .resources
+            .values()
+            .any(|s| s.ack || s.schedule.due(now, min))
+        {
             return None;
         }
         let mut items = Vec::new();
         for (id, s) in self.resources.iter_mut() {
-            // A refused resource rides along only once its own retry is due.
+            // A refused resource rides along only once its own retry is due;
+            // an acknowledgement goes at once.
             let refused_waits = s.refused.is_some() && !s.schedule.due(now, min);
-            if !s.schedule.allowed(now, min) || refused_waits {
+            if !std::mem::take(&mut s.ack) && (!s.schedule.allowed(now, min) || refused_waits) {
                 continue;
             }
             items.push(RequestItem {
@@ -335,6 +344,34 @@ impl ClientCore {
             s.refused = None;
             s.schedule.granted(now, &g.lease, None);
         }
+    }
+
+    /// Grants the server pushed on a lease stream at `now`: each
+    /// resource holding an unexpired lease takes the new capacity (and
+    /// safe capacity) for the rest of that lease (a push never renews
+    /// one). Returns whether any was lowered: each such one is
+    /// acknowledged by the next request ([`ClientCore::poll_request`],
+    /// due at once), since the server counts the old lease until then.
+    pub fn on_push(&mut self, now: Time, grants: &[GrantItem]) -> bool {
+        let mut lowered = false;
+        for g in grants {
+            let Some(s) = self.resources.get_mut(&g.resource_id) else {
+                continue;
+            };
+            let Some(lease) = s.lease.as_mut().filter(|l| l.expiry > now) else {
+                continue;
+            };
+            let capacity = sanitize(g.lease.capacity);
+            if capacity < lease.capacity {
+                s.ack = true;
+                lowered = true;
+            }
+            lease.capacity = capacity;
+            if let Some(safe) = g.safe_capacity.filter(|x| x.is_finite() && *x >= 0.0) {
+                s.safe = Some(safe);
+            }
+        }
+        lowered
     }
 
     /// The request for `requested` failed at `now`; try again after the

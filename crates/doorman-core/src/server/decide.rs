@@ -66,14 +66,14 @@ impl Resource {
                 expiry: now,
                 refresh_interval: 1,
             };
-            return self.grant(ask, lease, decision, now);
+            return self.grant(&ask.resource_id, lease, decision, now);
         }
         let capacity = self.inherit(id, capacity, inherited);
         let claim_end = ask.claim.map(|c| c.end(now));
         let requester = (id, who, claim_end);
         let (lease, hurry) = self.lease_for(cx, requester, (capacity, free_before), decision);
         self.keep(cx, id, ask, &lease, inherited.is_some());
-        let mut grant = self.grant(ask, lease, decision, now);
+        let mut grant = self.grant(&ask.resource_id, lease, decision, now);
         if let Who::Server(_) = who {
             grant.next_refresh_interval = hurry;
             grant.predecessor_out = predecessor.map(|p| p.0);
@@ -162,7 +162,7 @@ impl Resource {
         learning: bool,
         now: Time,
     ) -> Grant {
-        let mut grant = self.grant(ask, lease, Decision::Repeat, now);
+        let mut grant = self.grant(&ask.resource_id, lease, Decision::Repeat, now);
         if let Who::Client(_) = who {
             self.repeat_held(id, ask, now);
         }
@@ -403,9 +403,9 @@ impl Resource {
         refile(&mut self.expiries, &mut rec.expiry_key, id, due, now);
     }
 
-    fn grant(
+    pub(super) fn grant(
         &self,
-        ask: &ResourceAsk,
+        resource_id: &str,
         lease: doorman_lease::Lease,
         decision: Decision,
         now: Time,
@@ -415,7 +415,7 @@ impl Resource {
             .as_ref()
             .is_none_or(|u| u.parent_algorithm.is_some());
         Grant {
-            resource_id: ask.resource_id.clone(),
+            resource_id: resource_id.to_string(),
             lease,
             at: now,
             safe_capacity: self.shares.safe_capacity(self.template.safe_capacity),

@@ -25,6 +25,7 @@ mod lowered;
 mod node;
 mod office;
 mod open_share;
+mod push;
 mod record;
 mod reload;
 mod request;
@@ -46,6 +47,7 @@ pub use horizon::{
 };
 pub use node::Node;
 pub use office::{take_office, HorizonRecord, Office, PLAUSIBLE_AHEAD};
+pub use push::{Push, PushRule, PUSH_RULE};
 pub use request::{
     CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };

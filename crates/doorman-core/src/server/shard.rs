@@ -13,6 +13,7 @@ use indexmap::IndexMap;
 
 use doorman_lease::{Span, Time};
 
+use super::push::{Push, PushRule};
 use super::resource::{Context, Resource};
 use super::{Counters, Decision, Grant, LeaseGap, Node, Refusal, ResourceAsk, Role, Who};
 use crate::config::AlgorithmConfig;
@@ -104,13 +105,7 @@ impl ResourceShard {
                 self.resources.swap_remove(&ask.resource_id);
             }
         }
-        let cx = Context {
-            now,
-            min_request_interval: node.opts.min_request_interval,
-            learning: node.learning_clock(),
-            lease_bound: node.lease_bound,
-            vouched: !node.config.acl().is_empty(),
-        };
+        let cx = self.context(node, now);
         let Some(resource) = resource_for(&mut self.resources, node, &cx, &ask.resource_id) else {
             return self.unmatched(now, who, ask);
         };
@@ -129,6 +124,46 @@ impl ResourceShard {
         }
         self.upstream_wake |= wake;
         grant
+    }
+
+    /// A push pass over `holders` of `resource_id` (each with when it was
+    /// last pushed to) at `now`: what each is due (`push.rs`), in order.
+    /// Nothing for anyone unless this server is the proven master and the
+    /// resource is live here.
+    pub fn push(
+        &mut self,
+        node: &Node,
+        now: Time,
+        resource_id: &str,
+        holders: &[(Who, Option<Time>)],
+        rule: &PushRule,
+    ) -> Vec<Push> {
+        let nothing = || vec![Push::Nothing; holders.len()];
+        if node.refusal(node.proven_master(now)).is_some() {
+            return nothing();
+        }
+        let cx = self.context(node, now);
+        let Some(r) = self.resources.get_mut(resource_id) else {
+            return nothing();
+        };
+        r.freshen(&node.config, node.config_gen, resource_id);
+        self.counters.expired_leases += r.expire(now, cx.min_request_interval) as u64;
+        r.sync_capacity(now);
+        holders
+            .iter()
+            .map(|(who, last)| r.push(&cx, (resource_id, who), *last, rule))
+            .collect()
+    }
+
+    /// What a decision at `now` needs of the node.
+    fn context(&self, node: &Node, now: Time) -> Context {
+        Context {
+            now,
+            min_request_interval: node.opts.min_request_interval,
+            learning: node.learning_clock(),
+            lease_bound: node.lease_bound,
+            vouched: !node.config.acl().is_empty(),
+        }
     }
 
     fn unmatched(&mut self, now: Time, who: &Who, ask: &ResourceAsk) -> Grant {

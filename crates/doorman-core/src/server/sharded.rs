@@ -23,6 +23,7 @@ use std::sync::Arc;
 use doorman_lease::{Span, Time};
 
 use super::horizon::UpstreamReach;
+use super::push::{Push, PushRule};
 use super::sweep::whole_pass;
 use super::{
     CapacityRequest, Counters, Grant, HorizonLead, Node, NotReady, Predecessors, Refusal,
@@ -128,6 +129,19 @@ pub trait Sharded: ShardAccess {
             }
         }
         Ok(released)
+    }
+
+    /// A push pass over `holders` of `resource_id` at `now` (see
+    /// [`ResourceShard::push`]), in its shard.
+    fn push(
+        &mut self,
+        now: Time,
+        resource_id: &str,
+        holders: &[(Who, Option<Time>)],
+        rule: &PushRule,
+    ) -> Vec<Push> {
+        let i = self.shard_index(resource_id);
+        self.with_shard(i, |n, s| s.push(n, now, resource_id, holders, rule))
     }
 
     /// The running config.

@@ -45,7 +45,12 @@ pub const CAPACITY_METHODS: &[&str] = &[
 ];
 /// The methods of `doorman.Capacity` that need to know their caller
 /// (anyone may ask who the master is).
-pub const CAPACITY_IDENTIFIED: &[&str] = &["GetCapacity", "GetServerCapacity", "ReleaseCapacity"];
+pub const CAPACITY_IDENTIFIED: &[&str] = &[
+    "GetCapacity",
+    "GetServerCapacity",
+    "ReleaseCapacity",
+    "CapacityStream",
+];
 /// The methods of `doorman.Capacity` whose answers say the level (what a
 /// server below asks).
 pub const CAPACITY_LEVELLED: &[&str] = &["Discovery", "GetServerCapacity"];

@@ -171,6 +171,7 @@ pub(crate) fn apply(state: &ServerState, bytes: &[u8], version: ConfigVersion) {
             tracing::info!(summary = %cfg.summary(), "config applied: {version}");
             let old = state.core().replace_config(Arc::new(cfg));
             drop(old); // after the core lock is released
+            state.moved.note_all();
             state.metrics.config_reload(true, state.now());
             state.set_config_version(version);
         }

@@ -42,6 +42,9 @@ pub(super) struct Rpc {
     pub errors: IntCounterVec,
     pub latency: HistogramVec,
     pub rejected: IntCounterVec,
+    pub streams: IntGauge,
+    pub stream_requests: IntCounter,
+    pub pushes: IntCounter,
 }
 
 impl Rpc {
@@ -68,6 +71,18 @@ impl Rpc {
                 "doorman_server_rejected_resources_total",
                 "Resource entries left out of a request, by method and reason.",
                 &["method", "reason"],
+            ),
+            streams: reg.int_gauge(
+                "doorman_server_lease_streams",
+                "Lease streams (CapacityStream) open.",
+            ),
+            stream_requests: reg.counter(
+                "doorman_server_stream_requests_total",
+                "GetCapacity requests received on lease streams.",
+            ),
+            pushes: reg.counter(
+                "doorman_server_pushed_grants_total",
+                "Grants pushed to holders on lease streams without a request.",
             ),
         }
     }

@@ -196,6 +196,26 @@ impl Metrics {
         self.rpc.rejected.with_label_values(&[method, reason]).inc();
     }
 
+    /// Counts a grant pushed on a lease stream.
+    pub fn pushed(&self) {
+        self.rpc.pushes.inc();
+    }
+
+    /// Counts a request received on a lease stream.
+    pub fn stream_request(&self) {
+        self.rpc.stream_requests.inc();
+    }
+
+    /// Requests received on lease streams so far.
+    pub fn stream_requests_seen(&self) -> u64 {
+        self.rpc.stream_requests.get()
+    }
+
+    /// A lease stream opened (`+1`) or ended (`-1`).
+    pub fn streams(&self, delta: i64) {
+        self.rpc.streams.add(delta);
+    }
+
     /// RPCs of `method` received so far.
     pub fn requests(&self, method: &str) -> u64 {
         self.rpc.requests.with_label_values(&[method]).get()

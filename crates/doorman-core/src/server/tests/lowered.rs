@@ -10,7 +10,7 @@ const LOWERED: &str = "[[resources]]\nidentifier_glob = \"r\"\ncapacity = 100\n\
     [resources.algorithm]\nkind = \"FAIR_SHARE\"\nlease_length = 10\nrefresh_interval = 2\n\
     learning_mode_duration = 0\n";
 
-fn core(min_interval: Span) -> ServerCore {
+pub(super) fn core(min_interval: Span) -> ServerCore {
     let cfg = Arc::new(Config::parse(LOWERED, "lowered.toml").unwrap());
     let mut c = ServerCore::new(
         CoreOptions {
@@ -26,7 +26,7 @@ fn core(min_interval: Span) -> ServerCore {
 
 /// A request for "r" wanting 100, holding `has` with `left` ms of it left
 /// by the client's clock (our clients say).
-fn holding(has: Option<f64>, left: i64) -> ResourceAsk {
+pub(super) fn holding(has: Option<f64>, left: i64) -> ResourceAsk {
     let mut a = ask("r", 100.0, has);
     if let Some(c) = a.claim.as_mut() {
         c.remaining = Some(Span::from_millis(left));
@@ -34,7 +34,7 @@ fn holding(has: Option<f64>, left: i64) -> ResourceAsk {
     a
 }
 
-fn ms(x: i64) -> Time {
+pub(super) fn ms(x: i64) -> Time {
     t(0) + Span::from_millis(x)
 }
 

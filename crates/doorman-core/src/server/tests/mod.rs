@@ -7,6 +7,7 @@ mod lowered;
 mod outstanding;
 mod pending;
 mod predecessor;
+mod push;
 mod shards;
 mod sweep;
 mod waiting;

@@ -1,0 +1,101 @@
+//! The lease stream end to end: a real server and clients of the library.
+//! A holds the whole capacity; B arrives; on the stream the server pushes
+//! A its lower share, A acknowledges it at once, and B is pushed what A
+//! freed: B holds its share long before anyone's refresh (20 s, a waiting
+//! client's quarter of it 5 s). Without the stream B waits for A's next
+//! refresh. A server without the stream is polled.
+
+// Times itself: the clock rule of clippy.toml is for the library.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use doorman_client::{Client, Fallback, Mode, RateOptions, RateResource};
+use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
+use doorman_testkit::{eventually, IsolatedServer};
+
+/// Refreshed every 20 s, leases long enough that none ends in a test.
+fn server() -> IsolatedServer {
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(60).refresh(20))
+        .parse();
+    let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    IsolatedServer::start(o).expect("server starts")
+}
+
+async fn client(addr: &str, id: &str, stream: bool) -> Client {
+    Client::builder()
+        .servers([addr.to_string()])
+        .client_id(id)
+        .fallback(Fallback::Pessimistic)
+        .lease_stream(stream)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn held(r: &RateResource) -> f64 {
+    if r.mode() == Mode::Lease {
+        r.capacity()
+    } else {
+        0.0
+    }
+}
+
+/// A holds 100 of "r"; B opens it. How long until B holds its half
+/// (`None`: not within `limit`), checking every 2 ms that A and B never
+/// hold more than 100 together.
+async fn newcomer(s: &IsolatedServer, stream: bool, limit: Duration) -> Option<Duration> {
+    let ca = client(&s.addr(), "a", stream).await;
+    let a = ca.rate_resource("r", RateOptions::wants(100.0)).unwrap();
+    eventually("A holds 100", Duration::from_secs(5), || held(&a) == 100.0).await;
+    let cb = client(&s.addr(), "b", stream).await;
+    let start = Instant::now();
+    let b = cb.rate_resource("r", RateOptions::wants(100.0)).unwrap();
+    let mut served = None;
+    while start.elapsed() < limit {
+        let (ha, hb) = (held(&a), held(&b));
+        assert!(ha + hb <= 100.0 + 1e-9, "A {ha} + B {hb} > 100");
+        if hb >= 50.0 - 1e-9 {
+            served = Some(start.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    ca.close().await;
+    cb.close().await;
+    served
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_gets_its_share_pushed_long_before_a_refresh() {
+    let s = server();
+    let served = newcomer(&s, true, Duration::from_secs(4)).await;
+    println!("B served after {served:?}");
+    assert!(served.is_some(), "B not served within 4 s on the stream");
+    let text = s.state.metrics_text();
+    let count = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(count("doorman_server_pushed_grants_total") >= 2.0, "{text}");
+    assert!(
+        count("doorman_server_stream_requests_total") >= 3.0,
+        "{text}"
+    );
+    assert_eq!(
+        s.requests("GetCapacity"),
+        0,
+        "every request rode the streams"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_the_newcomer_waits_for_the_holders_refresh() {
+    let s = server();
+    let served = newcomer(&s, false, Duration::from_secs(4)).await;
+    assert_eq!(served, None, "B got a share A holds until its refresh");
+    assert!(s.requests("GetCapacity") >= 2);
+}

@@ -1,0 +1,129 @@
+//! Pushed grants: what a holder connected on a lease stream would get
+//! now, handed to it without a request when it changed enough
+//! (docs/algorithms.md, "How grants move on a lease stream").
+//!
+//! A pushed grant keeps the end of the lease it replaces: only a request
+//! renews a lease, so a holder measures every lease's end from a request
+//! it sent, on its own clock, and this server never counts a lease for
+//! less time than its holder may use it. A push that lowers a grant leaves
+//! the old amount counted until the holder acknowledges it (a request
+//! claiming the lower lease: `lowered.rs`) or may hold it no longer, as a
+//! lowered answer does: the push may be lost with its stream.
+//!
+//! Must not: renew a lease; push in learning mode, without a lease from
+//! the parent, or to a downstream server (its grants move with its
+//! requests); read a clock.
+
+use doorman_lease::{Amount, Lease, Span, Time};
+
+use super::deadlines::refile;
+use super::request::{Decision, Grant, Who};
+use super::resource::{Context, Resource};
+
+/// When a change is worth a push, and how often a holder may get one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PushRule {
+    /// At most one push per holder per this (a holder's stream, whatever
+    /// its resources).
+    pub min_gap: Span,
+    /// A raise smaller than this fraction of the grant is not pushed (it
+    /// waits for the next renewal); a lowered grant always is.
+    pub min_change: f64,
+}
+
+/// The rule the server runs with: at most 50 pushes per holder per
+/// second, and no raise below 1 %.
+pub const PUSH_RULE: PushRule = PushRule {
+    min_gap: Span::from_millis(20),
+    min_change: 0.01,
+};
+
+/// A grant counts as lowered or raised only beyond this fraction
+/// (rounding moves nothing).
+const SLACK: f64 = 1e-9;
+
+impl PushRule {
+    /// Whether moving a grant of `has` to `would` is worth a push.
+    pub fn worth(&self, has: f64, would: f64) -> bool {
+        let scale = has.max(would).max(1e-9);
+        would < has - SLACK * scale || would - has > self.min_change * scale
+    }
+
+    /// When a holder last pushed at `last` may get its next push.
+    pub fn next_allowed(&self, last: Option<Time>) -> Time {
+        last.map_or(Time::ZERO, |t| t + self.min_gap)
+    }
+}
+
+/// What a push pass found for one holder of one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Push {
+    /// Nothing worth pushing.
+    Nothing,
+    /// A change worth pushing, held back by the rule until this time.
+    Later(Time),
+    /// The grant to push (already recorded).
+    Grant(Grant),
+}
+
+impl Resource {
+    /// What end client `who` would get now, recorded and returned if the
+    /// `rule` says it is worth a push and its last push (`last`) allows.
+    pub(super) fn push(
+        &mut self,
+        cx: &Context,
+        (resource_id, who): (&str, &Who),
+        last: Option<Time>,
+        rule: &PushRule,
+    ) -> Push {
+        let now = cx.now;
+        let cut_off = self
+            .upstream
+            .as_ref()
+            .is_some_and(|u| u.valid_lease(now).is_none());
+        if self.in_learning(now) || cut_off || !matches!(who, Who::Client(_)) {
+            return Push::Nothing;
+        }
+        let Some(id) = self.index.get(&self.shares, who) else {
+            return Push::Nothing;
+        };
+        let Some(rec) = self.shares.get(id).filter(|r| r.expiry > now) else {
+            return Push::Nothing;
+        };
+        let lease_end = rec.expiry;
+        let refresh_interval = i64::from(rec.refresh_interval);
+        let (has, would) = (self.shares.has(id), self.shares.would_get(id));
+        if !rule.worth(has, would) {
+            return Push::Nothing;
+        }
+        let allowed = rule.next_allowed(last);
+        if now < allowed {
+            return Push::Later(allowed);
+        }
+        if would < has {
+            self.keep_counting(id, now);
+        }
+        self.shares.set_has(id, super::resource::amount(would));
+        let lease = Lease {
+            capacity: would,
+            expiry: lease_end,
+            refresh_interval,
+        };
+        Push::Grant(self.grant(resource_id, lease, Decision::Algorithm, now))
+    }
+
+    /// Before a push lowers `id`'s grant: all it is counted for now stays
+    /// counted until it claims less or may hold none of it (its record's
+    /// `held_until`: the push may be lost and the holder keep the higher
+    /// lease to its end).
+    fn keep_counting(&mut self, id: doorman_algorithms::RequesterId, now: Time) {
+        let taken = self.shares.taken(id);
+        self.shares
+            .set_outstanding(id, Amount::new("taken", taken).ok());
+        if let Some(rec) = self.shares.get_mut(id) {
+            rec.lowered_until = rec.held_until;
+            let due = rec.due();
+            refile(&mut self.expiries, &mut rec.expiry_key, id, due, now);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Pushed grants (`push.rs`): a holder on a lease stream gets what it
+//! would get now without asking; a lowered push counts the old amount
+//! until the holder acknowledges it; the rule holds pushes back.
+
+use super::lowered::{core, holding, ms};
+use super::*;
+
+/// A push pass over `who` of "r" at `now`, none of them pushed to before.
+fn pass(c: &mut ServerCore, now: Time, who: &[&str]) -> Vec<Push> {
+    let holders: Vec<(Who, Option<Time>)> = who.iter().map(|w| (client(w), None)).collect();
+    c.push(now, "r", &holders, &PUSH_RULE)
+}
+
+fn pushed(p: &Push) -> Option<(f64, Time)> {
+    match p {
+        Push::Grant(g) => Some((g.lease.capacity, g.lease.expiry)),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_newcomer_lowers_the_holder_by_push_and_gets_its_share_after_the_ack() {
+    let mut c = core(Span::secs(1));
+    assert_eq!(
+        get(&mut c, t(1), "a", holding(None, 0)).lease.capacity,
+        100.0
+    );
+    assert_eq!(get(&mut c, t(2), "b", holding(None, 0)).lease.capacity, 0.0);
+    // a is pushed its share, its lease keeping its end (11); b, waiting,
+    // gets nothing yet: a's 100 counts until it acknowledges.
+    let p = pass(&mut c, ms(2_010), &["a", "b"]);
+    assert_eq!(pushed(&p[0]), Some((50.0, t(11))));
+    assert_eq!(p[1], Push::Nothing);
+    // a acknowledges (a request claiming the 50, inside the minimum
+    // interval of nothing: pushes are not requests); b is pushed its half.
+    let ack = get(&mut c, ms(2_020), "a", holding(Some(50.0), 8_980));
+    assert_eq!(ack.lease.capacity, 50.0);
+    let p = pass(&mut c, ms(2_030), &["a", "b"]);
+    assert_eq!(p[0], Push::Nothing);
+    assert_eq!(pushed(&p[1]), Some((50.0, t(12))));
+}
+
+#[test]
+fn a_lost_lowering_push_keeps_the_old_grant_counted_until_the_lease_ends() {
+    let mut c = core(Span::secs(1));
+    get(&mut c, t(1), "a", holding(None, 0));
+    get(&mut c, t(2), "b", holding(None, 0));
+    assert!(pushed(&pass(&mut c, ms(2_010), &["a"])[0]).is_some());
+    // The push is lost: a renews claiming its 100, and is told 50 again.
+    let g = get(&mut c, t(5), "a", holding(Some(100.0), 6_000));
+    assert_eq!(g.lease.capacity, 50.0);
+    assert_eq!(
+        get(&mut c, t(6), "b", holding(Some(0.0), 0)).lease.capacity,
+        0.0
+    );
+    c.cleanup(t(11));
+    let b = get(&mut c, t(11), "b", holding(Some(0.0), 0));
+    assert_eq!(b.lease.capacity, 50.0, "free once a's old lease ended");
+}
+
+#[test]
+fn the_rule_holds_back_small_raises_and_pushes_too_soon() {
+    let rule = PUSH_RULE;
+    assert!(rule.worth(10.0, 9.99), "any lowering");
+    assert!(!rule.worth(10.0, 10.05), "a raise below 1 %");
+    assert!(rule.worth(10.0, 10.2));
+    assert!(rule.worth(0.0, 0.001), "from nothing");
+    let mut c = core(Span::secs(1));
+    get(&mut c, t(1), "a", holding(None, 0));
+    get(&mut c, t(2), "b", holding(None, 0));
+    let last = Some(ms(2_000));
+    let p = c.push(ms(2_010), "r", &[(client("a"), last)], &rule);
+    assert_eq!(p[0], Push::Later(ms(2_020)));
+    let p = c.push(ms(2_020), "r", &[(client("a"), last)], &rule);
+    assert!(pushed(&p[0]).is_some());
+}
+
+#[test]
+fn nothing_is_pushed_in_learning_mode_by_a_standby_or_after_the_lease() {
+    let mut c = core_with(0);
+    get(&mut c, t(1), "a", ask("fair", 80.0, Some(70.0)));
+    let p = c.push(t(2), "fair", &[(client("a"), None)], &PUSH_RULE);
+    assert_eq!(p[0], Push::Nothing, "learning");
+    let mut c = core(Span::secs(1));
+    get(&mut c, t(1), "a", holding(None, 0));
+    get(&mut c, t(2), "b", holding(None, 0));
+    assert_eq!(
+        pass(&mut c, t(12), &["a"])[0],
+        Push::Nothing,
+        "a's lease ended"
+    );
+    c.step_down(None);
+    assert_eq!(pass(&mut c, ms(2_010), &["a"])[0], Push::Nothing);
+}

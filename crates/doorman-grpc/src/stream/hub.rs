@@ -1,0 +1,229 @@
+//! Who is on a lease stream: each open stream, the requester it speaks
+//! for, the resources it asked for, when it was last pushed to, and the
+//! way to its answers. The stream's handler and the pusher both send
+//! through here, each decision and its message under the stream's order
+//! lock, so a holder gets its grants in the order they were decided (a
+//! push decided before an answer never arrives after it).
+//!
+//! Must not: decide anything (the core does), or block on a slow holder
+//! (a stream whose queue is full is ended; its holder polls or reopens).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use doorman_core::server::Who;
+use doorman_lease::Time;
+use doorman_proto::doorman as pb;
+use tokio::sync::mpsc;
+use tonic::Status;
+
+/// Messages queued to one stream before it counts as not reading.
+pub const STREAM_QUEUE: usize = 64;
+
+/// Most resources one stream's holder is pushed for (as many as one
+/// request may name).
+pub const MAX_STREAM_RESOURCES: usize = doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
+
+/// The sending half of a stream's answers.
+pub type Outbox = mpsc::Sender<Result<pb::GetCapacityResponse, Status>>;
+
+/// One open stream.
+#[derive(Debug)]
+pub struct Slot {
+    key: u64,
+    outbox: Outbox,
+    /// Held while a grant for this stream is decided and queued.
+    order: Mutex<()>,
+}
+
+impl Slot {
+    /// Holds the stream's order: decide, then [`Slot::send`], then drop.
+    pub fn order(&self) -> MutexGuard<'_, ()> {
+        self.order.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `msg`; false if the stream is gone or not reading.
+    pub fn send(&self, msg: pb::GetCapacityResponse) -> bool {
+        self.outbox.try_send(Ok(msg)).is_ok()
+    }
+
+    /// The stream's key in its hub.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+}
+
+#[derive(Debug)]
+struct Holder {
+    slot: Arc<Slot>,
+    who: Option<Who>,
+    resources: HashSet<String>,
+    last_push: Option<Time>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_key: u64,
+    streams: HashMap<u64, Holder>,
+    by_resource: HashMap<String, HashSet<u64>>,
+    /// Resources with a push held back by the rule, and until when.
+    later: BTreeSet<(Time, String)>,
+}
+
+/// The open lease streams of a server.
+#[derive(Debug, Default)]
+pub struct Hub {
+    inner: Mutex<Inner>,
+}
+
+/// One holder of a resource, as a push pass sees it.
+#[derive(Debug, Clone)]
+pub struct Holding {
+    /// Its stream.
+    pub slot: Arc<Slot>,
+    /// Who it is.
+    pub who: Who,
+    /// When it was last pushed to.
+    pub last_push: Option<Time>,
+}
+
+impl Hub {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new stream answering through `outbox`.
+    pub fn open(&self, outbox: Outbox) -> Arc<Slot> {
+        let mut inner = self.lock();
+        inner.next_key += 1;
+        let key = inner.next_key;
+        let slot = Arc::new(Slot {
+            key,
+            outbox,
+            order: Mutex::new(()),
+        });
+        let holder = Holder {
+            slot: slot.clone(),
+            who: None,
+            resources: HashSet::new(),
+            last_push: None,
+        };
+        inner.streams.insert(key, holder);
+        slot
+    }
+
+    /// The stream `key` speaks for `who`, which asked for `ids` (a new
+    /// requester on the stream replaces the old one and its resources).
+    pub fn hold<'a>(&self, key: u64, who: &Who, ids: impl IntoIterator<Item = &'a str>) {
+        let mut inner = self.lock();
+        let Inner {
+            streams,
+            by_resource,
+            ..
+        } = &mut *inner;
+        let Some(h) = streams.get_mut(&key) else {
+            return;
+        };
+        if h.who.as_ref() != Some(who) {
+            forget_resources(by_resource, key, h.resources.drain());
+            h.who = Some(who.clone());
+        }
+        for id in ids {
+            if h.resources.len() >= MAX_STREAM_RESOURCES || h.resources.contains(id) {
+                continue;
+            }
+            h.resources.insert(id.to_string());
+            by_resource.entry(id.to_string()).or_default().insert(key);
+        }
+    }
+
+    /// The stream `key` ended.
+    pub fn close(&self, key: u64) {
+        let mut inner = self.lock();
+        if let Some(h) = inner.streams.remove(&key) {
+            forget_resources(&mut inner.by_resource, key, h.resources.into_iter());
+        }
+    }
+
+    /// Open streams.
+    pub fn len(&self) -> usize {
+        self.lock().streams.len()
+    }
+
+    /// True without open streams.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The resources a pass looks at: those of `moved` (every one if
+    /// `all`) that someone streams for, and those whose held-back push is
+    /// due at `now`.
+    pub fn to_scan(&self, moved: Vec<String>, all: bool, now: Time) -> Vec<String> {
+        let mut inner = self.lock();
+        let mut out: HashSet<String> = if all {
+            inner.by_resource.keys().cloned().collect()
+        } else {
+            let held = |id: &String| inner.by_resource.contains_key(id);
+            moved.into_iter().filter(held).collect()
+        };
+        while let Some((at, _)) = inner.later.first() {
+            if *at > now {
+                break;
+            }
+            if let Some((_, id)) = inner.later.pop_first() {
+                out.insert(id);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// The earliest held-back push.
+    pub fn next_later(&self) -> Option<Time> {
+        self.lock().later.first().map(|(t, _)| *t)
+    }
+
+    /// A push for `resource` is held back until `at`.
+    pub fn later(&self, at: Time, resource: &str) {
+        self.lock().later.insert((at, resource.to_string()));
+    }
+
+    /// Everyone streaming for `resource`.
+    pub fn holders_of(&self, resource: &str) -> Vec<Holding> {
+        let inner = self.lock();
+        let Some(keys) = inner.by_resource.get(resource) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|k| inner.streams.get(k))
+            .filter_map(|h| {
+                Some(Holding {
+                    slot: h.slot.clone(),
+                    who: h.who.clone()?,
+                    last_push: h.last_push,
+                })
+            })
+            .collect()
+    }
+
+    /// Stream `key` was pushed to at `now`.
+    pub fn pushed(&self, key: u64, now: Time) {
+        if let Some(h) = self.lock().streams.get_mut(&key) {
+            h.last_push = Some(now);
+        }
+    }
+}
+
+fn forget_resources(
+    by_resource: &mut HashMap<String, HashSet<u64>>,
+    key: u64,
+    ids: impl Iterator<Item = String>,
+) {
+    for id in ids {
+        if let Some(keys) = by_resource.get_mut(&id) {
+            keys.remove(&key);
+            if keys.is_empty() {
+                by_resource.remove(&id);
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! The lease stream (`doorman.Capacity/CapacityStream`): an end client's
+//! GetCapacity requests on one bidirectional stream, each decided and
+//! answered as GetCapacity would, in order, with the pusher's grants
+//! between them ([`push`]). Who streams for what is the [`hub`]'s.
+//!
+//! A stream ends when its holder ends it, after an answer with a
+//! redirect (this server is not the master: the holder goes to the one
+//! named), after a refusal (the status ends the stream as it would end a
+//! call; the holder reads it as GetCapacity's), and when the holder does
+//! not read its answers (its queue is full).
+//!
+//! Must not: decide anything (the core does), or answer out of order.
+
+pub mod hub;
+pub mod push;
+
+use std::sync::Arc;
+
+use doorman_proto::doorman as pb;
+use doorman_wire::convert::{client_response, note_text};
+use tonic::Streaming;
+
+use crate::CapacityService;
+use hub::{Outbox, Slot};
+
+/// Serves one stream until it ends.
+pub(crate) async fn serve(
+    svc: CapacityService,
+    caller: Option<Arc<str>>,
+    mut inbound: Streaming<pb::GetCapacityRequest>,
+    outbox: Outbox,
+) {
+    let (state, hub) = (svc.state().clone(), svc.hub().clone());
+    let slot = hub.open(outbox.clone());
+    state.moved.listen(true);
+    state.metrics.streams(1);
+    loop {
+        let msg = tokio::select! {
+            m = inbound.message() => m,
+            () = outbox.closed() => break,
+        };
+        let req = match msg {
+            Ok(Some(req)) => req,
+            Ok(None) => break,
+            Err(status) => {
+                tracing::debug!(error = %status, "lease stream ended by its holder");
+                break;
+            }
+        };
+        state.metrics.stream_request();
+        if !answer(&svc, &slot, &outbox, caller.as_deref(), &req) {
+            break;
+        }
+    }
+    hub.close(slot.key());
+    state.moved.listen(!hub.is_empty());
+    state.metrics.streams(-1);
+}
+
+/// Decides one request of the stream and queues its answer, under the
+/// stream's order lock; false when the stream is to end.
+fn answer(
+    svc: &CapacityService,
+    slot: &Slot,
+    outbox: &Outbox,
+    caller: Option<&str>,
+    req: &pb::GetCapacityRequest,
+) -> bool {
+    let _order = slot.order();
+    match svc.get_capacity_grants(caller, req) {
+        Ok((who, grants)) => {
+            let redirect = grants.is_err();
+            if let Ok(g) = &grants {
+                let ids = g.iter().map(|g| g.resource_id.as_str());
+                svc.hub().hold(slot.key(), &who, ids);
+            }
+            let note = note_text(&grants);
+            let answer = pb::GetCapacityResponse {
+                note,
+                ..client_response(grants)
+            };
+            slot.send(answer) && !redirect
+        }
+        Err(status) => {
+            let _ = outbox.try_send(Err(status));
+            false
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The pusher: one task that, when resources move (`doorman-state`'s
+//! `Moved`), asks the core what each of their streaming holders would get
+//! now and queues the grants the push rule lets through
+//! (`doorman_core::server::PUSH_RULE`).
+//!
+//! Moves are gathered for [`BATCH`] before a pass, so a burst (a hundred
+//! holders acknowledging a lowered grant within a millisecond or two) is
+//! one pass and one push to the holder waiting for what they freed.
+//!
+//! Must not: decide (the core does), or hold a stream's order lock longer
+//! than the decision and its queueing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use doorman_core::server::{Push, Sharded, Who, PUSH_RULE};
+use doorman_lease::Time;
+use doorman_state::ServerState;
+use doorman_wire::convert::client_response;
+use tokio::sync::watch;
+
+use super::hub::Hub;
+
+/// How long moves are gathered before a pass.
+pub const BATCH: Duration = Duration::from_millis(2);
+
+/// How long the pusher sleeps with nothing held back.
+const IDLE: Duration = Duration::from_secs(60);
+
+/// Runs until `stop` turns true.
+pub async fn run(state: Arc<ServerState>, hub: Arc<Hub>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let now = state.now();
+        let wait = hub
+            .next_later()
+            .map_or(IDLE, |t| (t.max(now) - now).to_duration());
+        tokio::select! {
+            () = state.moved.notify.notified() => {}
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+        tokio::time::sleep(BATCH).await;
+        pass(&state, &hub);
+    }
+}
+
+/// One pass over what moved and what was held back.
+pub fn pass(state: &ServerState, hub: &Hub) {
+    let (moved, all) = state.moved.take();
+    let now = state.now();
+    let mut pushed = Vec::new();
+    for resource in hub.to_scan(moved, all, now) {
+        push_resource(state, hub, &resource, now, &mut pushed);
+    }
+    for key in pushed {
+        hub.pushed(key, now);
+    }
+}
+
+/// The pushes due to `resource`'s holders, decided and queued under their
+/// streams' order locks; the keys of the streams pushed to go to `pushed`.
+fn push_resource(state: &ServerState, hub: &Hub, resource: &str, now: Time, pushed: &mut Vec<u64>) {
+    let holders = hub.holders_of(resource);
+    if holders.is_empty() {
+        return;
+    }
+    let _order: Vec<_> = holders.iter().map(|h| h.slot.order()).collect();
+    let list: Vec<(Who, Option<Time>)> = holders
+        .iter()
+        .map(|h| (h.who.clone(), h.last_push))
+        .collect();
+    let pushes = state.core().push(now, resource, &list, &PUSH_RULE);
+    for (h, p) in holders.iter().zip(pushes) {
+        match p {
+            Push::Nothing => {}
+            Push::Later(at) => hub.later(at, resource),
+            Push::Grant(g) => {
+                let mut msg = client_response(Ok(vec![g]));
+                msg.pushed = Some(true);
+                if h.slot.send(msg) {
+                    state.metrics.pushed();
+                    pushed.push(h.slot.key());
+                }
+            }
+        }
+    }
+}
