@@ -3,7 +3,9 @@
 //! A its lower share, A acknowledges it at once, and B is pushed what A
 //! freed: B holds its share long before anyone's refresh (20 s, a waiting
 //! client's quarter of it 5 s). Without the stream B waits for A's next
-//! refresh. A server without the stream is polled.
+//! refresh. A stream cut short falls back to polling, and is opened
+//! again later. (A server without the stream, the original's, is polled:
+//! `doorman-faults interop`, "rust-poll".)
 
 // Times itself: the clock rule of clippy.toml is for the library.
 #![allow(clippy::disallowed_methods)]
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use doorman_client::{Client, Fallback, Mode, RateOptions, RateResource};
 use doorman_server::server::{ConfigSource, ServerOptions};
 use doorman_testkit::config::{Resource, TestConfig};
-use doorman_testkit::{eventually, IsolatedServer};
+use doorman_testkit::{eventually, FaultProxy, IsolatedServer, LinkMode};
 
 /// Refreshed every 20 s, leases long enough that none ends in a test.
 fn server() -> IsolatedServer {
@@ -98,4 +100,45 @@ async fn polling_the_newcomer_waits_for_the_holders_refresh() {
     let served = newcomer(&s, false, Duration::from_secs(4)).await;
     assert_eq!(served, None, "B got a share A holds until its refresh");
     assert!(s.requests("GetCapacity") >= 2);
+}
+
+/// A server's open lease streams, from its metrics.
+fn streams(s: &IsolatedServer) -> f64 {
+    let text = s.state.metrics_text();
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("doorman_server_lease_streams ")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(-1.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_stream_falls_back_to_polling_and_is_opened_again() {
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(30).refresh(1))
+        .parse();
+    let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    let s = IsolatedServer::start(o).expect("server starts");
+    let proxy = FaultProxy::start(s.grpc_addr).await.unwrap();
+    let c = client(&proxy.addr().to_string(), "c", true).await;
+    let r = c.rate_resource("r", RateOptions::wants(10.0)).unwrap();
+    eventually("streaming", Duration::from_secs(5), || streams(&s) == 1.0).await;
+    assert_eq!(s.requests("GetCapacity"), 0);
+    proxy.set(LinkMode::Reset);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.set(LinkMode::Pass);
+    eventually("polling", Duration::from_secs(5), || {
+        streams(&s) == 0.0 && s.requests("GetCapacity") >= 2
+    })
+    .await;
+    assert_eq!(r.mode(), Mode::Lease);
+    // Opened again once the retry delay (10 s) has passed.
+    eventually("streaming again", Duration::from_secs(15), || {
+        streams(&s) == 1.0
+    })
+    .await;
+    assert_eq!(r.mode(), Mode::Lease);
+    c.close().await;
 }

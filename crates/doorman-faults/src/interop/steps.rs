@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::sample::{judge, sample, At, Page, Side, Watched, Whole};
 use super::tree::{wait_for, Tree};
-use super::views::ours;
+use super::views::{self, ours};
 use super::Checks;
 
 /// What our server at `page` holds for `name`, if anything.
@@ -107,6 +107,42 @@ pub async fn interop(c: &mut Checks, t: &mut Tree<'_>) -> anyhow::Result<()> {
     c.check(
         "doorman_client: its lease is released on our leaf (Close())",
         gone,
+        "",
+    );
+    ours_polls_the_original(c, t).await
+}
+
+/// What the original server whose debug page is `page` holds for `name`.
+async fn original_holds(tree: &Tree<'_>, page: SocketAddr, name: &str) -> Option<f64> {
+    let now = std::time::SystemTime::UNIX_EPOCH.elapsed().ok()?;
+    let view = views::original(&tree.http, page, "res", now.as_secs_f64()).await?;
+    view.1.get(name).copied()
+}
+
+/// Our client library (lease stream on by default) against an original
+/// root, which answers the stream UNIMPLEMENTED: the client polls, holds
+/// what it wants, and still holds it after the lease it first got has
+/// ended (20 s: renewed by GetCapacity).
+async fn ours_polls_the_original(c: &mut Checks, t: &mut Tree<'_>) -> anyhow::Result<()> {
+    let (root, debug) = t.original("orig-root-poll", None).await?;
+    t.rust_client("rust-poll", root, 30.0)?;
+    let tree: &Tree = t;
+    let holds_30 = async || {
+        original_holds(tree, debug, "rust-poll")
+            .await
+            .filter(|h| *h == 30.0)
+    };
+    let first = wait_for(15.0, holds_30).await;
+    c.check(
+        "rust-poll: our client holds the 30 it wants from an original root (no lease stream there)",
+        first.is_some(),
+        "",
+    );
+    tokio::time::sleep(Duration::from_secs(22)).await;
+    let later = wait_for(3.0, holds_30).await;
+    c.check(
+        "rust-poll: and still holds it after its first lease ended (renewed by polling)",
+        later.is_some(),
         "",
     );
     Ok(())
