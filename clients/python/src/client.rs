@@ -66,10 +66,10 @@ impl PyClient {
     #[pyo3(
         signature = (
             servers, client_id=None, fallback=None, rpc_timeout=5.0,
-            tls_ca=None, tls_cert=None, tls_key=None, token=None
+            tls_ca=None, tls_cert=None, tls_key=None, token=None, lease_stream=true
         ),
         text_signature = "(servers, client_id=None, fallback='pessimistic', rpc_timeout=5.0, \
-                          tls_ca=None, tls_cert=None, tls_key=None, token=None)"
+                          tls_ca=None, tls_cert=None, tls_key=None, token=None, lease_stream=True)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -82,9 +82,11 @@ impl PyClient {
         tls_cert: Option<PathBuf>,
         tls_key: Option<PathBuf>,
         token: Option<String>,
+        lease_stream: bool,
     ) -> PyResult<Self> {
         let mut builder = doorman_client::Client::builder()
             .servers(servers)
+            .lease_stream(lease_stream)
             .rpc_timeout(args::seconds("rpc_timeout", rpc_timeout)?);
         if let Some(f) = fallback {
             builder = builder.fallback(args::fallback(f)?);

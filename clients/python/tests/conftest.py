@@ -70,6 +70,15 @@ refresh_interval = 5
 learning_mode_duration = 600
 
 [[resources]]
+identifier_glob = "fair10/*"
+capacity = 10.0
+[resources.algorithm]
+kind = "FAIR_SHARE"
+lease_length = 60
+refresh_interval = 20
+learning_mode_duration = 0
+
+[[resources]]
 identifier_glob = "*"
 capacity = 100.0
 [resources.algorithm]

@@ -125,18 +125,19 @@ pub(crate) async fn ask(
                 return Err(rpc_error(tonic::Code::DeadlineExceeded, why));
             }
             Ok(Err(e)) => return Err(e),
-            Ok(Ok(Incoming::Pushed(m))) => apply_push(shared, &m),
+            Ok(Ok(Incoming::Pushed(m))) => apply_push(shared, &m, true),
             Ok(Ok(Incoming::Answer(m))) => return Ok(m),
         }
     }
 }
 
-/// Applies pushed grants; a lowered one wakes the task to acknowledge it.
-pub(crate) fn apply_push(shared: &ClientShared, m: &pb::GetCapacityResponse) {
+/// Applies pushed grants (`asking`: a request's answer is still to come;
+/// `ClientCore::on_push`); a lowered one wakes the task to acknowledge it.
+pub(crate) fn apply_push(shared: &ClientShared, m: &pb::GetCapacityResponse, asking: bool) {
     let now = shared.now();
     let items = grants(m, now);
     let mut st = shared.lock();
-    if st.core.on_push(now, &items) {
+    if st.core.on_push(now, &items, asking) {
         shared.wake.notify_one();
     }
     shared.publish(&st, now);

@@ -278,10 +278,15 @@ pub(crate) async fn run(
         shared.publish(&shared.lock(), shared.now());
         let turn = next_turn(&shared);
         if !turn.release.is_empty() {
+            let ids = turn.release.clone();
             let released = release(&mut conn, &turn.client_id, turn.release);
             tokio::select! {
                 _ = ending_leases_apply(&shared, released) => {}
-                _ = stop.changed() => break,
+                _ = stop.changed() => {
+                    // Cut short by close: the last release sends them.
+                    shared.lock().to_release.extend(ids);
+                    break;
+                }
             }
         }
         if let Some(items) = &turn.request {
@@ -304,7 +309,7 @@ pub(crate) async fn run(
             _ = shared.wake.notified() => {}
             _ = stop.changed() => {}
             m = streaming.next_idle() => match m {
-                Ok(Incoming::Pushed(m)) => crate::stream::apply_push(&shared, &m),
+                Ok(Incoming::Pushed(m)) => crate::stream::apply_push(&shared, &m, false),
                 Ok(Incoming::Answer(_)) => tracing::debug!("an answer with no request pending on the lease stream; ignored"),
                 Err(e) => streaming.failed(&e),
             },

@@ -56,6 +56,10 @@ pub struct Args {
     /// Self-test only: go on using a lease's capacity after it ends.
     #[arg(long)]
     pub ignore_lease_end: bool,
+    /// Poll with GetCapacity instead of holding leases on the lease
+    /// stream (where the server offers one).
+    #[arg(long)]
+    pub poll: bool,
     /// TLS: the CA to trust (connects over TLS when given).
     #[arg(long)]
     pub tls_ca: Option<PathBuf>,
@@ -123,7 +127,8 @@ async fn build(a: &Args, id: String) -> anyhow::Result<Client> {
         .servers(a.server.clone())
         .client_id(id)
         .fallback(Fallback::Pessimistic)
-        .rpc_timeout(Duration::from_secs(2));
+        .rpc_timeout(Duration::from_secs(2))
+        .lease_stream(!a.poll);
     if let Some(ca) = &a.tls_ca {
         let tls = ClientTls::from_files(ca, a.tls_cert.as_deref(), a.tls_key.as_deref())?;
         b = b.tls(tls);

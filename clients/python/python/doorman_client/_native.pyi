@@ -35,6 +35,7 @@ class Client:
         tls_cert: Optional[_StrPath] = None,
         tls_key: Optional[_StrPath] = None,
         token: Optional[str] = None,
+        lease_stream: bool = True,
     ) -> "Client":
         """servers: "host:port" of the node's servers (the master is found
         among them). client_id: default "<hostname>:<pid>:<n>". fallback:
@@ -42,7 +43,9 @@ class Client:
         is wanted) or ("safe", default) (the server's safe capacity, else
         default). rpc_timeout: seconds. tls_ca: PEM CA, turns TLS on;
         tls_cert/tls_key: client certificate for mutual TLS. token: bearer
-        token sent with every RPC.
+        token sent with every RPC. lease_stream: hold leases on the
+        server's lease stream, where grants are pushed (False: poll with
+        GetCapacity; a server without one is polled either way).
 
         Raises InvalidArgument (no servers, bad id, bad fallback or token)
         or ConfigError (an unusable TLS file)."""

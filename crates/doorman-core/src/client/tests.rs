@@ -230,7 +230,7 @@ fn a_push_changes_capacity_keeps_the_lease_end_and_a_lowering_is_acked_at_once()
     ];
     c.on_response(t(5), &ids(&req), &leases);
     // A raise applies at once, to the same end, and asks for nothing.
-    assert!(!c.on_push(t(100), &[grant("b", 40.0, t(99_000), 1, Some(2.0))]));
+    assert!(!c.on_push(t(100), &[grant("b", 40.0, t(99_000), 1, Some(2.0))], false));
     assert_eq!(c.capacity("b", t(100)), Some((40.0, Mode::Lease)));
     assert_eq!(
         c.lease("b").unwrap().expiry,
@@ -240,13 +240,28 @@ fn a_push_changes_capacity_keeps_the_lease_end_and_a_lowering_is_acked_at_once()
     assert!(c.poll_request(t(100)).is_none());
     // A lowering is acknowledged by a request at once, inside the minimum
     // interval, claiming the lower lease; b rides along only when allowed.
-    assert!(c.on_push(t(200), &[grant("a", 50.0, t(99_000), 1, None)]));
+    assert!(c.on_push(t(200), &[grant("a", 50.0, t(99_000), 1, None)], false));
     assert_eq!(c.next_wakeup(t(200)), Some(t(200)));
     let ack = c.poll_request(t(200)).unwrap();
     assert_eq!(ids(&ack), ["a"]);
     assert_eq!(ack[0].has.unwrap().capacity, 50.0);
     assert!(c.poll_request(t(201)).is_none(), "acknowledged once");
     // Nothing applies to a resource without an unexpired lease.
-    assert!(!c.on_push(t(10_000), &[grant("a", 1.0, t(99_000), 1, None)]));
+    assert!(!c.on_push(t(10_000), &[grant("a", 1.0, t(99_000), 1, None)], false));
     assert_eq!(c.capacity("a", t(10_000)), Some((0.0, Mode::Pessimistic)));
+}
+
+/// A raise pushed while a request is out was decided before it: the
+/// answer supersedes it, and until then only what the request claims is
+/// counted. A lowering applies whenever it comes.
+#[test]
+fn a_raise_pushed_while_asking_waits_for_the_answer() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 100.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_response(t(5), &ids(&req), &[grant("a", 10.0, t(10_000), 5, None)]);
+    assert!(!c.on_push(t(100), &[grant("a", 40.0, t(99_000), 1, None)], true));
+    assert_eq!(c.capacity("a", t(100)), Some((10.0, Mode::Lease)));
+    assert!(c.on_push(t(200), &[grant("a", 5.0, t(99_000), 1, None)], true));
+    assert_eq!(c.capacity("a", t(200)), Some((5.0, Mode::Lease)));
 }

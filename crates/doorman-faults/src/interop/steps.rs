@@ -125,7 +125,7 @@ async fn original_holds(tree: &Tree<'_>, page: SocketAddr, name: &str) -> Option
 /// ended (20 s: renewed by GetCapacity).
 async fn ours_polls_the_original(c: &mut Checks, t: &mut Tree<'_>) -> anyhow::Result<()> {
     let (root, debug) = t.original("orig-root-poll", None).await?;
-    t.rust_client("rust-poll", root, 30.0)?;
+    t.rust_client("rust-poll", (root, false), 30.0)?;
     let tree: &Tree = t;
     let holds_30 = async || {
         original_holds(tree, debug, "rust-poll")
@@ -161,11 +161,13 @@ const GO_A: [&str; 2] = ["go-a1", "go-a2"];
 /// Our intermediate under an original root. rust-a1 comes first and holds
 /// 80 before the Go clients and rust-a2 arrive, so the original root
 /// lowers our intermediate's grant while a client holds more: the window
-/// the checks allow is exercised on every run.
+/// the checks allow is exercised on every run. The Rust clients poll: on
+/// the lease stream our intermediate pushes their lower grants within
+/// milliseconds, and the 100 ms samples would not see the window.
 pub async fn mixed_a(c: &mut Checks, t: &mut Tree<'_>, seconds: f64) -> anyhow::Result<()> {
     let (root, root_debug) = t.original("orig-root", None).await?;
     let (inter, inter_page) = t.ours("ours-inter", Some(root)).await?;
-    t.rust_client("rust-a1", inter, 80.0)?;
+    t.rust_client("rust-a1", (inter, true), 80.0)?;
     let tree: &Tree = t;
     let holds_80 = async || {
         held_by(tree, inter_page, "rust-a1")
@@ -182,7 +184,7 @@ pub async fn mixed_a(c: &mut Checks, t: &mut Tree<'_>, seconds: f64) -> anyhow::
         for n in GO_A {
             t.goclient(n, root, 80.0, seconds + 30.0, &[])?;
         }
-        t.rust_client("rust-a2", inter, 80.0).map(|_| ())
+        t.rust_client("rust-a2", (inter, true), 80.0).map(|_| ())
     };
     let watched = [
         Watched {
@@ -225,7 +227,7 @@ pub async fn mixed_b(c: &mut Checks, t: &mut Tree<'_>, seconds: f64) -> anyhow::
         t.goclient(n, inter, 80.0, seconds + 30.0, &[])?;
     }
     for n in ["rust-b1", "rust-b2"] {
-        t.rust_client(n, leaf, 80.0)?;
+        t.rust_client(n, (leaf, false), 80.0)?;
     }
     // Our leaf's server id towards its parent is its listen address.
     let leaf_id = leaf.to_string();

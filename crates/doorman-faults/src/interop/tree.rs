@@ -165,14 +165,17 @@ impl<'a> Tree<'a> {
     }
 
     /// The harness's Rust client wanting `wants` of `res` until its input
-    /// ends (then it closes, releasing).
+    /// ends (then it closes, releasing); `poll`: without the lease stream.
     pub fn rust_client(
         &mut self,
         name: &str,
-        server: SocketAddr,
+        (server, poll): (SocketAddr, bool),
         wants: f64,
     ) -> anyhow::Result<usize> {
         let mut argv = vec![self.args.client.clone(), "client".into()];
+        if poll {
+            argv.push("--poll".into());
+        }
         for (k, v) in [("--server", server.to_string()), ("--id", name.into())] {
             argv.extend([k.to_string(), v]);
         }

@@ -1,6 +1,7 @@
 //! `doorman loadtest`: drives any server that speaks `doorman.Capacity`
 //! (ours or an original Doorman), or with `--protocol rls` Envoy's rate
-//! limit service (`rls.rs`), with N clients × R resources, as fast as K
+//! limit service (`rls.rs`), or with `--protocol stream` our lease
+//! streams (`stream.rs`), with N clients × R resources, as fast as K
 //! in-flight requests allow over C HTTP/2 connections (or at a fixed rate:
 //! `pace.rs`), and reports RPC/s,
 //! latency percentiles (HDR histogram), errors by status and the capacity
@@ -37,6 +38,7 @@ mod pace;
 mod report;
 mod rls;
 mod server_cpu;
+mod stream;
 
 use report::histogram;
 pub use report::{print, Report};
@@ -51,6 +53,9 @@ pub enum Protocol {
     /// Envoy's `RateLimitService/ShouldRateLimit` (domain `loadtest`, one
     /// descriptor `resource=ID` per resource; `--clients` plays no part).
     Rls,
+    /// GetCapacity requests on lease streams (`CapacityStream`), one
+    /// stream per client (`stream.rs`).
+    Stream,
 }
 
 /// What to run.
@@ -279,6 +284,9 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
         over_limit: 0,
         errors: BTreeMap::new(),
     };
+    if shared.opts.protocol == Protocol::Stream {
+        return stream::worker(shared, w).await;
+    }
     let timeout = Duration::from_secs_f64(shared.opts.timeout);
     let n = shared.ids.len();
     let rls_request = rls::request(&shared.resources);

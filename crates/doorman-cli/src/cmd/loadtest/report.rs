@@ -42,7 +42,8 @@ pub struct Report {
     pub latency_us: Latency,
     /// Failed RPCs while measuring, by gRPC code.
     pub errors: BTreeMap<String, u64>,
-    /// `--protocol rls`: answers that were OVER_LIMIT (counted in `rpcs`).
+    /// `--protocol rls`: answers that were OVER_LIMIT (counted in `rpcs`);
+    /// `--protocol stream`: grants pushed.
     pub over_limit: u64,
     /// Mastership redirects followed.
     pub redirects: u64,
@@ -89,13 +90,16 @@ pub fn print(r: &Report) {
     let method = match r.protocol {
         Protocol::Capacity => "GetCapacity",
         Protocol::Rls => "ShouldRateLimit",
+        Protocol::Stream => "CapacityStream",
     };
     println!(
         "rpcs        {} in {:.1} s = {:.0} {method}/s",
         r.rpcs, r.duration_s, r.rpcs_per_s
     );
-    if r.protocol == Protocol::Rls {
-        println!("over limit  {} of the answers", r.over_limit);
+    match r.protocol {
+        Protocol::Rls => println!("over limit  {} of the answers", r.over_limit),
+        Protocol::Stream => println!("pushed      {} grants", r.over_limit),
+        Protocol::Capacity => {}
     }
     let l = r.latency_us;
     println!(
@@ -146,7 +150,7 @@ pub(super) fn of_run(shared: &Shared, totals: WorkerResult, measured: f64) -> Re
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     let granted = match opts.protocol {
-        Protocol::Capacity => granted(shared),
+        Protocol::Capacity | Protocol::Stream => granted(shared),
         Protocol::Rls => BTreeMap::new(),
     };
     Report {

@@ -1,0 +1,195 @@
+//! How fast capacity moves on lease streams (issue "Capacity that moves
+//! in one round trip"): a root (FAIR_SHARE, capacity 1000, refresh 8 s,
+//! the default 1 s minimum interval) with N holders of the client library
+//! on one resource, each wanting all of it. Each trial a newcomer opens
+//! the resource, and the bench times, from its open, (1) until the
+//! newcomer holds its fair share (99 % of 1000 / (N + 1)) and (2) until the
+//! server counts no holder at a lowered grant's old amount (every lowering
+//! acknowledged); then the newcomer closes, and a config change raises
+//! the capacity to 1500 (as a push through etcd or a file installs it:
+//! the config replaced, every resource moved), and it times (3) until
+//! every holder holds its share of 1500; then the capacity goes back to
+//! 1000 for the next trial. Prints each figure's p50, p99 and max over the
+//! trials.
+//!
+//! `cargo bench -p doorman-e2e --bench push_latency -- HOLDERS TRIALS`
+//! (default 100 30). Every holder is a client with its own connection:
+//! 10 000 holders need `ulimit -n` above 20 000.
+
+// Times itself: the clock rule of clippy.toml is for the libraries.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use doorman_client::{Client, Mode, RateOptions, RateResource};
+use doorman_core::server::Sharded;
+use doorman_server::server::{ConfigSource, ServerOptions};
+use doorman_testkit::config::{Resource, TestConfig};
+use doorman_testkit::IsolatedServer;
+
+const CAPACITY: f64 = 1000.0;
+const RAISED: f64 = 1500.0;
+
+/// Installs a config of `capacity` as a config push does.
+fn set_capacity(s: &IsolatedServer, capacity: f64) {
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", capacity).lease(60).refresh(8))
+        .parse();
+    drop(s.state.core().replace_config(cfg));
+    s.state.moved.note_all();
+}
+
+fn held(r: &RateResource) -> f64 {
+    if r.mode() == Mode::Lease {
+        r.capacity()
+    } else {
+        0.0
+    }
+}
+
+/// Holders the server counts above their grant (a lowering not yet
+/// acknowledged).
+fn lowered(s: &IsolatedServer) -> usize {
+    let st = s
+        .state
+        .core()
+        .status(doorman_server::lease_clock(), usize::MAX);
+    let leases = st.resources.iter().flat_map(|r| &r.leases);
+    leases.filter(|l| l.lowered_from.is_some()).count()
+}
+
+/// Waits (checking every `step`) until `done`, at most 30 s; how long.
+async fn until(step: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no end in 10 s");
+        tokio::time::sleep(step).await;
+    }
+    start.elapsed()
+}
+
+async fn client(s: &IsolatedServer, id: String) -> Client {
+    Client::builder()
+        .servers([s.addr()])
+        .client_id(id)
+        .build()
+        .await
+        .expect("client builds")
+}
+
+fn percentiles(name: &str, mut v: Vec<Duration>) {
+    v.sort();
+    let at = |q: f64| v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1];
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{name:<44} p50 {:>8.1} ms  p99 {:>8.1} ms  max {:>8.1} ms",
+        ms(at(0.5)),
+        ms(at(0.99)),
+        ms(at(1.0))
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    if let Ok(f) = std::env::var("RUST_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(f)
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let args: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
+    let (n, trials) = (
+        args.first().copied().unwrap_or(100),
+        args.get(1).copied().unwrap_or(30),
+    );
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", CAPACITY).lease(60).refresh(8))
+        .parse();
+    let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    let s = IsolatedServer::start(o).expect("server starts");
+    let mut clients = Vec::with_capacity(n);
+    let mut holders = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = client(&s, format!("holder-{i}")).await;
+        holders.push(c.rate_resource("r", RateOptions::wants(CAPACITY)).unwrap());
+        clients.push(c);
+    }
+    let step = Duration::from_micros(if n > 1000 { 5_000 } else { 500 });
+    let share_n = CAPACITY / n as f64 * 0.99;
+    until(step, || holders.iter().all(|h| held(h) >= share_n)).await;
+    let (mut share, mut acked, mut raised) = (vec![], vec![], vec![]);
+    let mut first = vec![];
+    for t in 0..trials {
+        let c = client(&s, format!("newcomer-{t}")).await;
+        let start = Instant::now();
+        let r = c.rate_resource("r", RateOptions::wants(CAPACITY)).unwrap();
+        let share_n1 = CAPACITY / (n + 1) as f64 * 0.99;
+        let stuck = |what: &str| {
+            let st = s
+                .state
+                .core()
+                .status(doorman_server::lease_clock(), usize::MAX);
+            let mine = st
+                .resources
+                .iter()
+                .flat_map(|r| &r.leases)
+                .find(|l| l.id.starts_with("newcomer"));
+            let streams = s
+                .state
+                .metrics_text()
+                .lines()
+                .filter(|l| {
+                    l.starts_with("doorman_server_lease_streams")
+                        || l.starts_with("doorman_server_stream_requests")
+                        || l.starts_with("doorman_server_pushed")
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            format!("{what}: newcomer holds {} ({:?}), lease {:?}, connection {:?}; the server: {mine:?}; {streams}", r.capacity(), r.mode(), c.lease("r"), c.connection())
+        };
+        while r.mode() != Mode::Lease {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{}",
+                stuck("no lease in 10 s")
+            );
+            tokio::time::sleep(step).await;
+        }
+        first.push(start.elapsed());
+        while held(&r) < share_n1 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{}",
+                stuck("no share in 10 s")
+            );
+            tokio::time::sleep(step).await;
+        }
+        share.push(start.elapsed());
+        until(step, || lowered(&s) == 0).await;
+        acked.push(start.elapsed());
+        drop(r);
+        c.close().await;
+        until(step, || lowered(&s) == 0).await;
+        let start = Instant::now();
+        set_capacity(&s, RAISED);
+        let raised_n = RAISED / n as f64 * 0.99;
+        until(step, || holders.iter().all(|h| held(h) >= raised_n)).await;
+        raised.push(start.elapsed());
+        set_capacity(&s, CAPACITY);
+        until(step, || {
+            lowered(&s) == 0
+                && holders
+                    .iter()
+                    .all(|h| held(h) <= CAPACITY / n as f64 + 1e-6)
+        })
+        .await;
+    }
+    println!("{n} holders, {trials} trials (loopback; machine in BENCHMARKS.md)");
+    percentiles("newcomer's first answer (connect, Discovery, open)", first);
+    percentiles("newcomer holds its fair share", share);
+    percentiles("every lowering acknowledged", acked);
+    percentiles("capacity raised: every holder holds its share", raised);
+    for c in clients {
+        c.close().await;
+    }
+}
