@@ -177,8 +177,10 @@ impl ServerState {
         if decided.wake_upstream {
             self.upstream_wake.notify_one();
         }
-        self.moved
-            .note(req.resources.iter().map(|r| r.resource_id.as_str()));
+        if decided.moved {
+            self.moved
+                .note(req.resources.iter().map(|r| r.resource_id.as_str()));
+        }
         decided.grants
     }
 

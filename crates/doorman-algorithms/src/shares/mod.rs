@@ -114,6 +114,9 @@ pub struct Shares<T> {
     beyond: SumTree,
     live: usize,
     rules_valid: bool,
+    /// Bumped by every change that may change what someone would get
+    /// ([`Shares::generation`]).
+    generation: u64,
 }
 
 impl<T> Shares<T> {
@@ -130,6 +133,7 @@ impl<T> Shares<T> {
             beyond: SumTree::default(),
             live: 0,
             rules_valid: false,
+            generation: 0,
         }
     }
 
@@ -142,7 +146,7 @@ impl<T> Shares<T> {
     pub fn set_kind(&mut self, kind: Kind) {
         if kind != self.kind {
             self.kind = kind;
-            self.rules_valid = false;
+            self.invalidate();
         }
     }
 
@@ -157,7 +161,7 @@ impl<T> Shares<T> {
     pub fn set_capacity(&mut self, capacity: Amount) {
         if capacity.get() != self.capacity {
             self.capacity = capacity.get();
-            self.rules_valid = false;
+            self.invalidate();
         }
     }
 
@@ -191,7 +195,7 @@ impl<T> Shares<T> {
             }
         };
         self.live += 1;
-        self.rules_valid = false;
+        self.invalidate();
         RequesterId(idx)
     }
 
@@ -206,7 +210,7 @@ impl<T> Shares<T> {
         self.beyond.set(id.index(), 0.0);
         self.free.push(id.0);
         self.live -= 1;
-        self.rules_valid = false;
+        self.invalidate();
         Some(slot.data)
     }
 
@@ -242,7 +246,7 @@ impl<T> Shares<T> {
                         .forest
                         .update(&mut band.root, node, d.wants(), d.subclients())
                     {
-                        self.rules_valid = false;
+                        self.invalidate();
                     }
                 }
                 return;
@@ -265,7 +269,7 @@ impl<T> Shares<T> {
                 }
             }
             if changed {
-                self.rules_valid = false;
+                self.invalidate();
             }
             return;
         }
@@ -277,7 +281,7 @@ impl<T> Shares<T> {
         if let Some(slot) = self.slots.get_mut(id.index()).and_then(|s| s.as_mut()) {
             slot.placement = placement;
         }
-        self.rules_valid = false;
+        self.invalidate();
     }
 
     /// The requester's current grant.
@@ -332,11 +336,33 @@ impl<T> Shares<T> {
         self.slot(id).map_or(0.0, |s| s.outstanding)
     }
 
+    /// A change of demands, kind or capacity: the cached rules are stale,
+    /// and what anyone would get may have moved.
+    fn invalidate(&mut self) {
+        self.rules_valid = false;
+        self.generation += 1;
+    }
+
+    /// A number that changes whenever what some requester would get may
+    /// have changed (a demand, a grant, what is counted beyond a grant,
+    /// the capacity or the algorithm; a requester added or removed), and
+    /// only then: a renewal that leaves all of them as they were leaves
+    /// it too. A server pushing grants skips a resource whose generation
+    /// it has seen.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// Records a grant and what it leaves counted as taken beyond it.
     fn put_has(&mut self, id: RequesterId, has: f64) {
         let outstanding = self.slot(id).map_or(0.0, |s| s.outstanding);
-        self.has.set(id.index(), has);
-        self.beyond.set(id.index(), (outstanding - has).max(0.0));
+        let beyond = (outstanding - has).max(0.0);
+        let i = id.index();
+        if self.has.get(i) != has || self.beyond.get(i) != beyond {
+            self.generation += 1;
+        }
+        self.has.set(i, has);
+        self.beyond.set(i, beyond);
     }
 
     /// The requester's demands, highest band first, as (priority,

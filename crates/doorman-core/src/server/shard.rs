@@ -33,6 +33,9 @@ pub struct ResourceShard {
     pub(crate) latest_echo_end: Time,
     pub(crate) counters: Counters,
     pub(crate) upstream_wake: bool,
+    /// A decision since the last [`ResourceShard::take_moved`] changed
+    /// what someone would get (a resource's `Shares::generation` moved).
+    moved: bool,
     /// The node's term this shard's tables belong to.
     term: u64,
 }
@@ -68,6 +71,11 @@ impl ResourceShard {
     /// asked about at once.
     pub fn take_upstream_wake(&mut self) -> bool {
         std::mem::take(&mut self.upstream_wake)
+    }
+
+    /// True (once) when a decision changed what someone would get.
+    pub fn take_moved(&mut self) -> bool {
+        std::mem::take(&mut self.moved)
     }
 
     /// Decides `asks` (resources of this shard) for `who` at `now`: for
@@ -109,6 +117,7 @@ impl ResourceShard {
         let Some(resource) = resource_for(&mut self.resources, node, &cx, &ask.resource_id) else {
             return self.unmatched(now, who, ask);
         };
+        let generation = resource.shares.generation();
         self.counters.expired_leases += resource.expire(now, cx.min_request_interval) as u64;
         // An intermediate resource without requesters (new, or all gone) is
         // not being renewed upstream: ask at once.
@@ -116,6 +125,7 @@ impl ResourceShard {
         resource.sync_capacity(now);
         let due_before = resource.upstream_due();
         let mut grant = resource.request(&cx, who, ask);
+        self.moved |= resource.shares.generation() != generation;
         grant.note = resource.note(now, grant.decision);
         wake |= resource.ask_parent_now(now, due_before);
         let echoed = grant.decision == Decision::Learning && grant.lease.capacity > 0.0;
@@ -127,32 +137,38 @@ impl ResourceShard {
     }
 
     /// A push pass over `holders` of `resource_id` (each with when it was
-    /// last pushed to) at `now`: what each is due (`push.rs`), in order.
-    /// Nothing for anyone unless this server is the proven master and the
-    /// resource is live here.
+    /// last pushed to) at `now`: what each is due (`push.rs`), in order,
+    /// and the resource's generation (`Shares::generation`). Nothing for
+    /// anyone unless this server is the proven master and the resource is
+    /// live here, or when its generation is still `seen` (nothing moved
+    /// since that pass).
     pub fn push(
         &mut self,
         node: &Node,
-        now: Time,
-        resource_id: &str,
+        (now, resource_id): (Time, &str),
         holders: &[(Who, Option<Time>)],
-        rule: &PushRule,
-    ) -> Vec<Push> {
+        (rule, seen): (&PushRule, Option<u64>),
+    ) -> (Option<u64>, Vec<Push>) {
         let nothing = || vec![Push::Nothing; holders.len()];
         if node.refusal(node.proven_master(now)).is_some() {
-            return nothing();
+            return (None, nothing());
         }
         let cx = self.context(node, now);
         let Some(r) = self.resources.get_mut(resource_id) else {
-            return nothing();
+            return (None, nothing());
         };
         r.freshen(&node.config, node.config_gen, resource_id);
         self.counters.expired_leases += r.expire(now, cx.min_request_interval) as u64;
         r.sync_capacity(now);
-        holders
+        let generation = r.shares.generation();
+        if seen == Some(generation) {
+            return (Some(generation), nothing());
+        }
+        let pushes = holders
             .iter()
             .map(|(who, last)| r.push(&cx, (resource_id, who), *last, rule))
-            .collect()
+            .collect();
+        (Some(generation), pushes)
     }
 
     /// What a decision at `now` needs of the node.

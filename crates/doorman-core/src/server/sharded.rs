@@ -68,6 +68,9 @@ pub struct Decided {
     pub grants: Result<Vec<Grant>, Refusal>,
     /// A resource appeared that the parent must be asked about at once.
     pub wake_upstream: bool,
+    /// A decision changed what someone would get (the lease streams'
+    /// pusher has something to look at).
+    pub moved: bool,
 }
 
 /// The entry points of a lease server, for any [`ShardAccess`].
@@ -140,8 +143,20 @@ pub trait Sharded: ShardAccess {
         holders: &[(Who, Option<Time>)],
         rule: &PushRule,
     ) -> Vec<Push> {
+        self.push_since(now, resource_id, holders, (rule, None)).1
+    }
+
+    /// [`Sharded::push`] that does nothing when the resource's generation
+    /// is still `seen`; returns the generation too.
+    fn push_since(
+        &mut self,
+        now: Time,
+        resource_id: &str,
+        holders: &[(Who, Option<Time>)],
+        rule_seen: (&PushRule, Option<u64>),
+    ) -> (Option<u64>, Vec<Push>) {
         let i = self.shard_index(resource_id);
-        self.with_shard(i, |n, s| s.push(n, now, resource_id, holders, rule))
+        self.with_shard(i, |n, s| s.push(n, (now, resource_id), holders, rule_seen))
     }
 
     /// The running config.
@@ -383,11 +398,12 @@ fn decide_request<A: Sharded + ?Sized>(
     req: &CapacityRequest,
     take: bool,
 ) -> Decided {
-    let mut wake = false;
+    let (mut wake, mut moved) = (false, false);
     let mut step = |a: &mut A, i: usize, asks: &[ResourceAsk]| {
         a.with_shard(i, |n, s| {
             let grants = s.decide_asks(n, now, &req.who, asks);
             wake |= take && s.take_upstream_wake();
+            moved |= s.take_moved();
             grants
         })
     };
@@ -404,6 +420,7 @@ fn decide_request<A: Sharded + ?Sized>(
     Decided {
         grants,
         wake_upstream: wake,
+        moved,
     }
 }
 

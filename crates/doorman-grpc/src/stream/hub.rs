@@ -68,6 +68,9 @@ struct Inner {
     by_resource: HashMap<String, HashSet<u64>>,
     /// Resources with a push held back by the rule, and until when.
     later: BTreeSet<(Time, String)>,
+    /// Each streamed resource's generation at its last pass (a pass over
+    /// one whose generation has not moved pushes nothing).
+    seen: HashMap<String, u64>,
 }
 
 /// The open lease streams of a server.
@@ -141,7 +144,11 @@ impl Hub {
     pub fn close(&self, key: u64) {
         let mut inner = self.lock();
         if let Some(h) = inner.streams.remove(&key) {
-            forget_resources(&mut inner.by_resource, key, h.resources.into_iter());
+            let Inner {
+                by_resource, seen, ..
+            } = &mut *inner;
+            forget_resources(by_resource, key, h.resources.into_iter());
+            seen.retain(|id, _| by_resource.contains_key(id));
         }
     }
 
@@ -156,25 +163,41 @@ impl Hub {
     }
 
     /// The resources a pass looks at: those of `moved` (every one if
-    /// `all`) that someone streams for, and those whose held-back push is
-    /// due at `now`.
-    pub fn to_scan(&self, moved: Vec<String>, all: bool, now: Time) -> Vec<String> {
+    /// `all`) that someone streams for, with the generation seen at their
+    /// last pass, and those whose held-back push is due at `now`, without
+    /// (they are looked at whatever moved).
+    pub fn to_scan(&self, moved: Vec<String>, all: bool, now: Time) -> Vec<(String, Option<u64>)> {
         let mut inner = self.lock();
-        let mut out: HashSet<String> = if all {
-            inner.by_resource.keys().cloned().collect()
+        let mut out: HashMap<String, Option<u64>> = if all {
+            let ids = inner.by_resource.keys();
+            ids.map(|id| (id.clone(), inner.seen.get(id).copied()))
+                .collect()
         } else {
             let held = |id: &String| inner.by_resource.contains_key(id);
-            moved.into_iter().filter(held).collect()
+            let ids = moved.into_iter().filter(held);
+            ids.map(|id| {
+                let seen = inner.seen.get(&id).copied();
+                (id, seen)
+            })
+            .collect()
         };
         while let Some((at, _)) = inner.later.first() {
             if *at > now {
                 break;
             }
             if let Some((_, id)) = inner.later.pop_first() {
-                out.insert(id);
+                out.insert(id, None);
             }
         }
         out.into_iter().collect()
+    }
+
+    /// A pass saw `resource` at `generation`.
+    pub fn saw(&self, resource: &str, generation: u64) {
+        let mut inner = self.lock();
+        if inner.by_resource.contains_key(resource) {
+            inner.seen.insert(resource.to_string(), generation);
+        }
     }
 
     /// The earliest held-back push.

@@ -52,8 +52,8 @@ pub fn pass(state: &ServerState, hub: &Hub) {
     let (moved, all) = state.moved.take();
     let now = state.now();
     let mut pushed = Vec::new();
-    for resource in hub.to_scan(moved, all, now) {
-        push_resource(state, hub, &resource, now, &mut pushed);
+    for (resource, seen) in hub.to_scan(moved, all, now) {
+        push_resource(state, hub, (&resource, seen), now, &mut pushed);
     }
     for key in pushed {
         hub.pushed(key, now);
@@ -61,8 +61,22 @@ pub fn pass(state: &ServerState, hub: &Hub) {
 }
 
 /// The pushes due to `resource`'s holders, decided and queued under their
-/// streams' order locks; the keys of the streams pushed to go to `pushed`.
-fn push_resource(state: &ServerState, hub: &Hub, resource: &str, now: Time, pushed: &mut Vec<u64>) {
+/// streams' order locks, unless its generation is still `seen`; the keys
+/// of the streams pushed to go to `pushed`.
+fn push_resource(
+    state: &ServerState,
+    hub: &Hub,
+    (resource, seen): (&str, Option<u64>),
+    now: Time,
+    pushed: &mut Vec<u64>,
+) {
+    // Nothing moved since the last pass: look at no holder (a renewal that
+    // changes nothing, the common case, costs one shard access here).
+    let rule = (&PUSH_RULE, seen);
+    let (generation, _) = state.core().push_since(now, resource, &[], rule);
+    if generation.is_some() && generation == seen {
+        return;
+    }
     let holders = hub.holders_of(resource);
     if holders.is_empty() {
         return;
@@ -72,7 +86,12 @@ fn push_resource(state: &ServerState, hub: &Hub, resource: &str, now: Time, push
         .iter()
         .map(|h| (h.who.clone(), h.last_push))
         .collect();
-    let pushes = state.core().push(now, resource, &list, &PUSH_RULE);
+    let (generation, pushes) = state
+        .core()
+        .push_since(now, resource, &list, (&PUSH_RULE, None));
+    if let Some(g) = generation {
+        hub.saw(resource, g);
+    }
     for (h, p) in holders.iter().zip(pushes) {
         match p {
             Push::Nothing => {}
