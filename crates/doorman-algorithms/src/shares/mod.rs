@@ -17,6 +17,7 @@
 //! Must not: read a clock, do I/O, or accept unvalidated numbers.
 
 mod bands;
+mod generation;
 mod learning;
 
 use std::cmp::Reverse;
@@ -334,23 +335,6 @@ impl<T> Shares<T> {
     /// What the requester last reported having handed out (0 if never).
     pub fn outstanding(&self, id: RequesterId) -> f64 {
         self.slot(id).map_or(0.0, |s| s.outstanding)
-    }
-
-    /// A change of demands, kind or capacity: the cached rules are stale,
-    /// and what anyone would get may have moved.
-    fn invalidate(&mut self) {
-        self.rules_valid = false;
-        self.generation += 1;
-    }
-
-    /// A number that changes whenever what some requester would get may
-    /// have changed (a demand, a grant, what is counted beyond a grant,
-    /// the capacity or the algorithm; a requester added or removed), and
-    /// only then: a renewal that leaves all of them as they were leaves
-    /// it too. A server pushing grants skips a resource whose generation
-    /// it has seen.
-    pub fn generation(&self) -> u64 {
-        self.generation
     }
 
     /// Records a grant and what it leaves counted as taken beyond it.

@@ -385,3 +385,25 @@ fn a_requesters_outstanding_beyond_its_grant_counts_as_taken() {
     s.remove(ids[0]);
     assert_eq!(s.totals().taken, 50.0, "a removed requester takes nothing");
 }
+
+/// The generation moves with what someone would get, and only then: a
+/// renewal that changes nothing leaves it (a pushing server skips the
+/// resource), a new demand, grant or requester moves it.
+#[test]
+fn the_generation_moves_only_when_a_grant_may_move() {
+    let mut s: Shares<()> = Shares::new(Kind::FairShare, amt(100.0));
+    let a = s.insert(&[client(60.0)], ());
+    s.decide(a);
+    let g = s.generation();
+    s.set_demands(a, &[client(60.0)]);
+    s.decide(a);
+    assert_eq!(s.generation(), g, "a renewal as it was");
+    s.set_demands(a, &[client(70.0)]);
+    assert_ne!(s.generation(), g, "a new demand");
+    let g = s.generation();
+    s.decide(a);
+    assert_ne!(s.generation(), g, "a new grant");
+    let g = s.generation();
+    s.insert(&[client(10.0)], ());
+    assert_ne!(s.generation(), g, "a newcomer");
+}

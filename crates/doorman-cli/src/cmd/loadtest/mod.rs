@@ -284,9 +284,6 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
         over_limit: 0,
         errors: BTreeMap::new(),
     };
-    if shared.opts.protocol == Protocol::Stream {
-        return stream::worker(shared, w).await;
-    }
     let timeout = Duration::from_secs_f64(shared.opts.timeout);
     let n = shared.ids.len();
     let rls_request = rls::request(&shared.resources);
@@ -422,7 +419,10 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
     let began = Instant::now();
     let shared = prepare(&opts).await?;
     let workers: Vec<_> = (0..opts.concurrency)
-        .map(|w| tokio::spawn(worker(shared.clone(), w)))
+        .map(|w| match opts.protocol {
+            Protocol::Stream => tokio::spawn(stream::worker(shared.clone(), w)),
+            _ => tokio::spawn(worker(shared.clone(), w)),
+        })
         .collect();
     let cpu_from = match opts.server_pid {
         Some(pid) => {
