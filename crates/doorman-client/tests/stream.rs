@@ -102,18 +102,6 @@ async fn polling_the_newcomer_waits_for_the_holders_refresh() {
     assert!(s.requests("GetCapacity") >= 2);
 }
 
-/// A server's open lease streams, from its metrics.
-fn streams(s: &IsolatedServer) -> f64 {
-    let text = s.state.metrics_text();
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("doorman_server_lease_streams ")?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(-1.0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_stream_falls_back_to_polling_and_is_opened_again() {
     let cfg = TestConfig::new()
@@ -124,19 +112,22 @@ async fn a_cut_stream_falls_back_to_polling_and_is_opened_again() {
     let proxy = FaultProxy::start(s.grpc_addr).await.unwrap();
     let c = client(&proxy.addr().to_string(), "c", true).await;
     let r = c.rate_resource("r", RateOptions::wants(10.0)).unwrap();
-    eventually("streaming", Duration::from_secs(5), || streams(&s) == 1.0).await;
+    eventually("streaming", Duration::from_secs(5), || {
+        s.lease_streams() == 1.0
+    })
+    .await;
     assert_eq!(s.requests("GetCapacity"), 0);
     proxy.set(LinkMode::Reset);
     tokio::time::sleep(Duration::from_millis(200)).await;
     proxy.set(LinkMode::Pass);
     eventually("polling", Duration::from_secs(5), || {
-        streams(&s) == 0.0 && s.requests("GetCapacity") >= 2
+        s.lease_streams() == 0.0 && s.requests("GetCapacity") >= 2
     })
     .await;
     assert_eq!(r.mode(), Mode::Lease);
     // Opened again once the retry delay (10 s) has passed.
     eventually("streaming again", Duration::from_secs(15), || {
-        streams(&s) == 1.0
+        s.lease_streams() == 1.0
     })
     .await;
     assert_eq!(r.mode(), Mode::Lease);

@@ -22,18 +22,6 @@ fn opts(election: &InMemoryElection) -> ServerOptions {
     o
 }
 
-/// A server's open lease streams, from its metrics.
-fn streams(s: &IsolatedServer) -> f64 {
-    let text = s.state.metrics_text();
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("doorman_server_lease_streams ")?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(-1.0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deposed_master_redirects_its_streams_and_they_reopen_at_the_new_one() {
     let election = InMemoryElection::new();
@@ -60,7 +48,7 @@ async fn a_deposed_master_redirects_its_streams_and_they_reopen_at_the_new_one()
     })
     .await;
     eventually("streaming to a", Duration::from_secs(2), || {
-        streams(&a) == 1.0
+        a.lease_streams() == 1.0
     })
     .await;
     election.abdicate();
@@ -70,7 +58,7 @@ async fn a_deposed_master_redirects_its_streams_and_they_reopen_at_the_new_one()
     .await;
     let moved = eventually("streaming to b, not a", Duration::from_secs(5), || {
         assert_eq!(r.mode(), Mode::Lease, "the lease lapsed");
-        streams(&b) == 1.0 && streams(&a) == 0.0
+        b.lease_streams() == 1.0 && a.lease_streams() == 0.0
     });
     moved.await;
     let before = b.state.metrics.stream_requests_seen();

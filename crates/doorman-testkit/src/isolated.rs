@@ -82,6 +82,17 @@ impl IsolatedServer {
         self.state.metrics.requests(method)
     }
 
+    /// Lease streams open now (`doorman_server_lease_streams`).
+    pub fn lease_streams(&self) -> f64 {
+        let text = self.state.metrics_text();
+        let open = text.lines().find_map(|l| {
+            l.strip_prefix("doorman_server_lease_streams ")?
+                .parse()
+                .ok()
+        });
+        open.expect("the lease streams gauge")
+    }
+
     /// GetCapacity requests served so far, as calls or on lease streams.
     pub fn capacity_requests(&self) -> u64 {
         self.requests("GetCapacity") + self.state.metrics.stream_requests_seen()
