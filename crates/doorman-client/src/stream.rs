@@ -105,12 +105,8 @@ pub(crate) async fn ask(
     deadline: Instant,
 ) -> Result<pb::GetCapacityResponse, CallError> {
     let addr = stream.addr().to_string();
-    let rpc_error = |code, message: &str| CallError::Rpc {
-        addr: addr.clone(),
-        code,
-        message: message.to_string(),
-        details: Default::default(),
-    };
+    let rpc_error =
+        |code, message: &str| CallError::from_status(&addr, &tonic::Status::new(code, message));
     if !stream.send(req).await {
         return Err(rpc_error(
             tonic::Code::Unavailable,

@@ -72,8 +72,17 @@ fn last_error_suffix(e: &Option<String>) -> String {
 }
 
 impl CallError {
-    /// The status the server answered with (`None` if it did not answer
-    /// with one).
+    /// `addr` answered with `status` (its code, message and details).
+    pub fn from_status(addr: &str, status: &tonic::Status) -> Self {
+        CallError::Rpc {
+            addr: addr.to_string(),
+            code: status.code(),
+            message: status.message().to_string(),
+            details: tonic::codegen::Bytes::copy_from_slice(status.details()),
+        }
+    }
+
+    /// The status the server answered with (`None` if it did not answer with one).
     pub fn status(&self) -> Option<tonic::Status> {
         let CallError::Rpc {
             code,
@@ -238,9 +247,7 @@ impl Connector {
         self.token.as_ref()
     }
 
-    /// A master named by a redirect on a lease stream: the next call goes
-    /// there (`None`, or one suspected of hanging: the next call
-    /// discovers).
+    /// The master a lease stream's redirect named (`None`, a suspect: discover).
     pub fn follow(&mut self, master: Option<String>) {
         self.master = master.filter(|m| !m.is_empty() && !self.suspects(m));
     }
@@ -318,18 +325,11 @@ impl Connector {
                 self.last_note = note.and_then(|v| v.to_str().ok()).map(str::to_string);
                 return Ok(resp.into_inner());
             }
-            Ok(Err(status)) => CallError::Rpc {
-                addr: addr.to_string(),
-                code: status.code(),
-                message: status.message().to_string(),
-                details: tonic::codegen::Bytes::copy_from_slice(status.details()),
-            },
-            Err(_) => CallError::Rpc {
-                addr: addr.to_string(),
-                code: tonic::Code::DeadlineExceeded,
-                message: format!("no answer within {:?}", self.call_timeout),
-                details: Default::default(),
-            },
+            Ok(Err(status)) => CallError::from_status(addr, &status),
+            Err(_) => {
+                let why = format!("no answer within {:?}", self.call_timeout);
+                CallError::from_status(addr, &tonic::Status::deadline_exceeded(why))
+            }
         };
         if !matches!(r.code(), tonic::Code::InvalidArgument) {
             self.forget(addr);

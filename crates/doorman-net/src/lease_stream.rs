@@ -48,25 +48,14 @@ impl LeaseStream {
     /// The next message; an error when the stream ended (its status, or
     /// UNAVAILABLE when it closed without one).
     pub async fn next(&mut self) -> Result<Incoming, CallError> {
-        let rpc_error = |code, message: String| CallError::Rpc {
-            addr: self.addr.clone(),
-            code,
-            message,
-            details: Default::default(),
-        };
         match self.answers.message().await {
             Ok(Some(m)) if m.pushed == Some(true) => Ok(Incoming::Pushed(m)),
             Ok(Some(m)) => Ok(Incoming::Answer(m)),
-            Ok(None) => Err(rpc_error(
-                tonic::Code::Unavailable,
-                "the lease stream ended".into(),
-            )),
-            Err(s) => Err(CallError::Rpc {
-                addr: self.addr.clone(),
-                code: s.code(),
-                message: s.message().to_string(),
-                details: tonic::codegen::Bytes::copy_from_slice(s.details()),
-            }),
+            Ok(None) => {
+                let ended = tonic::Status::unavailable("the lease stream ended");
+                Err(CallError::from_status(&self.addr, &ended))
+            }
+            Err(s) => Err(CallError::from_status(&self.addr, &s)),
         }
     }
 }
@@ -101,11 +90,6 @@ impl Connector {
             Err(_) => tonic::Status::deadline_exceeded("the lease stream did not open in time"),
         };
         self.forget(&addr);
-        Err(CallError::Rpc {
-            addr,
-            code: status.code(),
-            message: status.message().to_string(),
-            details: tonic::codegen::Bytes::copy_from_slice(status.details()),
-        })
+        Err(CallError::from_status(&addr, &status))
     }
 }
