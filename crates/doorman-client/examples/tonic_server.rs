@@ -62,6 +62,16 @@ impl Capacity for Service {
     ) -> Result<Response<Self::CapacityStreamStream>, Status> {
         Err(Status::unimplemented("a stand-in service"))
     }
+
+    type ServerCapacityStreamStream =
+        tokio_stream::wrappers::ReceiverStream<Result<pb::GetServerCapacityResponse, Status>>;
+
+    async fn server_capacity_stream(
+        &self,
+        _: Request<tonic::Streaming<pb::GetServerCapacityRequest>>,
+    ) -> Result<Response<Self::ServerCapacityStreamStream>, Status> {
+        Err(Status::unimplemented("a stand-in service"))
+    }
 }
 
 /// A shed call becomes its gRPC status; other errors pass unchanged.

@@ -134,34 +134,16 @@ async fn call(
     streaming: &mut Streaming,
     req: pb::GetCapacityRequest,
 ) -> (Result<pb::GetCapacityResponse, CallError>, Option<String>) {
-    if let Some(stream) = streaming.ready(conn).await {
-        let start = crate::clock::instant();
-        let r = crate::stream::ask(shared, stream, req.clone(), start + conn.call_timeout()).await;
+    let start = crate::clock::instant();
+    let pushed = |m: &pb::GetCapacityResponse| crate::stream::apply_push(shared, m, true);
+    if let Some(r) = streaming.call(conn, req.clone(), pushed).await {
         if let Some(m) = &shared.metrics {
             let code = r.as_ref().err().map(CallError::code);
             let took = crate::clock::instant() - start;
             m.rpc("CapacityStream", took.as_secs_f64(), code);
         }
-        match r {
-            Ok(resp) if resp.mastership.is_none() => {
-                let note = resp.note.clone();
-                return (Ok(resp), note);
-            }
-            Ok(resp) => {
-                conn.follow(resp.mastership.and_then(|m| m.master_address));
-                streaming.redirected();
-            }
-            Err(e) if e.code() == tonic::Code::DeadlineExceeded => {
-                conn.follow(None);
-                streaming.failed(&e);
-                return (Err(e), None);
-            }
-            Err(e) if refused(&e, &[]).is_some() => {
-                streaming.redirected();
-                return (Err(e), None);
-            }
-            Err(e) => streaming.failed(&e),
-        }
+        let note = r.as_ref().ok().and_then(|resp| resp.note.clone());
+        return (r, note);
     }
     let r = conn.get_capacity(req).await;
     let note = conn.last_note().map(str::to_string);

@@ -26,7 +26,7 @@ use doorman_state::ServerState;
 use doorman_wire::convert::{self, client_response, redirect, served, server_response};
 use doorman_wire::validate;
 use layers::Caller;
-use stream::hub::Hub;
+use stream::hub::{Hub, Outbox};
 
 /// The gRPC service.
 #[derive(Debug, Clone)]
@@ -62,6 +62,17 @@ impl CapacityService {
     ) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status> {
         let checked = validate::get_capacity(req);
         self.decide("GetCapacity", caller, Action::Acquire, checked)
+    }
+
+    /// A GetServerCapacity request from `caller`, validated and decided,
+    /// as [`CapacityService::get_capacity_grants`].
+    fn get_server_capacity_grants(
+        &self,
+        caller: Option<&str>,
+        req: &pb::GetServerCapacityRequest,
+    ) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status> {
+        let checked = validate::get_server_capacity(req);
+        self.decide("GetServerCapacity", caller, Action::Serve, checked)
     }
 
     /// A validated request; each entry left out is logged and counted by
@@ -139,9 +150,7 @@ impl doorman_proto::Capacity for CapacityService {
         request: Request<pb::GetServerCapacityRequest>,
     ) -> Result<Response<pb::GetServerCapacityResponse>, Status> {
         let caller = Caller::of(&request)?;
-        let checked = validate::get_server_capacity(request.get_ref());
-        let method = "GetServerCapacity";
-        let (_, grants) = self.decide(method, caller.as_deref(), Action::Serve, checked)?;
+        let (_, grants) = self.get_server_capacity_grants(caller.as_deref(), request.get_ref())?;
         Ok(Response::new(server_response(grants)))
     }
 
@@ -167,7 +176,22 @@ impl doorman_proto::Capacity for CapacityService {
     ) -> Result<Response<Self::CapacityStreamStream>, Status> {
         let caller = Caller::of(&request)?;
         let (outbox, answers) = tokio::sync::mpsc::channel(stream::hub::STREAM_QUEUE);
-        let serve = stream::serve(self.clone(), caller, request.into_inner(), outbox);
+        let inbound = (request.into_inner(), Self::get_capacity_grants as _);
+        let serve = stream::serve(self.clone(), caller, inbound, Outbox::Client(outbox));
+        tokio::spawn(serve);
+        Ok(Response::new(ReceiverStream::new(answers)))
+    }
+
+    type ServerCapacityStreamStream = ReceiverStream<Result<pb::GetServerCapacityResponse, Status>>;
+
+    async fn server_capacity_stream(
+        &self,
+        request: Request<Streaming<pb::GetServerCapacityRequest>>,
+    ) -> Result<Response<Self::ServerCapacityStreamStream>, Status> {
+        let caller = Caller::of(&request)?;
+        let (outbox, answers) = tokio::sync::mpsc::channel(stream::hub::STREAM_QUEUE);
+        let inbound = (request.into_inner(), Self::get_server_capacity_grants as _);
+        let serve = stream::serve(self.clone(), caller, inbound, Outbox::Server(outbox));
         tokio::spawn(serve);
         Ok(Response::new(ReceiverStream::new(answers)))
     }

@@ -24,6 +24,7 @@ use doorman_proto::CapacityClient;
 use tonic::transport::Channel;
 
 use crate::bearer::{outgoing, BearerToken};
+pub use crate::redirect::Redirect;
 use crate::tls::{endpoint, ClientTls};
 
 type Client = CapacityClient<Channel>;
@@ -110,28 +111,6 @@ impl CallError {
     }
 }
 
-/// Responses that may carry a mastership redirect.
-pub trait Redirect {
-    /// The mastership field (present = "I am not the master").
-    fn mastership(&self) -> Option<&pb::Mastership>;
-}
-
-impl Redirect for pb::GetCapacityResponse {
-    fn mastership(&self) -> Option<&pb::Mastership> {
-        self.mastership.as_ref()
-    }
-}
-impl Redirect for pb::GetServerCapacityResponse {
-    fn mastership(&self) -> Option<&pb::Mastership> {
-        self.mastership.as_ref()
-    }
-}
-impl Redirect for pb::ReleaseCapacityResponse {
-    fn mastership(&self) -> Option<&pb::Mastership> {
-        self.mastership.as_ref()
-    }
-}
-
 /// Called after every RPC with the method, its duration and the error
 /// code if it failed (for metrics).
 pub type RpcObserver =
@@ -207,6 +186,13 @@ impl Connector {
     /// (`doorman-level`; none from an original Doorman server).
     pub fn server_level(&self) -> Option<u32> {
         self.server_level
+    }
+
+    /// An answer's headers said this server's level (or did not).
+    pub(crate) fn saw_level(&mut self, headers: &tonic::metadata::MetadataMap) {
+        let level = headers.get(LEVEL_HEADER);
+        let level = level.and_then(|v| v.to_str().ok()?.parse().ok());
+        self.server_level = level.or(self.server_level);
     }
 
     /// Connects over TLS with `tls`.
@@ -318,9 +304,7 @@ impl Connector {
         }
         let r = match result {
             Ok(Ok(resp)) => {
-                let level = resp.metadata().get(LEVEL_HEADER);
-                let level = level.and_then(|v| v.to_str().ok()?.parse().ok());
-                self.server_level = level.or(self.server_level);
+                self.saw_level(resp.metadata());
                 let note = resp.metadata().get(NOTE_HEADER);
                 self.last_note = note.and_then(|v| v.to_str().ok()).map(str::to_string);
                 return Ok(resp.into_inner());

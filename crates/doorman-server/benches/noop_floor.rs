@@ -102,6 +102,16 @@ impl Capacity for Floor {
             rx,
         )))
     }
+
+    type ServerCapacityStreamStream =
+        tokio_stream::wrappers::ReceiverStream<Result<pb::GetServerCapacityResponse, Status>>;
+
+    async fn server_capacity_stream(
+        &self,
+        _: Request<tonic::Streaming<pb::GetServerCapacityRequest>>,
+    ) -> Result<Response<Self::ServerCapacityStreamStream>, Status> {
+        Err(Status::unimplemented("the floor serves end clients only"))
+    }
 }
 
 fn listen_arg() -> Result<Option<SocketAddr>, String> {

@@ -1,10 +1,14 @@
 //! The async adapter of an intermediate server: asks the parent's master
 //! for capacity in one bulk GetServerCapacity whenever the core says a
 //! resource is due (at once for a new resource, then at the upstream
-//! lease's refresh interval), and hands the answer back to the core.
-//! Finding the parent's master, redirects, deadlines and backoff with jitter
-//! are shared with the client library (`doorman_net::Connector`,
-//! `doorman_core::Backoff`).
+//! lease's refresh interval), and hands the answer back to the core. The
+//! requests go on a lease stream (`ServerCapacityStream`) when the parent
+//! offers one, and the grants it pushes go to the core too
+//! (`Sharded::upstream_push`), so a change at the parent reaches this
+//! server's own streaming holders at once. Finding the parent's master,
+//! redirects, deadlines, the stream's fallback to polling and back, and
+//! backoff with jitter are shared with the client library
+//! (`doorman_net::{Connector, StreamLink}`, `doorman_core::Backoff`).
 //!
 //! Must not: decide anything (the core does).
 
@@ -16,7 +20,8 @@ use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 use doorman_core::server::UpstreamAsk;
 use doorman_core::Backoff;
 use doorman_lease::{Span, Time};
-use doorman_net::Connector;
+use doorman_net::{Connector, Incoming, StreamLink};
+use doorman_proto::doorman as pb;
 use tokio::sync::watch;
 
 use doorman_state::ServerState;
@@ -31,9 +36,13 @@ pub async fn run(
 ) {
     let seed = state.now().as_millis() as u64 ^ 0x5DEE_CE66;
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30), seed);
+    let mut link = StreamLink::new(true);
     loop {
         if *stop.borrow() {
             return;
+        }
+        if link.is_open() && !state.core().is_master() {
+            link = StreamLink::new(true);
         }
         // The asks are marked as sent now: the parent's leases count from
         // here (see `doorman_lease::Lease::received`).
@@ -43,7 +52,8 @@ pub async fn run(
         if let Some(asks) = asks.filter(|a| !a.is_empty()) {
             for chunk in asks.chunks(MAX_RESOURCES_PER_REQUEST) {
                 let sent = (chunk, sent_at);
-                let ask = ask_parent(&state, &mut conn, &node_id, sent, &mut backoff);
+                let to = (&mut conn, &mut link);
+                let ask = ask_parent(&state, to, &node_id, sent, &mut backoff);
                 tokio::select! {
                     _ = ask => {}
                     _ = stop.changed() => return,
@@ -55,24 +65,45 @@ pub async fn run(
                 _ = stop.changed() => return,
             }
         }
-        let now = state.now();
-        let next = state.core().next_upstream_wakeup();
-        let sleep = next
-            .map(|t| (t - now).to_duration())
-            .unwrap_or(Duration::from_secs(3600));
-        // With nothing to ask, look at the parent now and then anyway.
-        let sleep = if idle {
-            sleep.min(PROBE_INTERVAL)
-        } else {
-            sleep
-        };
-        tokio::select! {
-            _ = tokio::time::sleep(sleep) => {}
-            _ = state.upstream_wake.notified() => {}
-            // A dropped sender (the server was dropped) also means stop.
-            r = stop.changed() => if r.is_err() { return },
+        if !wait(&state, &mut link, idle, &mut stop).await {
+            return;
         }
     }
+}
+
+/// Waits until the next request is due, something wakes the link, or the
+/// parent pushes (applied); false when the server stops.
+async fn wait(
+    state: &ServerState,
+    link: &mut StreamLink<pb::GetServerCapacityRequest>,
+    idle: bool,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    let now = state.now();
+    let next = state.core().next_upstream_wakeup();
+    let sleep = next
+        .map(|t| (t - now).to_duration())
+        .unwrap_or(Duration::from_secs(3600));
+    // With nothing to ask, look at the parent now and then anyway.
+    let sleep = if idle {
+        sleep.min(PROBE_INTERVAL)
+    } else {
+        sleep
+    };
+    tokio::select! {
+        _ = tokio::time::sleep(sleep) => {}
+        _ = state.upstream_wake.notified() => {}
+        m = link.next_idle() => match m {
+            Ok(Incoming::Pushed(m)) => pushed(state, &m, false),
+            Ok(Incoming::Answer(_)) => {
+                tracing::debug!("an answer with no request pending on the lease stream; ignored");
+            }
+            Err(e) => link.failed(&e),
+        },
+        // A dropped sender (the server was dropped) also means stop.
+        r = stop.changed() => return r.is_ok(),
+    }
+    true
 }
 
 /// How often a master with nothing to ask checks that its parent answers
@@ -106,20 +137,37 @@ async fn probe(state: &ServerState, conn: &mut Connector) {
     }
 }
 
-/// One GetServerCapacity for `chunk`, asked for at `sent_at`; the answer
-/// or the failure goes to the core.
+/// Grants the parent pushed (`asking`: while a request is out): the core
+/// takes them, and this server's own streaming holders hear of what moved.
+fn pushed(state: &ServerState, m: &pb::GetServerCapacityResponse, asking: bool) {
+    let now = state.now();
+    let grants = upstream_grants(m, (now, now));
+    let moved = state.core().upstream_push(now, (&grants, asking));
+    state.moved.note(moved.iter().map(String::as_str));
+}
+
+/// One GetServerCapacity for `chunk`, asked for at `sent_at` (on the lease
+/// stream if one is open); the answer or the failure goes to the core.
 async fn ask_parent(
     state: &ServerState,
-    conn: &mut Connector,
+    (conn, link): (
+        &mut Connector,
+        &mut StreamLink<pb::GetServerCapacityRequest>,
+    ),
     node_id: &str,
     (chunk, sent_at): (&[UpstreamAsk], Time),
     backoff: &mut Backoff,
 ) {
     let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
     conn.deadline_for(chunk.iter().filter_map(|a| a.has.as_ref()));
-    let r = conn
-        .get_server_capacity(upstream_request(node_id, chunk, sent_at))
-        .await;
+    let req = upstream_request(node_id, chunk, sent_at);
+    let r = match link
+        .call(conn, req.clone(), |m| pushed(state, m, true))
+        .await
+    {
+        Some(r) => r,
+        None => conn.get_server_capacity(req).await,
+    };
     let now = state.now();
     match backoff.outcome(r) {
         Ok(resp) => {

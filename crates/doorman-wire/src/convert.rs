@@ -121,6 +121,7 @@ pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacit
     pb::GetServerCapacityResponse {
         response,
         mastership,
+        pushed: None,
     }
 }
 

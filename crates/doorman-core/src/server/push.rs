@@ -8,11 +8,15 @@
 //! less time than its holder may use it. A push that lowers a grant leaves
 //! the old amount counted until the holder acknowledges it (a request
 //! claiming the lower lease: `lowered.rs`) or may hold it no longer, as a
-//! lowered answer does: the push may be lost with its stream.
+//! lowered answer does: the push may be lost with its stream. A
+//! downstream server pushed a lower grant stays counted for all it had
+//! until its next request reports what it still has out (`outstanding`,
+//! bounded by its unexpired grants as always); a raise pushed to it joins
+//! those grants at once, so what it hands out of it is never counted for
+//! less.
 //!
-//! Must not: renew a lease; push in learning mode, without a lease from
-//! the parent, or to a downstream server (its grants move with its
-//! requests); read a clock.
+//! Must not: renew a lease; push in learning mode or without a lease from
+//! the parent; read a clock.
 
 use doorman_lease::{Amount, Lease, Span, Time};
 
@@ -69,7 +73,7 @@ pub enum Push {
 }
 
 impl Resource {
-    /// What end client `who` would get now, recorded and returned if the
+    /// What requester `who` would get now, recorded and returned if the
     /// `rule` says it is worth a push and its last push (`last`) allows.
     pub(super) fn push(
         &mut self,
@@ -83,7 +87,7 @@ impl Resource {
             .upstream
             .as_ref()
             .is_some_and(|u| u.valid_lease(now).is_none());
-        if self.in_learning(now) || cut_off || !matches!(who, Who::Client(_)) {
+        if self.in_learning(now) || cut_off {
             return Push::Nothing;
         }
         let Some(id) = self.index.get(&self.shares, who) else {
@@ -102,16 +106,30 @@ impl Resource {
         if now < allowed {
             return Push::Later(allowed);
         }
-        if would < has {
-            self.keep_counting(id, now);
+        match who {
+            Who::Client(_) if would < has => self.keep_counting(id, now),
+            Who::Server(_) if would < has => self.keep_outstanding(id),
+            _ => {}
         }
         self.shares.set_has(id, super::resource::amount(would));
+        if let Some(part) = self.shares.get_mut(id).and_then(|r| r.server.as_mut()) {
+            part.grants.note(would, lease_end);
+        }
         let lease = Lease {
             capacity: would,
             expiry: lease_end,
             refresh_interval,
         };
         Push::Grant(self.grant(resource_id, lease, Decision::Algorithm, now))
+    }
+
+    /// Before a push lowers downstream server `id`'s grant: all it is
+    /// counted for now stays counted as handed out below it, until its next
+    /// request says what it still has out.
+    fn keep_outstanding(&mut self, id: doorman_algorithms::RequesterId) {
+        let taken = self.shares.taken(id);
+        self.shares
+            .set_outstanding(id, Amount::new("taken", taken).ok());
     }
 
     /// Before a push lowers `id`'s grant: all it is counted for now stays
@@ -127,5 +145,61 @@ impl Resource {
             let due = rec.due();
             refile(&mut self.expiries, &mut rec.expiry_key, id, due, now);
         }
+    }
+}
+
+impl super::ResourceShard {
+    /// The parent pushed `grants` to this intermediate: each resource's
+    /// upstream lease takes the new capacity and keeps its end (measured
+    /// here from the request that got it). After a lowering, the parent
+    /// counts all this node had until a request reports what is still out
+    /// (`Resource::keep_outstanding` there): that request is expedited at
+    /// once if nothing beyond the new lease is out, else when it comes
+    /// down (`UpstreamState::outstanding_settled`). A raise that arrives
+    /// while a request is out (`asking`) is dropped, as an end client
+    /// drops one (`ClientCore::on_push`): it was decided before that
+    /// request, whose claim and report are all the parent counts beside its
+    /// answer, so sub-leases handed out of it would be counted by no one
+    /// until the next report. Returns the resources whose capacity moved.
+    pub fn upstream_push(
+        &mut self,
+        node: &super::Node,
+        now: Time,
+        (grants, asking): (&[super::UpstreamGrant], bool),
+    ) -> Vec<String> {
+        let mut moved = Vec::new();
+        if !node.is_master || !node.is_intermediate() {
+            return moved;
+        }
+        for g in grants {
+            let Some(r) = self.resources.get_mut(&g.resource_id) else {
+                continue;
+            };
+            let Some(u) = r.upstream.as_mut() else {
+                continue;
+            };
+            let Some(mut lease) = u.valid_lease(now) else {
+                continue;
+            };
+            let capacity = g.lease.capacity;
+            let raise = capacity > lease.capacity;
+            if !capacity.is_finite() || capacity < 0.0 || capacity == lease.capacity {
+                continue;
+            }
+            if raise && asking {
+                continue;
+            }
+            if !raise {
+                u.reported_outstanding = u.reported_outstanding.max(lease.capacity);
+            } else {
+                u.grants.note_own(capacity, lease.expiry);
+            }
+            lease.capacity = capacity;
+            u.lease = Some(lease);
+            r.refresh_upstream(now, &g.resource_id);
+            r.ask_parent_now(now, None);
+            moved.push(g.resource_id.clone());
+        }
+        moved
     }
 }

@@ -370,6 +370,23 @@ pub trait Sharded: ShardAccess {
         }
     }
 
+    /// The parent pushed `grants` (see [`ResourceShard::upstream_push`]);
+    /// returns the resources whose capacity moved.
+    fn upstream_push(
+        &mut self,
+        now: Time,
+        (grants, asking): (&[UpstreamGrant], bool),
+    ) -> Vec<String> {
+        let count = self.shard_count();
+        let mut moved = Vec::new();
+        for g in grants {
+            let i = shard_of(&g.resource_id, count);
+            let one = std::slice::from_ref(g);
+            moved.extend(self.with_shard(i, |n, s| s.upstream_push(n, now, (one, asking))));
+        }
+        moved
+    }
+
     /// The request for `requested` failed at `now`; try again after the
     /// `backoff` delay (see [`ResourceShard::upstream_failure`]).
     fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Span) {

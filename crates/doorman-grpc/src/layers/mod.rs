@@ -50,10 +50,11 @@ pub const CAPACITY_IDENTIFIED: &[&str] = &[
     "GetServerCapacity",
     "ReleaseCapacity",
     "CapacityStream",
+    "ServerCapacityStream",
 ];
 /// The methods of `doorman.Capacity` whose answers say the level (what a
 /// server below asks).
-pub const CAPACITY_LEVELLED: &[&str] = &["Discovery", "GetServerCapacity"];
+pub const CAPACITY_LEVELLED: &[&str] = &["Discovery", "GetServerCapacity", "ServerCapacityStream"];
 /// Envoy's RLS method.
 pub const RLS_METHODS: &[&str] = &["ShouldRateLimit"];
 /// Envoy's RLQS method (a stream: identified, not timed).

@@ -11,9 +11,10 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use doorman_core::server::Who;
+use doorman_core::server::{Grant, NotMaster, Who};
 use doorman_lease::Time;
 use doorman_proto::doorman as pb;
+use doorman_wire::convert::{client_response, note_text, server_response};
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -24,8 +25,57 @@ pub const STREAM_QUEUE: usize = 64;
 /// request may name).
 pub const MAX_STREAM_RESOURCES: usize = doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
 
-/// The sending half of a stream's answers.
-pub type Outbox = mpsc::Sender<Result<pb::GetCapacityResponse, Status>>;
+/// The sending half of a stream's answers: an end client's
+/// (`CapacityStream`) or a downstream server's (`ServerCapacityStream`).
+#[derive(Debug, Clone)]
+pub enum Outbox {
+    /// An end client's stream.
+    Client(mpsc::Sender<Result<pb::GetCapacityResponse, Status>>),
+    /// A downstream server's stream.
+    Server(mpsc::Sender<Result<pb::GetServerCapacityResponse, Status>>),
+}
+
+impl Outbox {
+    /// Queues the answer to a request, or pushed grants; false if the
+    /// stream is gone or not reading.
+    fn grants(&self, grants: Result<Vec<Grant>, NotMaster>, pushed: bool) -> bool {
+        let pushed = pushed.then_some(true);
+        match self {
+            Outbox::Client(tx) => {
+                let note = note_text(&grants);
+                let msg = pb::GetCapacityResponse {
+                    note,
+                    pushed,
+                    ..client_response(grants)
+                };
+                tx.try_send(Ok(msg)).is_ok()
+            }
+            Outbox::Server(tx) => {
+                let msg = pb::GetServerCapacityResponse {
+                    pushed,
+                    ..server_response(grants)
+                };
+                tx.try_send(Ok(msg)).is_ok()
+            }
+        }
+    }
+
+    /// Ends the stream with `status`.
+    pub fn fail(&self, status: Status) {
+        let _ = match self {
+            Outbox::Client(tx) => tx.try_send(Err(status)).is_ok(),
+            Outbox::Server(tx) => tx.try_send(Err(status)).is_ok(),
+        };
+    }
+
+    /// Resolves once the holder has stopped reading the stream.
+    pub async fn closed(&self) {
+        match self {
+            Outbox::Client(tx) => tx.closed().await,
+            Outbox::Server(tx) => tx.closed().await,
+        }
+    }
+}
 
 /// One open stream.
 #[derive(Debug)]
@@ -42,9 +92,20 @@ impl Slot {
         self.order.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `msg`; false if the stream is gone or not reading.
-    pub fn send(&self, msg: pb::GetCapacityResponse) -> bool {
-        self.outbox.try_send(Ok(msg)).is_ok()
+    /// Queues the answer to a request; false if the stream is gone or not
+    /// reading.
+    pub fn answer(&self, grants: Result<Vec<Grant>, NotMaster>) -> bool {
+        self.outbox.grants(grants, false)
+    }
+
+    /// Ends the stream with `status`.
+    pub fn fail(&self, status: Status) {
+        self.outbox.fail(status);
+    }
+
+    /// Queues a pushed grant; false if the stream is gone or not reading.
+    pub fn push(&self, grant: Grant) -> bool {
+        self.outbox.grants(Ok(vec![grant]), true)
     }
 
     /// The stream's key in its hub.

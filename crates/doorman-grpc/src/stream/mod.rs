@@ -1,7 +1,8 @@
-//! The lease stream (`doorman.Capacity/CapacityStream`): an end client's
-//! GetCapacity requests on one bidirectional stream, each decided and
-//! answered as GetCapacity would, in order, with the pusher's grants
-//! between them ([`push`]). Who streams for what is the [`hub`]'s.
+//! The lease streams (`doorman.Capacity/CapacityStream`, and
+//! `ServerCapacityStream` for downstream servers): a holder's GetCapacity
+//! (GetServerCapacity) requests on one bidirectional stream, each decided
+//! and answered as the unary call would, in order, with the pusher's
+//! grants between them ([`push`]). Who streams for what is the [`hub`]'s.
 //!
 //! A stream ends when its holder ends it, after an answer with a
 //! redirect (this server is not the master: the holder goes to the one
@@ -16,18 +17,21 @@ pub mod push;
 
 use std::sync::Arc;
 
-use doorman_proto::doorman as pb;
-use doorman_wire::convert::{client_response, note_text};
-use tonic::Streaming;
+use doorman_core::server::{Grant, NotMaster, Who};
+use tonic::{Status, Streaming};
 
 use crate::CapacityService;
 use hub::{Outbox, Slot};
 
+/// How a stream's requests are decided: the unary call's way.
+pub(crate) type Decide<Q> =
+    fn(&CapacityService, Option<&str>, &Q) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status>;
+
 /// Serves one stream until it ends.
-pub(crate) async fn serve(
+pub(crate) async fn serve<Q>(
     svc: CapacityService,
     caller: Option<Arc<str>>,
-    mut inbound: Streaming<pb::GetCapacityRequest>,
+    (mut inbound, decide): (Streaming<Q>, Decide<Q>),
     outbox: Outbox,
 ) {
     let (state, hub) = (svc.state().clone(), svc.hub().clone());
@@ -48,7 +52,7 @@ pub(crate) async fn serve(
             }
         };
         state.metrics.stream_request();
-        if !answer(&svc, &slot, &outbox, caller.as_deref(), &req) {
+        if !answer(&svc, &slot, caller.as_deref(), (&req, decide)) {
             break;
         }
     }
@@ -59,30 +63,24 @@ pub(crate) async fn serve(
 
 /// Decides one request of the stream and queues its answer, under the
 /// stream's order lock; false when the stream is to end.
-fn answer(
+fn answer<Q>(
     svc: &CapacityService,
     slot: &Slot,
-    outbox: &Outbox,
     caller: Option<&str>,
-    req: &pb::GetCapacityRequest,
+    (req, decide): (&Q, Decide<Q>),
 ) -> bool {
     let _order = slot.order();
-    match svc.get_capacity_grants(caller, req) {
+    match decide(svc, caller, req) {
         Ok((who, grants)) => {
             let redirect = grants.is_err();
             if let Ok(g) = &grants {
                 let ids = g.iter().map(|g| g.resource_id.as_str());
                 svc.hub().hold(slot.key(), &who, ids);
             }
-            let note = note_text(&grants);
-            let answer = pb::GetCapacityResponse {
-                note,
-                ..client_response(grants)
-            };
-            slot.send(answer) && !redirect
+            slot.answer(grants) && !redirect
         }
         Err(status) => {
-            let _ = outbox.try_send(Err(status));
+            slot.fail(status);
             false
         }
     }

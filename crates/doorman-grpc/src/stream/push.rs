@@ -16,7 +16,6 @@ use std::time::Duration;
 use doorman_core::server::{Push, Sharded, Who, PUSH_RULE};
 use doorman_lease::Time;
 use doorman_state::ServerState;
-use doorman_wire::convert::client_response;
 use tokio::sync::watch;
 
 use super::hub::Hub;
@@ -97,9 +96,7 @@ fn push_resource(
             Push::Nothing => {}
             Push::Later(at) => hub.later(at, resource),
             Push::Grant(g) => {
-                let mut msg = client_response(Ok(vec![g]));
-                msg.pushed = Some(true);
-                if h.slot.send(msg) {
+                if h.slot.push(g) {
                     state.metrics.pushed();
                     pushed.push(h.slot.key());
                 }

@@ -74,11 +74,11 @@ impl Rpc {
             ),
             streams: reg.int_gauge(
                 "doorman_server_lease_streams",
-                "Lease streams (CapacityStream) open.",
+                "Lease streams (CapacityStream, ServerCapacityStream) open.",
             ),
             stream_requests: reg.counter(
                 "doorman_server_stream_requests_total",
-                "GetCapacity requests received on lease streams.",
+                "GetCapacity and GetServerCapacity requests received on lease streams.",
             ),
             pushes: reg.counter(
                 "doorman_server_pushed_grants_total",

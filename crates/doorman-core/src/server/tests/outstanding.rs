@@ -426,3 +426,52 @@ fn a_stale_expiry_key_does_not_forget_a_live_server() {
     let g = get(&mut c, t(101), "b", ask("r", 100.0, None));
     assert_eq!(g.lease.capacity, 50.0);
 }
+
+/// A push pass over the nodes `ids` of "nolearn" at `now`.
+fn push_nodes(c: &mut ServerCore, now: i64, ids: &[&str]) -> Vec<Option<f64>> {
+    let holders: Vec<(Who, Option<Time>)> = ids
+        .iter()
+        .map(|id| (Who::Server(Arc::from(*id)), None))
+        .collect();
+    let pushes = c.push(t(now), "nolearn", &holders, &PUSH_RULE);
+    let grant = |p: &Push| match p {
+        Push::Grant(g) => Some(g.lease.capacity),
+        _ => None,
+    };
+    pushes.iter().map(grant).collect()
+}
+
+#[test]
+fn a_node_pushed_a_lower_grant_stays_counted_until_it_reports_less_out() {
+    let mut c = core_with(0);
+    assert_eq!(cap(&mut c, 1, &node("a", 100.0, None, 0.0)), 100.0);
+    assert_eq!(cap(&mut c, 2, &node("b", 100.0, None, 0.0)), 0.0);
+    // a is pushed its half; what it had stays counted (its clients still
+    // hold it), so b is pushed nothing.
+    assert_eq!(push_nodes(&mut c, 3, &["a", "b"]), [Some(50.0), None]);
+    assert_eq!(cap(&mut c, 4, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    // a's clients took the lower grants: b's half is free.
+    assert_eq!(cap(&mut c, 5, &node("a", 100.0, Some(50.0), 50.0)), 50.0);
+    assert_eq!(push_nodes(&mut c, 6, &["a", "b"]), [None, Some(50.0)]);
+}
+
+#[test]
+fn a_raise_pushed_to_a_node_counts_all_it_may_hand_out_of_it() {
+    let mut c = core_with(0);
+    cap(&mut c, 1, &node("a", 100.0, None, 0.0));
+    cap(&mut c, 2, &node("b", 100.0, None, 0.0));
+    cap(&mut c, 3, &node("a", 100.0, Some(100.0), 100.0));
+    cap(&mut c, 4, &node("a", 100.0, Some(50.0), 50.0));
+    assert_eq!(cap(&mut c, 5, &node("b", 100.0, Some(0.0), 0.0)), 50.0);
+    // Renewed after a's first grant of 100 has ended (lease 20 s).
+    assert_eq!(cap(&mut c, 22, &node("a", 100.0, Some(50.0), 50.0)), 50.0);
+    // b wants nothing for a while: a is pushed all 100, and hands it out.
+    assert_eq!(cap(&mut c, 23, &node("b", 0.0, Some(50.0), 0.0)), 0.0);
+    assert_eq!(cap(&mut c, 24, &node("b", 0.0, Some(0.0), 0.0)), 0.0);
+    assert_eq!(push_nodes(&mut c, 25, &["a"]), [Some(100.0)]);
+    // b is back. a, asked to come down to 50, still has 100 out: all of
+    // it stays counted, as if the 100 had been its answer.
+    assert_eq!(cap(&mut c, 26, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+    assert_eq!(cap(&mut c, 27, &node("a", 100.0, Some(100.0), 100.0)), 50.0);
+    assert_eq!(cap(&mut c, 28, &node("b", 100.0, Some(0.0), 0.0)), 0.0);
+}

@@ -92,3 +92,46 @@ fn nothing_is_pushed_in_learning_mode_by_a_standby_or_after_the_lease() {
     c.step_down(None);
     assert_eq!(pass(&mut c, ms(2_010), &["a"])[0], Push::Nothing);
 }
+
+#[test]
+fn an_intermediate_takes_a_pushed_grant_and_reports_once_down_to_it() {
+    use super::intermediate::{leaf_granted, parent_grant};
+    let mut c = leaf_granted(40.0, parent_grant(20.0, 60, 16, 0));
+    assert_eq!(
+        get(&mut c, t(2), "a", ask("r", 40.0, None)).lease.capacity,
+        20.0
+    );
+    c.take_upstream_wake();
+    // A raise crossing a request is dropped.
+    let raise = [parent_grant(40.0, 99, 16, 0)];
+    assert!(c.upstream_push(t(3), (&raise, true)).is_empty());
+    assert_eq!(
+        get(&mut c, t(3), "a", ask("r", 40.0, Some(20.0)))
+            .lease
+            .capacity,
+        20.0
+    );
+    // A raise: taken at once, the upstream lease keeping its end (60)
+    // whatever the push says.
+    assert_eq!(c.upstream_push(t(3), (&raise, false)), ["r"]);
+    let g = get(&mut c, t(4), "a", ask("r", 40.0, Some(20.0)));
+    assert_eq!(g.lease.capacity, 40.0);
+    assert!(g.lease.expiry <= t(60), "{:?}", g.lease.expiry);
+    assert!(!c.take_upstream_wake());
+    // A lowering: the parent counts the 40 until told what is out, which
+    // is told as soon as a has come down to the new 10.
+    assert_eq!(
+        c.upstream_push(t(5), (&[parent_grant(10.0, 60, 16, 0)], false)),
+        ["r"]
+    );
+    assert_eq!(
+        get(&mut c, t(6), "a", ask("r", 40.0, Some(40.0)))
+            .lease
+            .capacity,
+        10.0
+    );
+    assert!(!c.take_upstream_wake(), "40 still out");
+    get(&mut c, t(7), "a", ask("r", 40.0, Some(10.0)));
+    assert!(c.take_upstream_wake(), "down to the pushed 10");
+    assert_eq!(c.upstream_request(t(7)).unwrap()[0].outstanding, 10.0);
+}
