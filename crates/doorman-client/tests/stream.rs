@@ -133,3 +133,26 @@ async fn a_cut_stream_falls_back_to_polling_and_is_opened_again() {
     assert_eq!(r.mode(), Mode::Lease);
     c.close().await;
 }
+
+/// A graceful shutdown waits for every open call, and a lease stream
+/// never ends by itself: the server ends its streams when it stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_server_ends_its_lease_streams() {
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(60).refresh(20))
+        .parse();
+    let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    let s = doorman_server::server::start(o).await.unwrap();
+    let c = client(&s.grpc_addr.to_string(), "a", true).await;
+    let r = c.rate_resource("r", RateOptions::wants(10.0)).unwrap();
+    eventually("a lease", Duration::from_secs(5), || held(&r) == 10.0).await;
+    let open = || {
+        s.state
+            .metrics_text()
+            .contains("doorman_server_lease_streams 1")
+    };
+    eventually("streaming", Duration::from_secs(2), open).await;
+    let stopped = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
+    assert!(stopped.is_ok(), "the open lease stream held the shutdown");
+    c.close().await;
+}

@@ -17,6 +17,7 @@ use doorman_core::server::Sharded;
 use std::sync::Arc;
 
 use doorman_proto::doorman as pb;
+use tokio::sync::watch;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -33,6 +34,8 @@ use stream::hub::{Hub, Outbox};
 pub struct CapacityService {
     state: Arc<ServerState>,
     hub: Arc<Hub>,
+    /// Turns true when the server stops: its lease streams end then.
+    stop: Option<watch::Receiver<bool>>,
 }
 
 impl CapacityService {
@@ -40,7 +43,18 @@ impl CapacityService {
     /// [`stream::push::run`] over [`CapacityService::hub`].
     pub fn new(state: Arc<ServerState>) -> Self {
         let hub = Arc::default();
-        CapacityService { state, hub }
+        CapacityService {
+            state,
+            hub,
+            stop: None,
+        }
+    }
+
+    /// Ends its lease streams when `stop` turns true (a graceful shutdown
+    /// waits for every open call, and a stream never ends by itself).
+    pub fn stopping_with(mut self, stop: watch::Receiver<bool>) -> Self {
+        self.stop = Some(stop);
+        self
     }
 
     /// The shared state.

@@ -41,7 +41,7 @@ pub(crate) fn spawn_grpc(
         + 'static,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let capacity = CapacityService::new(state.clone());
+    let capacity = CapacityService::new(state.clone()).stopping_with(stop.clone());
     let pusher =
         doorman_grpc::stream::push::run(state.clone(), capacity.hub().clone(), stop.clone());
     tokio::spawn(pusher);

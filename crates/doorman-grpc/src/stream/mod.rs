@@ -4,8 +4,9 @@
 //! and answered as the unary call would, in order, with the pusher's
 //! grants between them ([`push`]). Who streams for what is the [`hub`]'s.
 //!
-//! A stream ends when its holder ends it, after an answer with a
-//! redirect (this server is not the master: the holder goes to the one
+//! A stream ends when its holder ends it, when the server stops
+//! (UNAVAILABLE: the holder polls, or streams to the next master), after an
+//! answer with a redirect (this server is not the master: the holder goes to the one
 //! named), after a refusal (the status ends the stream as it would end a
 //! call; the holder reads it as GetCapacity's), and when the holder does
 //! not read its answers (its queue is full).
@@ -38,10 +39,15 @@ pub(crate) async fn serve<Q>(
     let slot = hub.open(outbox.clone());
     state.moved.listen(true);
     state.metrics.streams(1);
+    let mut stop = svc.stop.clone();
     loop {
         let msg = tokio::select! {
             m = inbound.message() => m,
             () = outbox.closed() => break,
+            () = stopping(&mut stop) => {
+                slot.fail(Status::unavailable("the server is shutting down"));
+                break;
+            }
         };
         let req = match msg {
             Ok(Some(req)) => req,
@@ -59,6 +65,16 @@ pub(crate) async fn serve<Q>(
     hub.close(slot.key());
     state.moved.listen(!hub.is_empty());
     state.metrics.streams(-1);
+}
+
+/// Resolves when the server stops (never without a stop signal).
+async fn stopping(stop: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match stop {
+        Some(rx) => {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Decides one request of the stream and queues its answer, under the
