@@ -44,6 +44,11 @@ pub struct Scenario {
     /// Seconds until a new master is elected after the old one is lost.
     #[serde(default = "default_reelect")]
     pub reelection_s: u64,
+    /// Holders stream (clients to their leaf, nodes to their parent) as
+    /// our client library and servers do by default; `false`: everyone
+    /// polls, as with the original Doorman.
+    #[serde(default = "yes")]
+    pub lease_stream: bool,
     /// Client demand.
     pub demand: Demand,
     /// Fixed events.
@@ -62,6 +67,9 @@ fn default_settle() -> u64 {
 }
 fn one() -> usize {
     1
+}
+fn yes() -> bool {
+    true
 }
 /// `doorman-server` `default_shards()` on 2 CPUs (the machine the
 /// scenarios are measured on); fixed here so a run never depends on the

@@ -101,3 +101,25 @@ fn scenario_five_beats_the_design_doc_on_every_seed() {
         );
     }
 }
+
+/// Our profile streams as our servers and clients do (pushed grants
+/// acknowledged, one round trip per level); `poll` and the original's
+/// profile poll. Scenario 7, seed 1, its first ten minutes.
+#[test]
+fn ours_streams_and_polling_profiles_do_not() {
+    let path = format!("{}/scenarios/seven.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let run = |profile: &str| {
+        let mut scenario = Scenario::parse_profile(&text, profile).unwrap();
+        scenario.duration = 600;
+        doorman_sim::run(scenario, 1).unwrap().1
+    };
+    let (ours, poll, original) = (run("ours"), run("poll"), run("original"));
+    assert!(ours.rpcs.pushes > 100, "ours pushed {}", ours.rpcs.pushes);
+    assert_eq!((poll.rpcs.pushes, original.rpcs.pushes), (0, 0));
+    assert!(
+        ours.max_over_capacity <= 1.0 + 1e-9,
+        "peak {}",
+        ours.max_over_capacity
+    );
+}

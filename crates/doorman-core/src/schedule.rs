@@ -24,6 +24,15 @@ use doorman_lease::{Lease, Span, Time};
 /// makes the resource due before its refresh interval is up.
 pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
 
+/// After a lease stream failed (ended, cut, hung), its holder polls this
+/// long before it opens one again (`doorman_net::StreamLink`; the
+/// simulator's streams).
+pub const STREAM_RETRY_AFTER_FAILURE: Span = Span::secs(10);
+
+/// After the master said it offers no lease stream (UNIMPLEMENTED), its
+/// holder polls this long before it asks again (it may have been upgraded).
+pub const STREAM_RETRY_UNSUPPORTED: Span = Span::secs(300);
+
 /// The shortest deadline a refresh request gets (see [`request_deadline`]).
 pub const MIN_REQUEST_DEADLINE: Span = Span::secs(1);
 

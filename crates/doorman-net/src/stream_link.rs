@@ -16,13 +16,7 @@ use crate::connector::{CallError, Connector};
 use crate::lease_stream::{Incoming, LeaseStream, StreamRequest};
 use crate::redirect::Redirect;
 
-/// After a stream failed (ended, cut, hung), the holder polls this long
-/// before it opens one again.
-pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
-
-/// After the master said it offers no stream (UNIMPLEMENTED), the holder
-/// polls this long before it asks again (it may have been upgraded).
-pub const RETRY_UNSUPPORTED: Duration = Duration::from_secs(300);
+use doorman_core::schedule::{STREAM_RETRY_AFTER_FAILURE, STREAM_RETRY_UNSUPPORTED};
 
 /// A holder's stream, if it uses one.
 #[derive(Debug)]
@@ -60,11 +54,11 @@ impl<Q: StreamRequest> StreamLink<Q> {
                 }
                 Ok(None) => {
                     tracing::info!("the server offers no lease stream; polling");
-                    self.retry_in(RETRY_UNSUPPORTED);
+                    self.retry_in(STREAM_RETRY_UNSUPPORTED.to_duration());
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "the lease stream did not open; polling");
-                    self.retry_in(RETRY_AFTER_FAILURE);
+                    self.retry_in(STREAM_RETRY_AFTER_FAILURE.to_duration());
                 }
             }
         }
@@ -76,7 +70,7 @@ impl<Q: StreamRequest> StreamLink<Q> {
         if self.open.take().is_some() {
             tracing::info!(error = %why, "lease stream lost; polling for now");
         }
-        self.retry_in(RETRY_AFTER_FAILURE);
+        self.retry_in(STREAM_RETRY_AFTER_FAILURE.to_duration());
     }
 
     /// The stream ended with a redirect: open the next one at once.

@@ -14,7 +14,7 @@ use doorman_core::Backoff;
 use doorman_lease::{Span, Time};
 
 use super::{
-    master_core, queue, Ev, Link, Node, Rng, Sim, SimClient, WantsChange, WANTS_LOG_CLIENTS,
+    master_core, queue, Caller, Ev, Link, Node, Rng, Sim, SimClient, WantsChange, WANTS_LOG_CLIENTS,
 };
 use crate::scenario::Scenario;
 
@@ -72,6 +72,8 @@ fn node(
         wake_gen: 0,
         poke: false,
         link: Link::new(tasks),
+        stream: Default::default(),
+        pusher: Default::default(),
         backoff: backoff(rng),
         served: 0,
         horizon,
@@ -134,6 +136,7 @@ fn clients(
                 wants: scenario.demand.initial,
                 wake_gen: 0,
                 link: Link::new(scenario.tasks.max(1)),
+                stream: Default::default(),
                 backoff: backoff(rng),
             });
         }
@@ -157,8 +160,16 @@ impl Sim {
         let start = Time::from_secs(1_700_000_000);
         let mut rng = Rng::new(seed);
         let world = Rng::new(seed ^ WORLD_STREAM);
-        let (nodes, leaves) = tree(&scenario, &cfg, start, &mut rng);
+        let (mut nodes, leaves) = tree(&scenario, &cfg, start, &mut rng);
         let clients = clients(&scenario, &nodes, &leaves, start, &mut rng);
+        for (i, c) in clients.iter().enumerate() {
+            nodes[c.leaf].pusher.holders.push(Caller::Client(i));
+        }
+        for i in 0..nodes.len() {
+            if let Some(p) = nodes[i].parent {
+                nodes[p].pusher.holders.push(Caller::Node(i));
+            }
+        }
         let keep_per_client = clients.len() <= 10_000;
         let wants_log = (clients.len() <= WANTS_LOG_CLIENTS).then(|| {
             (0..clients.len())

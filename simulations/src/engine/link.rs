@@ -101,6 +101,11 @@ impl Link {
         self.call.is_some()
     }
 
+    /// The master the last call reached, if known.
+    pub fn master(&self) -> Option<usize> {
+        self.master
+    }
+
     /// The epoch answers must carry.
     pub fn epoch(&self) -> u64 {
         self.epoch

@@ -30,42 +30,15 @@ use crate::scenario::Scenario;
 mod build;
 mod link;
 mod queue;
+mod rng;
 mod rpc;
 mod sample;
 mod serve;
+mod stream;
 mod world;
 
 pub use link::{Link, Reply, RpcMsg};
-
-/// Deterministic xorshift64* generator.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator for `seed` (any value, 0 included).
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Uniform in [0, n) (0 when n is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next_u64() % n
-        }
-    }
-}
+pub use rng::Rng;
 
 /// Who makes an RPC: a client, or an intermediate node's master asking its
 /// parent.
@@ -105,6 +78,12 @@ enum Ev {
     Mishap,
     /// An election in a node's job, scheduled by a lost master.
     Elect(usize),
+    /// A node's pusher looks at what moved (`true`: a push held back by
+    /// the rule is due).
+    PushPass(usize, bool),
+    /// A pushed grant reaches its holder, from (task, the holder's link
+    /// epoch).
+    Pushed(Caller, (usize, u64), Grant),
 }
 
 /// One node of the tree: a job of `tasks` replicas, at most one of which is
@@ -144,6 +123,10 @@ pub struct Node {
     poke: bool,
     /// The master's connection to the parent.
     link: Link,
+    /// Its lease stream to the parent.
+    stream: stream::Stream,
+    /// The master's pusher to its own holders.
+    pusher: stream::Pusher,
     backoff: Backoff,
     /// The node's horizon record: no lease any of its masters handed out
     /// expires after its time (none before the first master writes one),
@@ -173,6 +156,7 @@ struct SimClient {
     wants: f64,
     wake_gen: u64,
     link: Link,
+    stream: stream::Stream,
     backoff: Backoff,
 }
 
@@ -304,6 +288,8 @@ pub struct RpcCounts {
     pub redirects: u64,
     /// New connections opened (one more round trip each).
     pub connects: u64,
+    /// Grants pushed on lease streams.
+    pub pushes: u64,
 }
 
 /// The deadline of every RPC: the client library's default `rpc_timeout`
@@ -403,6 +389,8 @@ impl Sim {
             }
             Ev::Mishap => self.mishap(),
             Ev::Elect(node) => self.elect_random(node),
+            Ev::PushPass(node, held) => self.push_pass(node, held),
+            Ev::Pushed(caller, from, g) => self.pushed(caller, from, g),
         }
     }
 

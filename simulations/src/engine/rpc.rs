@@ -134,6 +134,13 @@ impl Sim {
     /// backoff's delay; the loop goes on.
     fn finish(&mut self, caller: Caller, ids: Vec<String>, r: Result<Vec<Grant>, ()>) {
         let now = self.now();
+        let link = self.link_mut(caller);
+        let answered = link
+            .master()
+            .filter(|_| r.is_ok())
+            .map(|m| (m, link.epoch()));
+        let enabled = self.scenario.lease_stream;
+        self.stream_mut(caller).after_call(enabled, answered, now);
         match caller {
             Caller::Client(c) => {
                 let cl = &mut self.clients[c];
@@ -154,6 +161,7 @@ impl Sim {
                     Err((_, d)) => n.core.upstream_failure(now, &ids, Span::from_duration(d)),
                 }
                 let poke = std::mem::take(&mut n.poke);
+                self.moved(node);
                 self.schedule_upstream(node, poke.then_some(now));
             }
         }

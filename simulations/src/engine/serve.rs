@@ -80,7 +80,14 @@ impl Sim {
         }
         let reply = self.answer(node, task, msg);
         let d = self.delay();
-        self.reply_at(now + d, caller, epoch, task, reply);
+        // On an open stream the answer comes after what was pushed before.
+        let stream = self.stream_mut(caller);
+        let at = if stream.open_to(task, epoch) {
+            stream.down(now + d)
+        } else {
+            now + d
+        };
+        self.reply_at(at, caller, epoch, task, reply);
     }
 
     /// An RPC that fails at its deadline `at` (its node cut off).
@@ -123,6 +130,9 @@ impl Sim {
                 let decided = n.core.decide(now, &req);
                 if decided.wake_upstream {
                     self.schedule_upstream(node, Some(now));
+                }
+                if decided.moved {
+                    self.moved(node);
                 }
                 match decided.grants {
                     Ok(grants) => Reply::Grants(grants),

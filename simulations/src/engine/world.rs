@@ -150,6 +150,8 @@ impl Sim {
         n.view = Some(task);
         n.dead = None;
         n.link.reset();
+        n.stream = Default::default();
+        n.pusher.seen = None;
         n.backoff = b;
         n.poke = false;
         self.schedule_upstream(node, Some(now));
@@ -165,6 +167,11 @@ impl Sim {
         let now = self.now();
         for n in self.nodes.iter_mut().filter(|n| n.master.is_some()) {
             n.core.cleanup(now);
+        }
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].master.is_some() {
+                self.moved(i);
+            }
         }
         self.push(now + Span::secs(1), Ev::Cleanup);
     }

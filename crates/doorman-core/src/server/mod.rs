@@ -47,7 +47,7 @@ pub use horizon::{
 };
 pub use node::Node;
 pub use office::{take_office, HorizonRecord, Office, PLAUSIBLE_AHEAD};
-pub use push::{Push, PushRule, PUSH_RULE};
+pub use push::{Push, PushRule, PUSH_BATCH, PUSH_RULE};
 pub use request::{
     CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };

@@ -44,6 +44,12 @@ pub const PUSH_RULE: PushRule = PushRule {
     min_change: 0.01,
 };
 
+/// How long moved resources are gathered before a push pass, so a burst
+/// (a hundred holders acknowledging a lowered grant within a millisecond
+/// or two) is one pass and one push to the holder waiting for what they
+/// freed (the server's pusher; the simulator's).
+pub const PUSH_BATCH: Span = Span::from_millis(2);
+
 /// A grant counts as lowered or raised only beyond this fraction
 /// (rounding moves nothing).
 const SLACK: f64 = 1e-9;

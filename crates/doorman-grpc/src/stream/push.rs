@@ -3,9 +3,8 @@
 //! now and queues the grants the push rule lets through
 //! (`doorman_core::server::PUSH_RULE`).
 //!
-//! Moves are gathered for [`BATCH`] before a pass, so a burst (a hundred
-//! holders acknowledging a lowered grant within a millisecond or two) is
-//! one pass and one push to the holder waiting for what they freed.
+//! Moves are gathered for `PUSH_BATCH` (2 ms) before a pass, so a burst
+//! is one pass (`doorman_core::server::PUSH_BATCH`).
 //!
 //! Must not: decide (the core does), or hold a stream's order lock longer
 //! than the decision and its queueing.
@@ -13,15 +12,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_core::server::{Push, Sharded, Who, PUSH_RULE};
+use doorman_core::server::{Push, Sharded, Who, PUSH_BATCH, PUSH_RULE};
 use doorman_lease::Time;
 use doorman_state::ServerState;
 use tokio::sync::watch;
 
 use super::hub::Hub;
-
-/// How long moves are gathered before a pass.
-pub const BATCH: Duration = Duration::from_millis(2);
 
 /// How long the pusher sleeps with nothing held back.
 const IDLE: Duration = Duration::from_secs(60);
@@ -41,7 +37,7 @@ pub async fn run(state: Arc<ServerState>, hub: Arc<Hub>, mut stop: watch::Receiv
         if *stop.borrow() {
             return;
         }
-        tokio::time::sleep(BATCH).await;
+        tokio::time::sleep(PUSH_BATCH.to_duration()).await;
         pass(&state, &hub);
     }
 }

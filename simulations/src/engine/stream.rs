@@ -1,0 +1,208 @@
+//! The lease streams, as production runs them: a holder (a client, an
+//! intermediate node's master) streams to the master of its target node
+//! once a request has been answered there, and polls instead for
+//! `STREAM_RETRY_AFTER_FAILURE` after a failed call (`doorman_net::
+//! StreamLink`); a redirect reopens it at the new master. After a decision
+//! that moved a share, a parent's answer, a parent's push or a cleanup,
+//! the node's pusher waits `PUSH_BATCH` and asks its core
+//! (`Sharded::push_since`, as `doorman-grpc`'s pusher does) what each
+//! streaming holder would get now under `PUSH_RULE`; the holder takes a
+//! push as the client library (`ClientCore::on_push`) or an
+//! intermediate's parent link (`Sharded::upstream_push`) does. Messages on
+//! one stream arrive in the order they were sent, as on one HTTP/2 stream.
+//!
+//! Must not: decide anything (the cores do).
+
+use doorman_core::schedule::STREAM_RETRY_AFTER_FAILURE;
+use doorman_core::server::{Grant, Push, Sharded, Who, PUSH_BATCH, PUSH_RULE};
+use doorman_lease::Time;
+
+use super::{client_grant, upstream_grant, Caller, Ev, Sim};
+
+/// A holder's lease stream.
+#[derive(Debug, Default)]
+pub(super) struct Stream {
+    /// The master task and link epoch it is open to.
+    open: Option<(usize, u64)>,
+    /// Not before this is one opened again.
+    retry_at: Time,
+    /// When the last message down it arrives (the next one arrives later).
+    last_down: Time,
+    /// When its server last pushed to it.
+    last_push: Option<Time>,
+}
+
+impl Stream {
+    /// The call ended: answered by master `task` (`Some`) or failed.
+    pub(super) fn after_call(&mut self, enabled: bool, answered: Option<(usize, u64)>, now: Time) {
+        match answered {
+            Some(to) if enabled && now >= self.retry_at && self.open != Some(to) => {
+                *self = Stream {
+                    open: Some(to),
+                    ..Stream::default()
+                };
+            }
+            Some(_) => {}
+            None => {
+                if self.open.take().is_some() || self.retry_at <= now {
+                    self.retry_at = now + STREAM_RETRY_AFTER_FAILURE;
+                }
+            }
+        }
+    }
+
+    /// Open to `task` on link epoch `epoch`.
+    pub(super) fn open_to(&self, task: usize, epoch: u64) -> bool {
+        self.open == Some((task, epoch))
+    }
+
+    /// When a message sent down it after `delay` at `now` arrives.
+    pub(super) fn down(&mut self, arrives: Time) -> Time {
+        self.last_down = self.last_down.max(arrives);
+        self.last_down
+    }
+}
+
+/// A node's pusher.
+#[derive(Debug, Default)]
+pub(super) struct Pusher {
+    /// The resource's generation at the last pass.
+    pub(super) seen: Option<u64>,
+    /// A pass is queued.
+    queued: bool,
+    /// The earliest pass queued for pushes held back by the rule.
+    later: Option<Time>,
+    /// Who may stream to it: its clients and child nodes.
+    pub(super) holders: Vec<Caller>,
+}
+
+impl Sim {
+    pub(super) fn stream_mut(&mut self, caller: Caller) -> &mut Stream {
+        match caller {
+            Caller::Client(c) => &mut self.clients[c].stream,
+            Caller::Node(n) => &mut self.nodes[n].stream,
+        }
+    }
+
+    /// Something at `node` may have moved what its holders would get: a
+    /// pass after the batch, if none is queued.
+    pub(super) fn moved(&mut self, node: usize) {
+        let p = &mut self.nodes[node].pusher;
+        if !self.scenario.lease_stream || p.queued || p.holders.is_empty() {
+            return;
+        }
+        p.queued = true;
+        let at = self.now() + PUSH_BATCH;
+        self.push(at, Ev::PushPass(node, false));
+    }
+
+    /// The pusher's pass at `node` (`held`: a push held back by the rule
+    /// is due, whatever the generation).
+    pub(super) fn push_pass(&mut self, node: usize, held: bool) {
+        let now = self.now();
+        let p = &mut self.nodes[node].pusher;
+        if held {
+            p.later = p.later.filter(|t| *t > now);
+        } else {
+            p.queued = false;
+        }
+        let Some(task) = self.nodes[node].master else {
+            return;
+        };
+        let streaming = self.streaming_to(node, task);
+        if streaming.is_empty() || self.partitioned(node) {
+            return;
+        }
+        let list: Vec<(Who, Option<Time>)> = streaming.iter().map(|h| (h.1.clone(), h.2)).collect();
+        let n = &mut self.nodes[node];
+        let seen = if held { None } else { n.pusher.seen };
+        let res = self.scenario.resource.as_str();
+        let (generation, pushes) = n.core.push_since(now, res, &list, (&PUSH_RULE, seen));
+        n.pusher.seen = generation.or(n.pusher.seen);
+        let mut later: Option<Time> = None;
+        for ((caller, _, _), p) in streaming.into_iter().zip(pushes) {
+            match p {
+                Push::Nothing => {}
+                Push::Later(at) => later = Some(later.map_or(at, |l| l.min(at))),
+                Push::Grant(g) => self.send_push(caller, task, g),
+            }
+        }
+        self.push_later(node, later);
+    }
+
+    /// One pass for the pushes held back until `at`, unless one is queued
+    /// sooner (the server's hub keeps one per resource).
+    fn push_later(&mut self, node: usize, at: Option<Time>) {
+        let p = &mut self.nodes[node].pusher;
+        let Some(at) = at.filter(|at| p.later.is_none_or(|l| *at < l)) else {
+            return;
+        };
+        p.later = Some(at);
+        self.push(at, Ev::PushPass(node, true));
+    }
+
+    /// The holders streaming to `task` of `node`: who each is, and when it
+    /// was last pushed to.
+    fn streaming_to(&self, node: usize, task: usize) -> Vec<(Caller, Who, Option<Time>)> {
+        let holders = &self.nodes[node].pusher.holders;
+        let open = |c: Caller| {
+            let (stream, epoch, who) = match c {
+                Caller::Client(i) => {
+                    let cl = &self.clients[i];
+                    (&cl.stream, cl.link.epoch(), Who::Client(cl.id.clone()))
+                }
+                Caller::Node(i) => {
+                    let n = &self.nodes[i];
+                    (&n.stream, n.link.epoch(), Who::Server(n.id.clone()))
+                }
+            };
+            let last = stream.last_push;
+            stream.open_to(task, epoch).then_some((c, who, last))
+        };
+        holders.iter().filter_map(|&c| open(c)).collect()
+    }
+
+    /// Sends pushed grant `g` from `task` down `caller`'s stream (lost if
+    /// the caller is cut off).
+    fn send_push(&mut self, caller: Caller, task: usize, g: Grant) {
+        let now = self.now();
+        self.rpcs.pushes += 1;
+        if matches!(caller, Caller::Node(n) if self.partitioned(n)) {
+            return;
+        }
+        let d = self.delay();
+        let epoch = self.link_mut(caller).epoch();
+        let stream = self.stream_mut(caller);
+        stream.last_push = Some(now);
+        let at = stream.down(now + d);
+        self.push(at, Ev::Pushed(caller, (task, epoch), g));
+    }
+
+    /// A pushed grant reaches `caller` (dropped if its stream is gone).
+    pub(super) fn pushed(&mut self, caller: Caller, (task, epoch): (usize, u64), g: Grant) {
+        let now = self.now();
+        if !self.stream_mut(caller).open_to(task, epoch) {
+            return;
+        }
+        match caller {
+            Caller::Client(c) => {
+                let cl = &mut self.clients[c];
+                let asking = cl.link.busy();
+                if cl.core.on_push(now, &[client_grant(&g)], asking) {
+                    self.poke_client(c);
+                }
+            }
+            Caller::Node(node) => {
+                let n = &mut self.nodes[node];
+                let asking = n.link.busy();
+                let grants = [upstream_grant(&g)];
+                if !n.core.upstream_push(now, (&grants, asking)).is_empty() {
+                    self.moved(node);
+                    if !asking {
+                        self.schedule_upstream(node, None);
+                    }
+                }
+            }
+        }
+    }
+}
