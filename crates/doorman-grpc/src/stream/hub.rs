@@ -87,7 +87,8 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Holds the stream's order: decide, then [`Slot::send`], then drop.
+    /// Holds the stream's order: decide, then [`Slot::answer`] or
+    /// [`Slot::push`], then drop.
     pub fn order(&self) -> MutexGuard<'_, ()> {
         self.order.lock().unwrap_or_else(|p| p.into_inner())
     }
