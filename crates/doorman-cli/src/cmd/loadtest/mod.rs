@@ -140,6 +140,13 @@ struct Target {
     channels: Vec<Channel>,
 }
 
+impl Target {
+    /// Worker `w`'s connection.
+    fn channel(&self, w: usize) -> Channel {
+        self.channels[w % self.channels.len()].clone()
+    }
+}
+
 async fn connect(
     addr: &str,
     n: usize,
@@ -214,6 +221,14 @@ fn now_secs() -> i64 {
 }
 
 impl Shared {
+    /// The server the run talks to now (a redirect may move it).
+    fn target(&self) -> Arc<Target> {
+        self.target
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn request(&self, c: usize) -> pb::GetCapacityRequest {
         let now = now_secs();
         let leases = self.leases[c].lock().unwrap_or_else(|e| e.into_inner());
@@ -259,7 +274,7 @@ impl Shared {
             bail!("{from} is not the master and does not know who is");
         };
         let _guard = self.redirect_lock.lock().await;
-        if self.target.read().unwrap_or_else(|e| e.into_inner()).addr != from {
+        if self.target().addr != from {
             return Ok(()); // another worker already followed it
         }
         let hosts = host_of(&to)?;
@@ -292,12 +307,8 @@ async fn worker(shared: Arc<Shared>, w: usize) -> anyhow::Result<WorkerResult> {
             return Ok(res);
         };
         let c = shared.next.fetch_add(1, Ordering::Relaxed) % n;
-        let target = shared
-            .target
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let channel = target.channels[w % target.channels.len()].clone();
+        let target = shared.target();
+        let channel = target.channel(w);
         let measuring = start >= shared.measure_from;
         if shared.opts.protocol == Protocol::Rls {
             let call = rls::call(channel, rls_request.clone(), shared.token.as_ref());

@@ -27,12 +27,7 @@ struct Holder {
 
 /// Opens client `c`'s stream on channel `w`.
 async fn open(shared: &Shared, w: usize) -> Result<Holder, tonic::Status> {
-    let target = shared
-        .target
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let channel = target.channels[w % target.channels.len()].clone();
+    let channel = shared.target().channel(w);
     let (requests, queued) = mpsc::channel(4);
     let mut req = tonic::Request::new(ReceiverStream::new(queued));
     if let Some(t) = &shared.token {
