@@ -188,12 +188,7 @@ impl doorman_proto::Capacity for CapacityService {
         &self,
         request: Request<Streaming<pb::GetCapacityRequest>>,
     ) -> Result<Response<Self::CapacityStreamStream>, Status> {
-        let caller = Caller::of(&request)?;
-        let (outbox, answers) = tokio::sync::mpsc::channel(stream::hub::STREAM_QUEUE);
-        let inbound = (request.into_inner(), Self::get_capacity_grants as _);
-        let serve = stream::serve(self.clone(), caller, inbound, Outbox::Client(outbox));
-        tokio::spawn(serve);
-        Ok(Response::new(ReceiverStream::new(answers)))
+        stream::start(self, request, Self::get_capacity_grants, Outbox::Client)
     }
 
     type ServerCapacityStreamStream = ReceiverStream<Result<pb::GetServerCapacityResponse, Status>>;
@@ -202,11 +197,11 @@ impl doorman_proto::Capacity for CapacityService {
         &self,
         request: Request<Streaming<pb::GetServerCapacityRequest>>,
     ) -> Result<Response<Self::ServerCapacityStreamStream>, Status> {
-        let caller = Caller::of(&request)?;
-        let (outbox, answers) = tokio::sync::mpsc::channel(stream::hub::STREAM_QUEUE);
-        let inbound = (request.into_inner(), Self::get_server_capacity_grants as _);
-        let serve = stream::serve(self.clone(), caller, inbound, Outbox::Server(outbox));
-        tokio::spawn(serve);
-        Ok(Response::new(ReceiverStream::new(answers)))
+        stream::start(
+            self,
+            request,
+            Self::get_server_capacity_grants,
+            Outbox::Server,
+        )
     }
 }

@@ -62,6 +62,7 @@ impl Outbox {
 
     /// Ends the stream with `status`.
     pub fn fail(&self, status: Status) {
+        // A stream that is gone or not reading ends without it.
         let _ = match self {
             Outbox::Client(tx) => tx.try_send(Err(status)).is_ok(),
             Outbox::Server(tx) => tx.try_send(Err(status)).is_ok(),

@@ -19,8 +19,11 @@ pub mod push;
 use std::sync::Arc;
 
 use doorman_core::server::{Grant, NotMaster, Who};
-use tonic::{Status, Streaming};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
 
+use crate::layers::Caller;
 use crate::CapacityService;
 use hub::{Outbox, Slot};
 
@@ -28,8 +31,23 @@ use hub::{Outbox, Slot};
 pub(crate) type Decide<Q> =
     fn(&CapacityService, Option<&str>, &Q) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status>;
 
+/// Accepts a stream from its caller: a task serves it (`serve`), its
+/// answers queued through `outbox` (the kind of stream it is).
+pub(crate) fn start<Q: Send + 'static, A: Send + 'static>(
+    svc: &CapacityService,
+    request: Request<Streaming<Q>>,
+    decide: Decide<Q>,
+    outbox: fn(mpsc::Sender<Result<A, Status>>) -> Outbox,
+) -> Result<Response<ReceiverStream<Result<A, Status>>>, Status> {
+    let caller = Caller::of(&request)?;
+    let (tx, answers) = mpsc::channel(hub::STREAM_QUEUE);
+    let inbound = (request.into_inner(), decide);
+    tokio::spawn(serve(svc.clone(), caller, inbound, outbox(tx)));
+    Ok(Response::new(ReceiverStream::new(answers)))
+}
+
 /// Serves one stream until it ends.
-pub(crate) async fn serve<Q>(
+async fn serve<Q>(
     svc: CapacityService,
     caller: Option<Arc<str>>,
     (mut inbound, decide): (Streaming<Q>, Decide<Q>),
