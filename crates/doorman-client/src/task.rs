@@ -136,7 +136,7 @@ async fn call(
 ) -> (Result<pb::GetCapacityResponse, CallError>, Option<String>) {
     let start = crate::clock::instant();
     let pushed = |m: &pb::GetCapacityResponse| crate::stream::apply_push(shared, m, true);
-    if let Some(r) = streaming.call(conn, req.clone(), pushed).await {
+    if let Some(r) = streaming.call(conn, &req, pushed).await {
         if let Some(m) = &shared.metrics {
             let code = r.as_ref().err().map(CallError::code);
             let took = crate::clock::instant() - start;

@@ -100,12 +100,16 @@ impl<Q: StreamRequest> StreamLink<Q> {
     pub async fn call(
         &mut self,
         conn: &mut Connector,
-        req: Q,
+        req: &Q,
         pushed: impl FnMut(&Q::Answer),
-    ) -> Option<Result<Q::Answer, CallError>> {
+    ) -> Option<Result<Q::Answer, CallError>>
+    where
+        Q: Clone,
+    {
+        // Copied only for a stream: the unary path keeps `req` for itself.
         let stream = self.ready(conn).await?;
         let deadline = instant() + conn.call_timeout();
-        match ask(stream, req, deadline, pushed).await {
+        match ask(stream, req.clone(), deadline, pushed).await {
             Ok(resp) => match resp.mastership() {
                 None => return Some(Ok(resp)),
                 Some(m) => {

@@ -161,10 +161,7 @@ async fn ask_parent(
     let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
     conn.deadline_for(chunk.iter().filter_map(|a| a.has.as_ref()));
     let req = upstream_request(node_id, chunk, sent_at);
-    let r = match link
-        .call(conn, req.clone(), |m| pushed(state, m, true))
-        .await
-    {
+    let r = match link.call(conn, &req, |m| pushed(state, m, true)).await {
         Some(r) => r,
         None => conn.get_server_capacity(req).await,
     };
