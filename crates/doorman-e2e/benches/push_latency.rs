@@ -68,6 +68,21 @@ async fn until_within(limit: Duration, step: Duration, mut done: impl FnMut() ->
     start.elapsed()
 }
 
+/// Waits (checking every `step`) until `done`, at most 10 s after `start`
+/// (`stuck` says what was seen instead); how long since `start`.
+async fn until_from(
+    start: Instant,
+    step: Duration,
+    mut done: impl FnMut() -> bool,
+    stuck: impl Fn() -> String,
+) -> Duration {
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(10), "{}", stuck());
+        tokio::time::sleep(step).await;
+    }
+    start.elapsed()
+}
+
 /// [`until_within`] 10 s.
 async fn until(step: Duration, done: impl FnMut() -> bool) -> Duration {
     until_within(Duration::from_secs(10), step, done).await
@@ -154,24 +169,10 @@ async fn main() {
                 .join("; ");
             format!("{what}: newcomer holds {} ({:?}), lease {:?}, connection {:?}; the server: {mine:?}; {streams}", r.capacity(), r.mode(), c.lease("r"), c.connection())
         };
-        while r.mode() != Mode::Lease {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "{}",
-                stuck("no lease in 10 s")
-            );
-            tokio::time::sleep(step).await;
-        }
-        first.push(start.elapsed());
-        while held(&r) < share_n1 {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "{}",
-                stuck("no share in 10 s")
-            );
-            tokio::time::sleep(step).await;
-        }
-        share.push(start.elapsed());
+        let leased = || r.mode() == Mode::Lease;
+        first.push(until_from(start, step, leased, || stuck("no lease in 10 s")).await);
+        let served = || held(&r) >= share_n1;
+        share.push(until_from(start, step, served, || stuck("no share in 10 s")).await);
         until(step, || lowered(&s) == 0).await;
         acked.push(start.elapsed());
         drop(r);

@@ -33,7 +33,8 @@ pub(super) struct Stream {
 }
 
 impl Stream {
-    /// The call ended: answered by master `task` (`Some`) or failed.
+    /// The call ended: answered by a master (`Some`: its task and the link
+    /// epoch), or failed.
     pub(super) fn after_call(&mut self, enabled: bool, answered: Option<(usize, u64)>, now: Time) {
         match answered {
             Some(to) if enabled && now >= self.retry_at && self.open != Some(to) => {
@@ -56,7 +57,8 @@ impl Stream {
         self.open == Some((task, epoch))
     }
 
-    /// When a message sent down it after `delay` at `now` arrives.
+    /// When a message sent down it, which would arrive at `arrives` on its
+    /// own, arrives: never before the one sent before it.
     pub(super) fn down(&mut self, arrives: Time) -> Time {
         self.last_down = self.last_down.max(arrives);
         self.last_down
