@@ -24,6 +24,14 @@ use doorman_lease::{Lease, Span, Time};
 /// makes the resource due before its refresh interval is up.
 pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
 
+/// An intermediate's request for a resource it holds no lease for (new,
+/// or dropped after the parent's lease ran out and asked for again) is
+/// retried after a failure no later than this, whatever the backoff: the
+/// resource serves no one meanwhile, and one caller per node is no herd.
+/// (Without it, a parent back after a few seconds' outage was asked again
+/// only after the link's backoff had grown past 10 s.)
+pub const UNLEASED_UPSTREAM_RETRY: Span = Span::secs(2);
+
 /// After a lease stream failed (ended, cut, hung), its holder polls this
 /// long before it opens one again (`doorman_net::StreamLink`; the
 /// simulator's streams).

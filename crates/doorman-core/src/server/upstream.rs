@@ -27,7 +27,7 @@ use crate::config::{AlgorithmConfig, Template};
 use crate::limits::{
     DEFAULT_MAX_CLIENTS_PER_SERVER, DEFAULT_OPEN_SERVER_SHARE, MAX_AMOUNT, MAX_BANDS,
 };
-use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
+use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE, UNLEASED_UPSTREAM_RETRY};
 
 /// Learning mode of a resource whose algorithm is not known yet (the
 /// design doc's default lease length).
@@ -460,10 +460,15 @@ impl ResourceShard {
 
     /// The request for `requested` failed at `now`; try again after the
     /// `backoff` delay, but never later than the parent's refresh interval
-    /// ([`Lease::retry_delay`]).
+    /// ([`Lease::retry_delay`]), or [`UNLEASED_UPSTREAM_RETRY`] for a
+    /// resource without a lease from the parent.
     pub fn upstream_failure(&mut self, now: Time, requested: &[String], backoff: Span) {
         for id in requested {
             if let Some(u) = self.resources.get_mut(id).and_then(|r| r.upstream.as_mut()) {
+                let backoff = match u.lease {
+                    Some(_) => backoff,
+                    None => backoff.min(UNLEASED_UPSTREAM_RETRY),
+                };
                 u.schedule.failed(now, u.lease.as_ref(), backoff);
             }
         }

@@ -797,7 +797,17 @@ mod intermediate {
         get(&mut c, t(1), "a", ask("r", 30.0, None));
         c.upstream_request(t(1)).unwrap();
         c.upstream_failure(t(1), &ids, Span::secs(30));
-        assert_eq!(c.next_upstream_wakeup(), Some(t(31)), "no lease: backoff");
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(3)),
+            "no lease: 2 s at most"
+        );
+        c.upstream_request(t(3)).unwrap();
+        c.upstream_failure(t(3), &ids, Span::from_millis(500));
+        assert_eq!(
+            c.next_upstream_wakeup(),
+            Some(t(3) + Span::from_millis(500))
+        );
         c.upstream_request(t(31)).unwrap();
         c.upstream_response(t(31), &ids, &[parent_grant(50.0, 90, 8, 0)]);
         c.upstream_request(t(39)).unwrap();
