@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use doorman_core::client::{ClientCore, CoreOptions as ClientOptions, Fallback};
 use doorman_core::config::Config;
-use doorman_core::server::Role;
+use doorman_core::server::{Role, Who};
 use doorman_core::Backoff;
 use doorman_lease::{Span, Time};
 
@@ -163,11 +163,13 @@ impl Sim {
         let (mut nodes, leaves) = tree(&scenario, &cfg, start, &mut rng);
         let clients = clients(&scenario, &nodes, &leaves, start, &mut rng);
         for (i, c) in clients.iter().enumerate() {
-            nodes[c.leaf].pusher.holders.push(Caller::Client(i));
+            let who = Who::Client(c.id.clone());
+            nodes[c.leaf].pusher.holders.insert(who, Caller::Client(i));
         }
         for i in 0..nodes.len() {
             if let Some(p) = nodes[i].parent {
-                nodes[p].pusher.holders.push(Caller::Node(i));
+                let who = Who::Server(nodes[i].id.clone());
+                nodes[p].pusher.holders.insert(who, Caller::Node(i));
             }
         }
         let keep_per_client = clients.len() <= 10_000;

@@ -4,14 +4,17 @@
 //! `STREAM_RETRY_AFTER_FAILURE` after a failed call (`doorman_net::
 //! StreamLink`); a redirect reopens it at the new master. After a decision
 //! that moved a share, a parent's answer, a parent's push or a cleanup,
-//! the node's pusher waits `PUSH_BATCH` and asks its core
-//! (`Sharded::push_since`, as `doorman-grpc`'s pusher does) what each
-//! streaming holder would get now under `PUSH_RULE`; the holder takes a
+//! the node's pusher waits `PUSH_BATCH` and asks its core, as
+//! `doorman-grpc`'s pusher does, which holders' grants may have moved
+//! (`Sharded::push_candidates`) and what each of them that streams would
+//! get now under `PUSH_RULE` (`Sharded::push`); the holder takes a
 //! push as the client library (`ClientCore::on_push`) or an
 //! intermediate's parent link (`Sharded::upstream_push`) does. Messages on
 //! one stream arrive in the order they were sent, as on one HTTP/2 stream.
 //!
 //! Must not: decide anything (the cores do).
+
+use std::collections::HashMap;
 
 use doorman_core::schedule::STREAM_RETRY_AFTER_FAILURE;
 use doorman_core::server::{Grant, Push, Sharded, Who, PUSH_BATCH, PUSH_RULE};
@@ -75,7 +78,7 @@ pub(super) struct Pusher {
     /// The earliest pass queued for pushes held back by the rule.
     later: Option<Time>,
     /// Who may stream to it: its clients and child nodes.
-    pub(super) holders: Vec<Caller>,
+    pub(super) holders: HashMap<Who, Caller>,
 }
 
 impl Sim {
@@ -111,16 +114,20 @@ impl Sim {
         let Some(task) = self.nodes[node].master else {
             return;
         };
-        let streaming = self.streaming_to(node, task);
-        if streaming.is_empty() || self.partitioned(node) {
+        if self.nodes[node].pusher.holders.is_empty() || self.partitioned(node) {
             return;
         }
-        let list: Vec<(Who, Option<Time>)> = streaming.iter().map(|h| (h.1.clone(), h.2)).collect();
         let n = &mut self.nodes[node];
         let seen = if held { None } else { n.pusher.seen };
         let res = self.scenario.resource.as_str();
-        let (generation, pushes) = n.core.push_since(now, res, &list, (&PUSH_RULE, seen));
+        let (generation, whos) = n.core.push_candidates(now, res, seen);
         n.pusher.seen = generation.or(n.pusher.seen);
+        let streaming = self.streaming_to(node, task, whos);
+        if streaming.is_empty() {
+            return;
+        }
+        let list: Vec<(Who, Option<Time>)> = streaming.iter().map(|h| (h.1.clone(), h.2)).collect();
+        let pushes = self.nodes[node].core.push(now, res, &list, &PUSH_RULE);
         let mut later: Option<Time> = None;
         for ((caller, _, _), p) in streaming.into_iter().zip(pushes) {
             match p {
@@ -143,25 +150,25 @@ impl Sim {
         self.push(at, Ev::PushPass(node, true));
     }
 
-    /// The holders streaming to `task` of `node`: who each is, and when it
-    /// was last pushed to.
-    fn streaming_to(&self, node: usize, task: usize) -> Vec<(Caller, Who, Option<Time>)> {
+    /// Those of `whos` streaming to `task` of `node`: who each is, and
+    /// when it was last pushed to.
+    fn streaming_to(
+        &self,
+        node: usize,
+        task: usize,
+        whos: Vec<Who>,
+    ) -> Vec<(Caller, Who, Option<Time>)> {
         let holders = &self.nodes[node].pusher.holders;
-        let open = |c: Caller| {
-            let (stream, epoch, who) = match c {
-                Caller::Client(i) => {
-                    let cl = &self.clients[i];
-                    (&cl.stream, cl.link.epoch(), Who::Client(cl.id.clone()))
-                }
-                Caller::Node(i) => {
-                    let n = &self.nodes[i];
-                    (&n.stream, n.link.epoch(), Who::Server(n.id.clone()))
-                }
+        let open = |who: Who| {
+            let c = *holders.get(&who)?;
+            let (stream, epoch) = match c {
+                Caller::Client(i) => (&self.clients[i].stream, self.clients[i].link.epoch()),
+                Caller::Node(i) => (&self.nodes[i].stream, self.nodes[i].link.epoch()),
             };
             let last = stream.last_push;
             stream.open_to(task, epoch).then_some((c, who, last))
         };
-        holders.iter().filter_map(|&c| open(c)).collect()
+        whos.into_iter().filter_map(open).collect()
     }
 
     /// Sends pushed grant `g` from `task` down `caller`'s stream (lost if

@@ -126,9 +126,11 @@ impl<T> Shares<T> {
             return;
         }
         let mut remaining = self.capacity;
+        let mut changed = false;
         for band in self.bands.values_mut() {
             let sums = self.forest.sums(band.root);
             band.share = remaining;
+            let before = band.rule;
             band.rule = match self.kind {
                 Kind::FairShare => match self.forest.water_level(band.root, remaining) {
                     None => Rule::All,
@@ -149,9 +151,14 @@ impl<T> Shares<T> {
                 }
                 _ => Rule::All,
             };
+            changed |= band.rule != before;
             remaining = (remaining - sums.wants.min(remaining)).max(0.0);
         }
         self.rules_valid = true;
+        if changed {
+            // Everyone's target in a band may have moved.
+            self.all_moved();
+        }
     }
 }
 

@@ -19,6 +19,8 @@
 mod bands;
 mod generation;
 mod learning;
+mod movers;
+mod summary;
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -118,6 +120,7 @@ pub struct Shares<T> {
     /// Bumped by every change that may change what someone would get
     /// ([`Shares::generation`]).
     generation: u64,
+    movers: movers::Movers,
 }
 
 impl<T> Shares<T> {
@@ -135,6 +138,7 @@ impl<T> Shares<T> {
             live: 0,
             rules_valid: false,
             generation: 0,
+            movers: movers::Movers::default(),
         }
     }
 
@@ -148,6 +152,7 @@ impl<T> Shares<T> {
         if kind != self.kind {
             self.kind = kind;
             self.invalidate();
+            self.all_moved();
         }
     }
 
@@ -163,6 +168,7 @@ impl<T> Shares<T> {
         if capacity.get() != self.capacity {
             self.capacity = capacity.get();
             self.invalidate();
+            self.all_moved();
         }
     }
 
@@ -197,6 +203,7 @@ impl<T> Shares<T> {
         };
         self.live += 1;
         self.invalidate();
+        self.moved(RequesterId(idx));
         RequesterId(idx)
     }
 
@@ -248,6 +255,7 @@ impl<T> Shares<T> {
                         .update(&mut band.root, node, d.wants(), d.subclients())
                     {
                         self.invalidate();
+                        self.moved(id);
                     }
                 }
                 return;
@@ -271,6 +279,7 @@ impl<T> Shares<T> {
             }
             if changed {
                 self.invalidate();
+                self.moved(id);
             }
             return;
         }
@@ -283,6 +292,7 @@ impl<T> Shares<T> {
             slot.placement = placement;
         }
         self.invalidate();
+        self.moved(id);
     }
 
     /// The requester's current grant.
@@ -344,6 +354,7 @@ impl<T> Shares<T> {
         let i = id.index();
         if self.has.get(i) != has || self.beyond.get(i) != beyond {
             self.generation += 1;
+            self.moved(id);
         }
         self.has.set(i, has);
         self.beyond.set(i, beyond);
@@ -399,6 +410,10 @@ impl<T> Shares<T> {
         }
         let grant = self.would_get(id);
         self.put_has(id, grant);
+        if !self.settled(id) {
+            // Short of its target (or above it): a pass looks at it.
+            self.moved(id);
+        }
         grant
     }
 
@@ -432,58 +447,6 @@ impl<T> Shares<T> {
     fn free_within(&self, id: RequesterId, bound: f64) -> f64 {
         let others = (self.taken_total() - self.taken(id)).max(0.0);
         (bound - others).max(0.0)
-    }
-
-    /// Safe capacity: the configured value if any, else capacity / Σ
-    /// subclients (capacity itself when there are none).
-    pub fn safe_capacity(&self, configured: Option<f64>) -> f64 {
-        configured.unwrap_or_else(|| {
-            let sub = self.totals().subclients;
-            if sub >= 1.0 {
-                self.capacity / sub
-            } else {
-                self.capacity
-            }
-        })
-    }
-
-    /// Aggregates over the whole resource: O(bands).
-    pub fn totals(&self) -> Totals {
-        let mut t = Totals {
-            has: self.has.total(),
-            taken: self.taken_total(),
-            requesters: self.live,
-            ..Totals::default()
-        };
-        for band in self.bands.values() {
-            let s = self.forest.sums(band.root);
-            t.wants += s.wants;
-            t.subclients += s.subclients;
-        }
-        t
-    }
-
-    /// Per-band aggregates, highest priority first: O(bands).
-    pub fn bands(&mut self) -> Vec<BandSummary> {
-        self.refresh_rules();
-        self.bands
-            .iter()
-            .map(|(Reverse(p), b)| {
-                let s = self.forest.sums(b.root);
-                let allotted = match self.kind {
-                    Kind::NoAlgorithm => s.wants,
-                    Kind::Static => f64::NAN, // per-client cap: not a band figure
-                    _ => s.wants.min(b.share),
-                };
-                BandSummary {
-                    priority: *p,
-                    demands: b.demands,
-                    subclients: s.subclients,
-                    wants: s.wants,
-                    allotted,
-                }
-            })
-            .collect()
     }
 
     /// The live requesters.

@@ -79,8 +79,40 @@ pub enum Push {
 }
 
 impl Resource {
+    /// No push now: in learning mode, or cut off from the parent.
+    fn not_pushing(&self, now: Time) -> bool {
+        let cut_off = self
+            .upstream
+            .as_ref()
+            .is_some_and(|u| u.valid_lease(now).is_none());
+        self.in_learning(now) || cut_off
+    }
+
+    /// The requesters whose grant may differ from what they would get now
+    /// (`Shares::take_movers`), unexpired and not holding their target.
+    /// Those the pass does not push to are looked at again once they are
+    /// noted again: by their next request, or a change of rule.
+    pub(super) fn push_candidates(&mut self, cx: &Context) -> Vec<Who> {
+        if self.not_pushing(cx.now) {
+            return Vec::new();
+        }
+        let ids = self.shares.take_movers();
+        let mut out = Vec::new();
+        for id in ids {
+            let live = self.shares.get(id).filter(|r| r.expiry > cx.now);
+            if let Some(who) = live.map(|r| r.who.clone()) {
+                if !self.shares.settled(id) {
+                    out.push(who);
+                }
+            }
+        }
+        out
+    }
+
     /// What requester `who` would get now, recorded and returned if the
     /// `rule` says it is worth a push and its last push (`last`) allows.
+    /// One left short of its target, or held back, is kept for the next
+    /// pass (`Shares::keep_mover`).
     pub(super) fn push(
         &mut self,
         cx: &Context,
@@ -89,11 +121,7 @@ impl Resource {
         rule: &PushRule,
     ) -> Push {
         let now = cx.now;
-        let cut_off = self
-            .upstream
-            .as_ref()
-            .is_some_and(|u| u.valid_lease(now).is_none());
-        if self.in_learning(now) || cut_off {
+        if self.not_pushing(now) {
             return Push::Nothing;
         }
         let Some(id) = self.index.get(&self.shares, who) else {
@@ -106,10 +134,14 @@ impl Resource {
         let refresh_interval = i64::from(rec.refresh_interval);
         let (has, would) = (self.shares.has(id), self.shares.would_get(id));
         if !rule.worth(has, would) {
+            if !self.shares.settled(id) {
+                self.shares.keep_mover(id);
+            }
             return Push::Nothing;
         }
         let allowed = rule.next_allowed(last);
         if now < allowed {
+            self.shares.keep_mover(id);
             return Push::Later(allowed);
         }
         match who {
@@ -120,6 +152,9 @@ impl Resource {
         self.shares.set_has(id, super::resource::amount(would));
         if let Some(part) = self.shares.get_mut(id).and_then(|r| r.server.as_mut()) {
             part.grants.note(would, lease_end);
+        }
+        if !self.shares.settled(id) {
+            self.shares.keep_mover(id);
         }
         let lease = Lease {
             capacity: would,

@@ -136,39 +136,64 @@ impl ResourceShard {
         grant
     }
 
-    /// A push pass over `holders` of `resource_id` (each with when it was
-    /// last pushed to) at `now`: what each is due (`push.rs`), in order,
-    /// and the resource's generation (`Shares::generation`). Nothing for
-    /// anyone unless this server is the proven master and the resource is
+    /// The first half of a push pass over `resource_id` at `now`: the
+    /// holders whose grant may differ from what they would get now
+    /// (`Shares::take_movers`, so a pass costs what moved, not every
+    /// holder), and the resource's generation (`Shares::generation`).
+    /// Nobody unless this server is the proven master and the resource is
     /// live here, or when its generation is still `seen` (nothing moved
     /// since that pass).
+    pub fn push_candidates(
+        &mut self,
+        node: &Node,
+        (now, resource_id): (Time, &str),
+        seen: Option<u64>,
+    ) -> (Option<u64>, Vec<Who>) {
+        let Some((r, cx)) = self.pushing(node, now, resource_id) else {
+            return (None, Vec::new());
+        };
+        let generation = r.shares.generation();
+        if seen == Some(generation) {
+            return (Some(generation), Vec::new());
+        }
+        (Some(generation), r.push_candidates(&cx))
+    }
+
+    /// The second half: what each of `holders` (each with when it was last
+    /// pushed to) is due now (`push.rs`), in order.
     pub fn push(
         &mut self,
         node: &Node,
         (now, resource_id): (Time, &str),
         holders: &[(Who, Option<Time>)],
-        (rule, seen): (&PushRule, Option<u64>),
-    ) -> (Option<u64>, Vec<Push>) {
-        let nothing = || vec![Push::Nothing; holders.len()];
+        rule: &PushRule,
+    ) -> Vec<Push> {
+        let Some((r, cx)) = self.pushing(node, now, resource_id) else {
+            return vec![Push::Nothing; holders.len()];
+        };
+        holders
+            .iter()
+            .map(|(who, last)| r.push(&cx, (resource_id, who), *last, rule))
+            .collect()
+    }
+
+    /// The resource a push pass looks at, brought up to `now`, if this
+    /// server is the proven master and the resource is live here.
+    fn pushing(
+        &mut self,
+        node: &Node,
+        now: Time,
+        resource_id: &str,
+    ) -> Option<(&mut Resource, Context)> {
         if node.refusal(node.proven_master(now)).is_some() {
-            return (None, nothing());
+            return None;
         }
         let cx = self.context(node, now);
-        let Some(r) = self.resources.get_mut(resource_id) else {
-            return (None, nothing());
-        };
+        let r = self.resources.get_mut(resource_id)?;
         r.freshen(&node.config, node.config_gen, resource_id);
         self.counters.expired_leases += r.expire(now, cx.min_request_interval) as u64;
         r.sync_capacity(now);
-        let generation = r.shares.generation();
-        if seen == Some(generation) {
-            return (Some(generation), nothing());
-        }
-        let pushes = holders
-            .iter()
-            .map(|(who, last)| r.push(&cx, (resource_id, who), *last, rule))
-            .collect();
-        (Some(generation), pushes)
+        Some((r, cx))
     }
 
     /// What a decision at `now` needs of the node.

@@ -134,6 +134,18 @@ pub trait Sharded: ShardAccess {
         Ok(released)
     }
 
+    /// The holders of `resource_id` a push pass at `now` looks at, and its
+    /// generation (see [`ResourceShard::push_candidates`]), in its shard.
+    fn push_candidates(
+        &mut self,
+        now: Time,
+        resource_id: &str,
+        seen: Option<u64>,
+    ) -> (Option<u64>, Vec<Who>) {
+        let i = self.shard_index(resource_id);
+        self.with_shard(i, |n, s| s.push_candidates(n, (now, resource_id), seen))
+    }
+
     /// A push pass over `holders` of `resource_id` at `now` (see
     /// [`ResourceShard::push`]), in its shard.
     fn push(
@@ -143,20 +155,8 @@ pub trait Sharded: ShardAccess {
         holders: &[(Who, Option<Time>)],
         rule: &PushRule,
     ) -> Vec<Push> {
-        self.push_since(now, resource_id, holders, (rule, None)).1
-    }
-
-    /// [`Sharded::push`] that does nothing when the resource's generation
-    /// is still `seen`; returns the generation too.
-    fn push_since(
-        &mut self,
-        now: Time,
-        resource_id: &str,
-        holders: &[(Who, Option<Time>)],
-        rule_seen: (&PushRule, Option<u64>),
-    ) -> (Option<u64>, Vec<Push>) {
         let i = self.shard_index(resource_id);
-        self.with_shard(i, |n, s| s.push(n, (now, resource_id), holders, rule_seen))
+        self.with_shard(i, |n, s| s.push(n, (now, resource_id), holders, rule))
     }
 
     /// The running config.

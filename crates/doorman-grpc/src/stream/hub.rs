@@ -128,7 +128,9 @@ struct Holder {
 struct Inner {
     next_key: u64,
     streams: HashMap<u64, Holder>,
-    by_resource: HashMap<String, HashSet<u64>>,
+    /// Each streamed resource's holders, and the stream each speaks on
+    /// (the latest, if one holder has two).
+    by_resource: HashMap<String, HashMap<Who, u64>>,
     /// Resources with a push held back by the rule, and until when.
     later: BTreeSet<(Time, String)>,
     /// Each streamed resource's generation at its last pass (a pass over
@@ -191,7 +193,9 @@ impl Hub {
             return;
         };
         if h.who.as_ref() != Some(who) {
-            forget_resources(by_resource, key, h.resources.drain());
+            if let Some(old) = h.who.take() {
+                forget_resources(by_resource, (key, &old), h.resources.drain());
+            }
             h.who = Some(who.clone());
         }
         for id in ids {
@@ -199,7 +203,8 @@ impl Hub {
                 continue;
             }
             h.resources.insert(id.to_string());
-            by_resource.entry(id.to_string()).or_default().insert(key);
+            let holders = by_resource.entry(id.to_string()).or_default();
+            holders.insert(who.clone(), key);
         }
     }
 
@@ -210,7 +215,9 @@ impl Hub {
             let Inner {
                 by_resource, seen, ..
             } = &mut *inner;
-            forget_resources(by_resource, key, h.resources.into_iter());
+            if let Some(who) = &h.who {
+                forget_resources(by_resource, (key, who), h.resources.into_iter());
+            }
             seen.retain(|id, _| by_resource.contains_key(id));
         }
     }
@@ -273,22 +280,21 @@ impl Hub {
         self.lock().later.insert((at, resource.to_string()));
     }
 
-    /// Everyone streaming for `resource`.
-    pub fn holders_of(&self, resource: &str) -> Vec<Holding> {
+    /// Those of `whos` streaming for `resource`.
+    pub fn holders_among(&self, resource: &str, whos: Vec<Who>) -> Vec<Holding> {
         let inner = self.lock();
-        let Some(keys) = inner.by_resource.get(resource) else {
+        let Some(holders) = inner.by_resource.get(resource) else {
             return Vec::new();
         };
-        keys.iter()
-            .filter_map(|k| inner.streams.get(k))
-            .filter_map(|h| {
-                Some(Holding {
-                    slot: h.slot.clone(),
-                    who: h.who.clone()?,
-                    last_push: h.last_push,
-                })
+        let holding = |who: Who| {
+            let h = inner.streams.get(holders.get(&who)?)?;
+            Some(Holding {
+                slot: h.slot.clone(),
+                who,
+                last_push: h.last_push,
             })
-            .collect()
+        };
+        whos.into_iter().filter_map(holding).collect()
     }
 
     /// Stream `key` was pushed to at `now`.
@@ -299,15 +305,19 @@ impl Hub {
     }
 }
 
+/// Stream `key`, speaking for `who`, no longer holds `ids` (left alone
+/// where `who` has since spoken on another stream).
 fn forget_resources(
-    by_resource: &mut HashMap<String, HashSet<u64>>,
-    key: u64,
+    by_resource: &mut HashMap<String, HashMap<Who, u64>>,
+    (key, who): (u64, &Who),
     ids: impl Iterator<Item = String>,
 ) {
     for id in ids {
-        if let Some(keys) = by_resource.get_mut(&id) {
-            keys.remove(&key);
-            if keys.is_empty() {
+        if let Some(holders) = by_resource.get_mut(&id) {
+            if holders.get(who) == Some(&key) {
+                holders.remove(who);
+            }
+            if holders.is_empty() {
                 by_resource.remove(&id);
             }
         }

@@ -66,13 +66,16 @@ fn push_resource(
     pushed: &mut Vec<u64>,
 ) {
     // Nothing moved since the last pass: look at no holder (a renewal that
-    // changes nothing, the common case, costs one shard access here).
-    let rule = (&PUSH_RULE, seen);
-    let (generation, _) = state.core().push_since(now, resource, &[], rule);
-    if generation.is_some() && generation == seen {
+    // changes nothing, the common case, costs one shard access here). Else
+    // only at those whose grant may have moved, not at every holder.
+    let (generation, whos) = state.core().push_candidates(now, resource, seen);
+    if let Some(g) = generation {
+        hub.saw(resource, g);
+    }
+    if generation.is_some() && generation == seen || whos.is_empty() {
         return;
     }
-    let holders = hub.holders_of(resource);
+    let holders = hub.holders_among(resource, whos);
     if holders.is_empty() {
         return;
     }
@@ -81,12 +84,7 @@ fn push_resource(
         .iter()
         .map(|h| (h.who.clone(), h.last_push))
         .collect();
-    let (generation, pushes) = state
-        .core()
-        .push_since(now, resource, &list, (&PUSH_RULE, None));
-    if let Some(g) = generation {
-        hub.saw(resource, g);
-    }
+    let pushes = state.core().push(now, resource, &list, &PUSH_RULE);
     for (h, p) in holders.iter().zip(pushes) {
         match p {
             Push::Nothing => {}

@@ -5,10 +5,21 @@
 use super::lowered::{core, holding, ms};
 use super::*;
 
-/// A push pass over `who` of "r" at `now`, none of them pushed to before.
+/// A push pass over `who` of "r" at `now`, none of them pushed to before:
+/// those of them the core names (`push_candidates`) are asked what they
+/// are due; the others get nothing.
 fn pass(c: &mut ServerCore, now: Time, who: &[&str]) -> Vec<Push> {
-    let holders: Vec<(Who, Option<Time>)> = who.iter().map(|w| (client(w), None)).collect();
-    c.push(now, "r", &holders, &PUSH_RULE)
+    let (_, named) = c.push_candidates(now, "r", None);
+    let holders: Vec<(Who, Option<Time>)> = who
+        .iter()
+        .map(|w| client(w))
+        .filter(|w| named.contains(w))
+        .map(|w| (w, None))
+        .collect();
+    let pushes = c.push(now, "r", &holders, &PUSH_RULE);
+    let due = |w: &&str| holders.iter().position(|h| h.0 == client(w));
+    let pick = |i: Option<usize>| i.map_or(Push::Nothing, |i| pushes[i].clone());
+    who.iter().map(|w| pick(due(w))).collect()
 }
 
 fn pushed(p: &Push) -> Option<(f64, Time)> {
@@ -56,6 +67,33 @@ fn a_lost_lowering_push_keeps_the_old_grant_counted_until_the_lease_ends() {
     c.cleanup(t(11));
     let b = get(&mut c, t(11), "b", holding(Some(0.0), 0));
     assert_eq!(b.lease.capacity, 50.0, "free once a's old lease ended");
+}
+
+#[test]
+fn a_pass_looks_only_at_holders_whose_grant_may_have_moved() {
+    let mut c = core(Span::secs(1));
+    let named = |c: &mut ServerCore, now: Time| c.push_candidates(now, "r", None).1;
+    for w in ["a", "b", "c"] {
+        get(&mut c, t(1), w, ask("r", 30.0, None));
+    }
+    assert!(named(&mut c, t(2)).is_empty(), "all hold their targets");
+    get(&mut c, t(3), "a", ask("r", 30.0, Some(30.0)));
+    get(&mut c, t(3), "d", ask("r", 5.0, None));
+    assert!(
+        named(&mut c, t(3)).is_empty(),
+        "a renewal as it was, a newcomer there is room for"
+    );
+    // e fills the resource past its capacity: the fair level falls to
+    // 23.75, and everyone above or below it is named; d (5) is not.
+    get(&mut c, t(4), "e", ask("r", 30.0, None));
+    let n = named(&mut c, t(4));
+    assert_eq!(n.len(), 4, "{n:?}");
+    assert!(["a", "b", "c", "e"].iter().all(|w| n.contains(&client(w))));
+    // Only a streams, and its push is held back: it alone is named next.
+    let last = Some(t(4));
+    let p = c.push(t(4), "r", &[(client("a"), last)], &PUSH_RULE);
+    assert!(matches!(p[0], Push::Later(_)));
+    assert_eq!(named(&mut c, t(4)), [client("a")]);
 }
 
 #[test]
