@@ -21,6 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(out.join("doorman_descriptor.bin"))
         .build_client(true)
         .build_server(true)
+        // Small per-call buffers: a lease stream keeps its two for as long
+        // as it is open (`src/codec.rs`).
+        .codec_path("crate::codec::LeanCodec")
         .compile_with_config(config, &[proto], &[proto_dir])?;
     Ok(())
 }

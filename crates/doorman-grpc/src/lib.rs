@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use doorman_proto::doorman as pb;
 use tokio::sync::watch;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use doorman_core::action::Action;
@@ -182,7 +181,7 @@ impl doorman_proto::Capacity for CapacityService {
         Ok(Response::new(pb::ReleaseCapacityResponse { mastership }))
     }
 
-    type CapacityStreamStream = ReceiverStream<Result<pb::GetCapacityResponse, Status>>;
+    type CapacityStreamStream = stream::Answers<pb::GetCapacityResponse>;
 
     async fn capacity_stream(
         &self,
@@ -191,7 +190,7 @@ impl doorman_proto::Capacity for CapacityService {
         stream::start(self, request, Self::get_capacity_grants, Outbox::Client)
     }
 
-    type ServerCapacityStreamStream = ReceiverStream<Result<pb::GetServerCapacityResponse, Status>>;
+    type ServerCapacityStreamStream = stream::Answers<pb::GetServerCapacityResponse>;
 
     async fn server_capacity_stream(
         &self,

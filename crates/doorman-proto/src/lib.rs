@@ -7,6 +7,8 @@
 
 #![allow(clippy::doc_lazy_continuation, clippy::large_enum_variant)]
 
+pub mod codec;
+
 /// Generated messages and the `Capacity` service (client and server); their
 /// documentation is the comments of `proto/doorman.proto`.
 #[allow(missing_docs)]

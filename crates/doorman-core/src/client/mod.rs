@@ -178,6 +178,20 @@ struct State {
     ack: bool,
 }
 
+impl State {
+    /// Asks early when the wants moved by more than
+    /// [`EARLY_REFRESH_CHANGE`] from what was last sent (never sent: at
+    /// once). A refused resource waits for its retry whatever its wants do.
+    fn expedite_if_moved(&mut self, now: Time) {
+        let moved = self.sent_wants.is_none_or(|sent| {
+            (self.wants - sent).abs() > EARLY_REFRESH_CHANGE * sent.max(f64::MIN_POSITIVE)
+        });
+        if moved && self.refused.is_none() {
+            self.schedule.expedite(now);
+        }
+    }
+}
+
 /// The bottom half's state.
 #[derive(Debug, Clone)]
 pub struct ClientCore {
@@ -251,16 +265,7 @@ impl ClientCore {
             return;
         };
         s.wants = sanitize(wants);
-        let changed = match s.sent_wants {
-            None => true,
-            Some(sent) => {
-                (s.wants - sent).abs() > EARLY_REFRESH_CHANGE * sent.max(f64::MIN_POSITIVE)
-            }
-        };
-        // A refused resource waits for its retry whatever its wants do.
-        if changed && s.refused.is_none() {
-            s.schedule.expedite(now);
-        }
+        s.expedite_if_moved(now);
     }
 
     /// When the client should next wake up: the earliest refresh due or
@@ -343,6 +348,8 @@ impl ClientCore {
             }
             s.refused = None;
             s.schedule.granted(now, &g.lease, None);
+            // Wants that moved while the request was out go early still.
+            s.expedite_if_moved(now);
         }
     }
 

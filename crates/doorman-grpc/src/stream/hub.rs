@@ -18,6 +18,8 @@ use doorman_wire::convert::{client_response, note_text, server_response};
 use tokio::sync::mpsc;
 use tonic::Status;
 
+use super::Queued;
+
 /// Messages queued to one stream before it counts as not reading.
 pub const STREAM_QUEUE: usize = 64;
 
@@ -30,9 +32,9 @@ pub const MAX_STREAM_RESOURCES: usize = doorman_core::limits::MAX_RESOURCES_PER_
 #[derive(Debug, Clone)]
 pub enum Outbox {
     /// An end client's stream.
-    Client(mpsc::Sender<Result<pb::GetCapacityResponse, Status>>),
+    Client(mpsc::Sender<Queued<pb::GetCapacityResponse>>),
     /// A downstream server's stream.
-    Server(mpsc::Sender<Result<pb::GetServerCapacityResponse, Status>>),
+    Server(mpsc::Sender<Queued<pb::GetServerCapacityResponse>>),
 }
 
 impl Outbox {
@@ -48,14 +50,14 @@ impl Outbox {
                     pushed,
                     ..client_response(grants)
                 };
-                tx.try_send(Ok(msg)).is_ok()
+                tx.try_send(Ok(Box::new(msg))).is_ok()
             }
             Outbox::Server(tx) => {
                 let msg = pb::GetServerCapacityResponse {
                     pushed,
                     ..server_response(grants)
                 };
-                tx.try_send(Ok(msg)).is_ok()
+                tx.try_send(Ok(Box::new(msg))).is_ok()
             }
         }
     }
