@@ -101,7 +101,12 @@ async fn bulk_refresh_at_the_lease_refresh_interval() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wants_changes_are_sent_early() {
-    let s = TestServer::start("127.0.0.1:0");
+    // Refresh 30 s: only an early request gets the new wants in time.
+    let cfg = TestConfig::new()
+        .resource(Resource::fair("*", 100.0).lease(60).refresh(30))
+        .parse();
+    let o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
+    let s = IsolatedServer::start(o).expect("server starts");
     let c = client(&[s.addr()], Fallback::Pessimistic).await;
     let r = c.rate_resource("r", RateOptions::wants(10.0)).unwrap();
     eventually("lease", Duration::from_secs(5), || r.capacity() == 10.0).await;

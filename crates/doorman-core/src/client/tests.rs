@@ -80,6 +80,25 @@ fn wants_changes_over_ten_percent_refresh_early_but_not_within_min_interval() {
 }
 
 #[test]
+fn wants_that_move_while_a_request_is_out_still_go_early() {
+    let mut c = core(Fallback::Pessimistic);
+    c.add("a", 0, 1.0, t(0));
+    let req = c.poll_request(t(0)).unwrap();
+    c.on_response(t(0), &ids(&req), &[grant("a", 1.0, t(60_000), 8, None)]);
+    let req = c.poll_request(t(8_000)).unwrap();
+    // The wants move while that renewal is out; its answer must not put
+    // them off to the next refresh (8 s).
+    c.set_wants("a", 1000.0, t(8_010));
+    c.on_response(t(8_020), &ids(&req), &[grant("a", 1.0, t(68_000), 8, None)]);
+    assert_eq!(
+        c.next_wakeup(t(8_020)),
+        Some(t(9_000)),
+        "after the min interval"
+    );
+    assert_eq!(c.poll_request(t(9_000)).unwrap()[0].wants, 1000.0);
+}
+
+#[test]
 fn fallback_modes_apply_when_the_lease_expires() {
     for (fb, want) in [
         (Fallback::Pessimistic, (0.0, Mode::Pessimistic)),

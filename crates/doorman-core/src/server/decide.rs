@@ -1,5 +1,6 @@
 //! The request path of one resource on one server (steps 2–4 of the design
-//! doc): a repeat inside the minimum interval gets the lease it holds; else
+//! doc): a repeat inside the minimum interval gets the lease it holds (told
+//! to come back when the interval ends if its demand moved); else
 //! the demand is recorded, the grant decided (learning mode, the algorithm,
 //! or a new master's inheritance at its parent), and the lease stored.
 //!
@@ -11,6 +12,7 @@ use doorman_lease::{Amount, Demand, Span, Time};
 use super::deadlines::refile;
 use super::lowered::lowered_refresh;
 use super::record::Record;
+use crate::schedule::EARLY_REFRESH_CHANGE;
 
 /// A waiting requester's refresh interval is its lease's divided by this.
 pub const WAITING_REFRESH_DIVISOR: i64 = 4;
@@ -27,8 +29,8 @@ impl Resource {
         let now = cx.now;
         let learning = self.in_learning(now);
         let existing = self.index.get(&self.shares, who);
-        if let Some((id, lease)) = existing.and_then(|id| Some((id, self.repeat(cx, id)?))) {
-            return self.repeat_grant(id, who, ask, lease, learning, now);
+        if let Some(g) = existing.and_then(|id| self.repeat_answer(cx, (id, who), ask, learning)) {
+            return g;
         }
         if existing.is_none() && ask.claim.is_some() && !learning {
             tracing::debug!(
@@ -245,6 +247,34 @@ impl Resource {
             .and_then(|u| u.grants.covering(out, now));
         let until = covered.map_or(kept_from, |c| c.max(kept_from));
         lease.expiry = lease.expiry.min(until);
+    }
+
+    /// The answer to a repeat inside the minimum interval, if this is one:
+    /// the lease held, told to come back when the interval ends if its
+    /// demand moved (decided then: without this it waited a whole refresh
+    /// interval, its holder taking the new demand as sent).
+    fn repeat_answer(
+        &mut self,
+        cx: &Context,
+        (id, who): (RequesterId, &Who),
+        ask: &ResourceAsk,
+        learning: bool,
+    ) -> Option<Grant> {
+        let mut lease = self.repeat(cx, id)?;
+        if self.demand_moved(id, ask) {
+            let soon = lowered_refresh(cx.min_request_interval);
+            lease.refresh_interval = lease.refresh_interval.min(soon);
+        }
+        Some(self.repeat_grant(id, who, ask, lease, learning, cx.now))
+    }
+
+    /// True when `ask`'s demand differs from the one recorded for `id` by
+    /// more than [`EARLY_REFRESH_CHANGE`], the change a holder asks early
+    /// for.
+    fn demand_moved(&self, id: RequesterId, ask: &ResourceAsk) -> bool {
+        let recorded = self.shares.wants(id);
+        let asked: f64 = ask.demands.iter().map(Demand::wants).sum();
+        (asked - recorded).abs() > EARLY_REFRESH_CHANGE * recorded.max(f64::MIN_POSITIVE)
     }
 
     /// The lease held, for a repeat request inside the minimum interval.

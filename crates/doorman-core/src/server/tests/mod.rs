@@ -194,9 +194,19 @@ fn lease_terms_and_safe_capacity() {
 fn repeat_requests_inside_the_interval_get_the_same_lease() {
     let mut c = core_with(5);
     let g1 = get(&mut c, t(1), "a", ask("nolearn", 30.0, None));
+    let same = get(&mut c, t(2), "a", ask("nolearn", 30.0, None));
+    assert_eq!((same.decision, same.lease), (Decision::Repeat, g1.lease));
     let g2 = get(&mut c, t(3), "a", ask("nolearn", 90.0, None));
     assert_eq!(g2.decision, Decision::Repeat);
-    assert_eq!(g2.lease, g1.lease);
+    assert_eq!(
+        (g2.lease.capacity, g2.lease.expiry),
+        (30.0, g1.lease.expiry)
+    );
+    assert!(g1.lease.refresh_interval > 5);
+    assert_eq!(
+        g2.lease.refresh_interval, 5,
+        "its demand moved: back when the 5 s interval ends, not at its refresh"
+    );
     // Wants were not recorded either.
     assert_eq!(c.status(t(3), 10).resources[0].wants, 30.0);
     let g3 = get(&mut c, t(6), "a", ask("nolearn", 90.0, None));
