@@ -7,6 +7,8 @@
 #
 # Usage: scripts/bench-instructions.sh [SECONDS (10)] BIN [BIN…]
 #        CLIENTS="1000" …   only these client counts (default 1 1000 10000)
+#        PROTOCOL=stream …  renewals on lease streams (CapacityStream), one
+#                           per holder, instead of unary GetCapacity
 #
 # For each build and client count: the server (FAIR_SHARE, every request
 # decided) under callgrind, 3 s of `doorman loadtest` to warm it up, the
@@ -25,6 +27,7 @@ command -v callgrind_control >/dev/null || { echo "needs valgrind (callgrind)" >
 LOAD=${LOAD_BIN:-target/release/doorman}
 [ -x "$LOAD" ] || { echo "no load tool $LOAD (cargo build --release)" >&2; exit 2; }
 CLIENTS=${CLIENTS:-1 1000 10000}
+PROTOCOL=${PROTOCOL:-capacity}
 WORK=$(mktemp -d)
 SP=
 trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -42,6 +45,7 @@ count() {
     listening "$port" 60 || { echo "$bin did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
     load() {
         DOORMAN_LOG=warn "$LOAD" loadtest --server "127.0.0.1:$port" --clients "$clients" \
+            --protocol "$PROTOCOL" \
             --concurrency 16 --connections 4 --duration "$1" --warmup 0 --json >"$WORK/r.json"
     }
     load 3
@@ -65,6 +69,8 @@ PY
 }
 
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name:\s*//p'), $(date -u +%Y-%m-%d)"
+echo
+echo "protocol: $PROTOCOL"
 echo
 echo "| clients | build | GetCapacity answered | instructions per GetCapacity | errors |"
 echo "|---:|---|---:|---:|---:|"
