@@ -346,9 +346,10 @@ impl Resource {
     /// interval and the hold let it through; records it as sent.
     pub(super) fn upstream_ask(&mut self, id: &str, now: Time) -> Option<UpstreamAsk> {
         let mut bands = aggregate_bands(&self.shares.bands());
-        let outstanding = self.shares.totals().taken.min(MAX_AMOUNT);
+        let taken = self.shares.totals().taken;
         let learning = self.in_learning(now);
         let u = self.upstream.as_mut()?;
+        let outstanding = (taken + u.predecessors_unclaimed(now)).min(MAX_AMOUNT);
         if !u.schedule.allowed(now, MIN_UPSTREAM_INTERVAL) {
             return None;
         }

@@ -112,6 +112,20 @@ impl UpstreamState {
         self.learning_claims += claimed.map_or(0.0, Amount::get);
     }
 
+    /// What of the predecessors' sub-leases may still be out below this
+    /// master beyond what it has handed out itself: the parent's word
+    /// (`P`) less the claims its requesters brought here, until that word
+    /// runs out. A report upward counts it, so the parent does not hand it
+    /// to others while it is still out (found with the simulator: after a
+    /// leaf's master was lost, its parent pushed the capacity to the
+    /// leaf's siblings and the clients held 100.42 % of it).
+    pub fn predecessors_unclaimed(&self, now: Time) -> f64 {
+        match self.predecessor_out {
+            Some(p) if now < self.predecessor_until => (p - self.learning_claims).max(0.0),
+            _ => 0.0,
+        }
+    }
+
     /// While learning, with the parent's word on what the predecessors can
     /// still have out (`P`): Σ of this master's grants may reach the
     /// capacity less what of `P` has not been claimed yet. The requesters

@@ -95,6 +95,22 @@ fn a_learning_master_hands_out_what_its_parent_granted_beyond_its_predecessors()
 }
 
 #[test]
+fn a_new_master_reports_its_predecessors_unclaimed_sub_leases_as_out() {
+    // The predecessors had 60 out; a comes back claiming 20 of it.
+    let mut c = leaf_told(Some(60.0));
+    get(&mut c, t(2), "a", claim(50.0, 20.0));
+    // Out below this node: a's 50 from this master, and up to 40 of the
+    // predecessors' that nobody has brought back yet. The parent counts
+    // both (reporting only the 50, it handed the 40 to this node's
+    // siblings while the predecessors' clients still held it).
+    let asks = c.upstream_request(t(9)).unwrap();
+    assert_eq!(asks[0].outstanding, 90.0);
+    get(&mut c, t(10), "b", claim(60.0, 30.0));
+    let asks = c.upstream_request(t(17)).unwrap();
+    assert_eq!(asks[0].outstanding, 100.0, "b's 40 and 10 still unclaimed");
+}
+
+#[test]
 fn a_claim_left_unanswered_is_still_held_and_does_not_count() {
     let mut c = leaf(None);
     // Before the parent's first answer a and b claim leases of the
