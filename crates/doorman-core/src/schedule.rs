@@ -24,6 +24,13 @@ use doorman_lease::{Lease, Span, Time};
 /// makes the resource due before its refresh interval is up.
 pub const EARLY_REFRESH_CHANGE: f64 = 0.10;
 
+/// True when a demand of `now` moved from the `sent` one by more than
+/// [`EARLY_REFRESH_CHANGE`]: the holder asks early (`ClientCore`), and a
+/// server told of it inside the minimum interval says when to come back.
+pub fn moved_early(sent: f64, now: f64) -> bool {
+    (now - sent).abs() > EARLY_REFRESH_CHANGE * sent.max(f64::MIN_POSITIVE)
+}
+
 /// An intermediate's request for a resource it holds no lease for (new,
 /// or dropped after the parent's lease ran out and asked for again) is
 /// retried after a failure no later than this, whatever the backoff: the

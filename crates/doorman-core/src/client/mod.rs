@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use doorman_lease::{Lease, Span, Time};
 
 use crate::refusal::Reason;
-use crate::schedule::{RefreshSchedule, EARLY_REFRESH_CHANGE};
+use crate::schedule::{moved_early, RefreshSchedule};
 
 /// What a resource falls back to when its lease expires without renewal.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -179,13 +179,13 @@ struct State {
 }
 
 impl State {
-    /// Asks early when the wants moved by more than
-    /// [`EARLY_REFRESH_CHANGE`] from what was last sent (never sent: at
-    /// once). A refused resource waits for its retry whatever its wants do.
+    /// Asks early when the wants moved from what was last sent
+    /// ([`moved_early`]; never sent: at once). A refused resource waits for
+    /// its retry whatever its wants do.
     fn expedite_if_moved(&mut self, now: Time) {
-        let moved = self.sent_wants.is_none_or(|sent| {
-            (self.wants - sent).abs() > EARLY_REFRESH_CHANGE * sent.max(f64::MIN_POSITIVE)
-        });
+        let moved = self
+            .sent_wants
+            .is_none_or(|sent| moved_early(sent, self.wants));
         if moved && self.refused.is_none() {
             self.schedule.expedite(now);
         }
@@ -257,9 +257,9 @@ impl ClientCore {
         self.resources.keys().map(String::as_str)
     }
 
-    /// Updates wants; a change of more than [`EARLY_REFRESH_CHANGE`] (in
-    /// either direction) from what was last sent makes the resource due as
-    /// soon as the minimum interval allows.
+    /// Updates wants; a change of more than 10 % in either direction from
+    /// what was last sent ([`moved_early`]) makes the resource due as soon
+    /// as the minimum interval allows.
     pub fn set_wants(&mut self, resource_id: &str, wants: f64, now: Time) {
         let Some(s) = self.resources.get_mut(resource_id) else {
             return;

@@ -10,9 +10,9 @@ use doorman_algorithms::RequesterId;
 use doorman_lease::{Amount, Demand, Span, Time};
 
 use super::deadlines::refile;
-use super::lowered::lowered_refresh;
+use super::lowered::back_after_interval;
 use super::record::Record;
-use crate::schedule::EARLY_REFRESH_CHANGE;
+use crate::schedule::moved_early;
 
 /// A waiting requester's refresh interval is its lease's divided by this.
 pub const WAITING_REFRESH_DIVISOR: i64 = 4;
@@ -206,8 +206,7 @@ impl Resource {
         // A lowered client comes back soon to show it got the lower grant
         // (`lowered.rs`).
         if matches!(who, Who::Client(_)) && self.is_lowered(id) {
-            let soon = lowered_refresh(cx.min_request_interval);
-            lease.refresh_interval = lease.refresh_interval.min(soon);
+            back_after_interval(&mut lease, cx.min_request_interval);
         }
         (lease, hurry)
     }
@@ -262,19 +261,16 @@ impl Resource {
     ) -> Option<Grant> {
         let mut lease = self.repeat(cx, id)?;
         if self.demand_moved(id, ask) {
-            let soon = lowered_refresh(cx.min_request_interval);
-            lease.refresh_interval = lease.refresh_interval.min(soon);
+            back_after_interval(&mut lease, cx.min_request_interval);
         }
         Some(self.repeat_grant(id, who, ask, lease, learning, cx.now))
     }
 
     /// True when `ask`'s demand differs from the one recorded for `id` by
-    /// more than [`EARLY_REFRESH_CHANGE`], the change a holder asks early
-    /// for.
+    /// the change a holder asks early for ([`moved_early`]).
     fn demand_moved(&self, id: RequesterId, ask: &ResourceAsk) -> bool {
-        let recorded = self.shares.wants(id);
         let asked: f64 = ask.demands.iter().map(Demand::wants).sum();
-        (asked - recorded).abs() > EARLY_REFRESH_CHANGE * recorded.max(f64::MIN_POSITIVE)
+        moved_early(self.shares.wants(id), asked)
     }
 
     /// The lease held, for a repeat request inside the minimum interval.

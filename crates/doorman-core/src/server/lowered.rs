@@ -22,7 +22,7 @@
 //! or touch a downstream server's `outstanding`.
 
 use doorman_algorithms::{RequesterId, Shares};
-use doorman_lease::{Span, Time};
+use doorman_lease::{Lease, Span, Time};
 
 use super::deadlines::refile;
 use super::record::Record;
@@ -99,9 +99,12 @@ fn is_lowered(shares: &Shares<Record>, id: RequesterId) -> bool {
     shares.outstanding(id) > has + LOWERED_SLACK * has.max(1.0)
 }
 
-/// The refresh interval, seconds, of a client whose grant was lowered:
-/// the minimum request interval rounded up, at least a second.
-pub(super) fn lowered_refresh(min_request_interval: Span) -> i64 {
+/// Brings `lease`'s holder back once the minimum request interval has
+/// passed (rounded up to whole seconds, at least one), if that is sooner
+/// than its refresh: a client whose grant was lowered, to show it got the
+/// lower one; a repeat whose demand moved, to have it decided.
+pub(super) fn back_after_interval(lease: &mut Lease, min_request_interval: Span) {
     let ms = min_request_interval.as_millis();
-    ((ms + 999) / 1000).max(1)
+    let soon = ((ms + 999) / 1000).max(1);
+    lease.refresh_interval = lease.refresh_interval.min(soon);
 }
