@@ -72,9 +72,7 @@ fn pass(s: &mut Shares<()>, streaming: &[RequesterId], mask: u64) -> Result<(), 
             let would = s.would_get(id);
             s.set_has(id, amount(would));
         }
-        if !s.settled(id) {
-            s.keep_mover(id);
-        }
+        s.keep_mover(id);
     }
     Ok(())
 }

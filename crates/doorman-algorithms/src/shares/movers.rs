@@ -62,10 +62,12 @@ impl<T> Shares<T> {
         (has - target).abs() <= 1e-9 * has.max(target).max(1e-9)
     }
 
-    /// Keeps `id` for the next pass (a pass left it short of its target,
-    /// or held its push back).
+    /// Keeps `id` for the next pass unless it holds its target (a pass
+    /// left it short, or held its push back).
     pub fn keep_mover(&mut self, id: RequesterId) {
-        self.moved(id);
+        if !self.settled(id) {
+            self.moved(id);
+        }
     }
 
     /// The requesters whose grant may differ from what they would get now

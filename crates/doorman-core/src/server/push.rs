@@ -112,7 +112,7 @@ impl Resource {
     /// What requester `who` would get now, recorded and returned if the
     /// `rule` says it is worth a push and its last push (`last`) allows.
     /// One left short of its target, or held back, is kept for the next
-    /// pass (`Shares::keep_mover`).
+    /// pass (`Shares::keep_mover`; a pushed grant's new `has` notes it).
     pub(super) fn push(
         &mut self,
         cx: &Context,
@@ -134,9 +134,7 @@ impl Resource {
         let refresh_interval = i64::from(rec.refresh_interval);
         let (has, would) = (self.shares.has(id), self.shares.would_get(id));
         if !rule.worth(has, would) {
-            if !self.shares.settled(id) {
-                self.shares.keep_mover(id);
-            }
+            self.shares.keep_mover(id);
             return Push::Nothing;
         }
         let allowed = rule.next_allowed(last);
@@ -153,9 +151,8 @@ impl Resource {
         if let Some(part) = self.shares.get_mut(id).and_then(|r| r.server.as_mut()) {
             part.grants.note(would, lease_end);
         }
-        if !self.shares.settled(id) {
-            self.shares.keep_mover(id);
-        }
+        // A grant that leaves it short of its target: the new `has` notes it
+        // for the next pass (`Shares::take_movers`).
         let lease = Lease {
             capacity: would,
             expiry: lease_end,

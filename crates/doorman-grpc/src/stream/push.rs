@@ -72,7 +72,8 @@ fn push_resource(
     if let Some(g) = generation {
         hub.saw(resource, g);
     }
-    if generation.is_some() && generation == seen || whos.is_empty() {
+    // Nobody named (nothing moved since `seen`, or nobody's grant did).
+    if whos.is_empty() {
         return;
     }
     let holders = hub.holders_among(resource, whos);
