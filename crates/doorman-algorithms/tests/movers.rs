@@ -4,7 +4,9 @@
 //! (and keeps the streaming ones it leaves short of their target, as the
 //! server's push pass does) misses no streaming holder whose grant differs
 //! from what it would get. A holder starts streaming with a request (a
-//! decision), as on a lease stream.
+//! decision), as on a lease stream. Passes may take the movers a part at
+//! a time (a push budget): a part leaves the rest noted, and a pass that
+//! takes them all (in parts) still misses no one.
 
 use doorman_algorithms::{Kind, RequesterId, Shares};
 use doorman_lease::{Amount, Demand};
@@ -21,8 +23,11 @@ enum Op {
     Capacity(f64),
     Kind(Kind),
     /// A pass that pushes to the streaming requesters picked by the mask
-    /// (the rest are held back).
-    Pass(u64),
+    /// (the rest are held back), taking the movers in parts of this size,
+    /// all of them.
+    Pass(u64, usize),
+    /// A pass that takes one part of this size (a budget ran out).
+    Part(u64, usize),
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
@@ -44,7 +49,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 0.0f64..300.0).prop_map(|(i, o)| Op::Report(i, o)),
         1 => (0.0f64..1500.0).prop_map(Op::Capacity),
         1 => kind().prop_map(Op::Kind),
-        3 => any::<u64>().prop_map(Op::Pass),
+        3 => (any::<u64>(), 1usize..8).prop_map(|(m, n)| Op::Pass(m, n)),
+        2 => (any::<u64>(), 1usize..8).prop_map(|(m, n)| Op::Part(m, n)),
     ]
 }
 
@@ -57,16 +63,35 @@ fn differs(s: &mut Shares<()>, id: RequesterId) -> bool {
     (has - would).abs() > 1e-9 * has.max(would).max(1.0)
 }
 
-/// The pass: looks at the movers only, and checks that no other
-/// streaming holder's grant differs from what it would get.
-fn pass(s: &mut Shares<()>, streaming: &[RequesterId], mask: u64) -> Result<(), TestCaseError> {
-    let movers = s.take_movers();
+/// The pass: looks at the movers only, in parts of `part`, and checks
+/// that no other streaming holder's grant differs from what it would get.
+fn pass(
+    s: &mut Shares<()>,
+    streaming: &[RequesterId],
+    (mask, part): (u64, usize),
+) -> Result<(), TestCaseError> {
+    let mut movers = Vec::new();
+    loop {
+        let (some, more) = s.take_movers(part);
+        prop_assert!(some.len() <= part);
+        movers.extend(some);
+        if !more {
+            break;
+        }
+    }
     for id in streaming {
         if !movers.contains(id) {
             prop_assert!(!differs(s, *id), "{id:?} differs but was not returned");
         }
     }
-    let movers = movers.into_iter().filter(|id| streaming.contains(id));
+    look(s, streaming, &movers, mask);
+    Ok(())
+}
+
+/// What a pass does with the `movers` it took: pushes to the streaming
+/// ones the mask picks, and keeps those it leaves short.
+fn look(s: &mut Shares<()>, streaming: &[RequesterId], movers: &[RequesterId], mask: u64) {
+    let movers = movers.iter().copied().filter(|id| streaming.contains(id));
     for (i, id) in movers.enumerate() {
         if mask >> (i % 64) & 1 == 1 && differs(s, id) {
             let would = s.would_get(id);
@@ -74,7 +99,6 @@ fn pass(s: &mut Shares<()>, streaming: &[RequesterId], mask: u64) -> Result<(), 
         }
         s.keep_mover(id);
     }
-    Ok(())
 }
 
 proptest! {
@@ -111,9 +135,13 @@ proptest! {
                 },
                 Op::Capacity(c) => s.set_capacity(amount(c)),
                 Op::Kind(k) => s.set_kind(k),
-                Op::Pass(mask) => pass(&mut s, &streaming, mask)?,
+                Op::Pass(mask, part) => pass(&mut s, &streaming, (mask, part))?,
+                Op::Part(mask, part) => {
+                    let (some, _) = s.take_movers(part);
+                    look(&mut s, &streaming, &some, mask);
+                }
             }
         }
-        pass(&mut s, &streaming, 0)?;
+        pass(&mut s, &streaming, (0, 3))?;
     }
 }

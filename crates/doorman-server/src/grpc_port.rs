@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use doorman_core::server::PushBudgetRule;
 use doorman_grpc::{layers, transport, CapacityService};
 use doorman_proto::CapacityServer;
 use doorman_state::ServerState;
@@ -33,7 +34,7 @@ const HEALTH_MAX_CONNECTIONS: usize = 64;
 
 /// The gRPC port's server.
 pub(crate) fn spawn_grpc(
-    state: Arc<ServerState>,
+    (state, push_budget): (Arc<ServerState>, PushBudgetRule),
     rls: Arc<doorman_envoy::local::LocalRequester>,
     health: HealthServer<impl Health>,
     incoming: impl tokio_stream::Stream<Item = std::io::Result<doorman_transport::tls::Peer>>
@@ -42,8 +43,8 @@ pub(crate) fn spawn_grpc(
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let capacity = CapacityService::new(state.clone()).stopping_with(stop.clone());
-    let pusher =
-        doorman_grpc::stream::push::run(state.clone(), capacity.hub().clone(), stop.clone());
+    let hub = capacity.hub().clone();
+    let pusher = doorman_grpc::stream::push::run((state.clone(), hub, push_budget), stop.clone());
     tokio::spawn(pusher);
     let svc = CapacityServer::new(capacity)
         .max_decoding_message_size(transport::MAX_MESSAGE_BYTES)

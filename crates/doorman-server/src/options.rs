@@ -38,6 +38,11 @@ pub struct ServerOptions {
     /// A gRPC connection without any traffic for this long is closed
     /// (HTTP/2 keep-alive pings every 30 s count as traffic).
     pub grpc_idle_timeout: Duration,
+    /// How many holders the lease streams' push passes may look at (each
+    /// may get a push): [`PUSH_BUDGET`] by default (`--push-budget`).
+    ///
+    /// [`PUSH_BUDGET`]: doorman_core::server::PUSH_BUDGET
+    pub push_budget: doorman_core::server::PushBudgetRule,
     /// Id returned by Discovery; defaults to the bound gRPC address.
     pub server_id: Option<String>,
     /// The config.
@@ -100,6 +105,7 @@ impl ServerOptions {
             http_limits: HttpLimits::default(),
             grpc_max_connections: DEFAULT_GRPC_MAX_CONNECTIONS,
             grpc_idle_timeout: Duration::from_secs(60),
+            push_budget: doorman_core::server::PUSH_BUDGET,
             server_id: None,
             config,
             min_request_interval: Duration::from_secs(1),

@@ -197,7 +197,7 @@ fn spawn_front_ends(
         doorman_grpc::health::health(state.clone(), grpc_port::served_names(), stop_rx.clone());
     let mut tasks = vec![
         grpc_port::spawn_grpc(
-            state.clone(),
+            (state.clone(), opts.push_budget),
             rls.clone(),
             health.clone(),
             peers,

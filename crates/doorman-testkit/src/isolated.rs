@@ -84,13 +84,22 @@ impl IsolatedServer {
 
     /// Lease streams open now (`doorman_server_lease_streams`).
     pub fn lease_streams(&self) -> f64 {
+        self.metric("doorman_server_lease_streams")
+    }
+
+    /// Grants pushed so far (`doorman_server_pushed_grants_total`).
+    pub fn pushes(&self) -> f64 {
+        self.metric("doorman_server_pushed_grants_total")
+    }
+
+    /// Metric `name`, one without labels, as `/metrics` shows it now.
+    pub fn metric(&self, name: &str) -> f64 {
         let text = self.state.metrics_text();
-        let open = text.lines().find_map(|l| {
-            l.strip_prefix("doorman_server_lease_streams ")?
-                .parse()
-                .ok()
+        let value = text.lines().find_map(|l| {
+            let rest = l.strip_prefix(name)?.strip_prefix(' ')?;
+            rest.parse().ok()
         });
-        open.expect("the lease streams gauge")
+        value.unwrap_or_else(|| panic!("no {name} in /metrics"))
     }
 
     /// GetCapacity requests served so far, as calls or on lease streams.

@@ -6,8 +6,9 @@
 //! that moved a share, a parent's answer, a parent's push or a cleanup,
 //! the node's pusher waits `PUSH_BATCH` and asks its core, as
 //! `doorman-grpc`'s pusher does, which holders' grants may have moved
-//! (`Sharded::push_candidates`) and what each of them that streams would
-//! get now under `PUSH_RULE` (`Sharded::push`); the holder takes a
+//! (`Sharded::push_candidates`, within the node's `PUSH_BUDGET`) and what
+//! each of them that streams would get now under `PUSH_RULE`
+//! (`Sharded::push`); the holder takes a
 //! push as the client library (`ClientCore::on_push`) or an
 //! intermediate's parent link (`Sharded::upstream_push`) does. Messages on
 //! one stream arrive in the order they were sent, as on one HTTP/2 stream.
@@ -17,7 +18,7 @@
 use std::collections::HashMap;
 
 use doorman_core::schedule::STREAM_RETRY_AFTER_FAILURE;
-use doorman_core::server::{Grant, Push, Sharded, Who, PUSH_BATCH, PUSH_RULE};
+use doorman_core::server::{Grant, Push, PushBudget, Sharded, Who, PUSH_BATCH, PUSH_RULE};
 use doorman_lease::Time;
 
 use super::{client_grant, upstream_grant, Caller, Ev, Sim};
@@ -79,6 +80,8 @@ pub(super) struct Pusher {
     later: Option<Time>,
     /// Who may stream to it: its clients and child nodes.
     pub(super) holders: HashMap<Who, Caller>,
+    /// How many holders its passes may still look at.
+    budget: PushBudget,
 }
 
 impl Sim {
@@ -119,22 +122,41 @@ impl Sim {
         }
         let n = &mut self.nodes[node];
         let seen = if held { None } else { n.pusher.seen };
-        let res = self.scenario.resource.as_str();
-        let (generation, whos) = n.core.push_candidates(now, res, seen);
-        n.pusher.seen = generation.or(n.pusher.seen);
-        let streaming = self.streaming_to(node, task, whos);
-        if streaming.is_empty() {
+        let limit = n.pusher.budget.available(now);
+        if limit == 0 {
+            let at = n.pusher.budget.ready_at(now);
+            self.push_later(node, Some(at));
             return;
         }
+        let res = self.scenario.resource.as_str();
+        let c = n.core.push_candidates(now, res, seen, limit);
+        n.pusher.seen = c.generation.or(n.pusher.seen);
+        let (looked, more) = (c.looked, c.more);
+        let streaming = self.streaming_to(node, task, c.whos);
         let list: Vec<(Who, Option<Time>)> = streaming.iter().map(|h| (h.1.clone(), h.2)).collect();
-        let pushes = self.nodes[node].core.push(now, res, &list, &PUSH_RULE);
+        let pushes = if list.is_empty() {
+            Vec::new()
+        } else {
+            self.nodes[node].core.push(now, res, &list, &PUSH_RULE)
+        };
         let mut later: Option<Time> = None;
+        let mut sent = 0;
         for ((caller, _, _), p) in streaming.into_iter().zip(pushes) {
             match p {
                 Push::Nothing => {}
                 Push::Later(at) => later = Some(later.map_or(at, |l| l.min(at))),
-                Push::Grant(g) => self.send_push(caller, task, g),
+                Push::Grant(g) => {
+                    sent += 1;
+                    self.send_push(caller, task, g);
+                }
             }
+        }
+        let budget = &mut self.nodes[node].pusher.budget;
+        budget.spend(now, (looked, sent));
+        // Holders left over: another pass when the budget has refilled.
+        if more {
+            let at = budget.ready_at(now);
+            later = Some(later.map_or(at, |l| l.min(at)));
         }
         self.push_later(node, later);
     }

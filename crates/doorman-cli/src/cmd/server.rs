@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use doorman_core::server::PushBudgetRule;
 use doorman_election::{Election, Standalone};
 use doorman_etcd::EtcdElection;
 use doorman_http::serve::HttpLimits;
@@ -75,6 +76,12 @@ pub struct Args {
     /// start.
     #[arg(long, default_value_t = DEFAULT_GRPC_MAX_CONNECTIONS, value_parser = crate::args::count(1_000_000))]
     grpc_max_connections: usize,
+    /// Grants per second the server may push on lease streams (1 to
+    /// 10 000 000; default 5 000), in bursts of up to four seconds' worth; a
+    /// holder looked at and not pushed to costs a sixteenth of one. Holders
+    /// past it get theirs from a later pass, or at their next renewal.
+    #[arg(long, value_parser = crate::args::count(10_000_000))]
+    push_budget: Option<usize>,
     /// Id returned by Discovery (default: the listen address).
     #[arg(long)]
     server_id: Option<String>,
@@ -223,9 +230,13 @@ fn election(args: &Args) -> anyhow::Result<Arc<dyn Election>> {
 fn options(args: Args) -> anyhow::Result<ServerOptions> {
     let mut opts = ServerOptions::new(args.listen, config_source(&args)?);
     opts.election = election(&args)?;
+    opts.auth = auth(&args)?;
     opts.parent = args.parent;
     opts.node_id = args.node_id;
     opts.grpc_max_connections = args.grpc_max_connections;
+    opts.push_budget = args
+        .push_budget
+        .map_or(opts.push_budget, |n| PushBudgetRule::per_second(n as f64));
     opts.http = args.http;
     opts.health = args.health_listen;
     let defaults = HttpLimits::default();
@@ -263,7 +274,17 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
         token_file: args.parent_token_file.clone(),
     };
     opts.parent_token = parent_tls.token()?;
-    opts.auth = Auth {
+    opts.parent_tls = parent_tls.client_tls()?;
+    if args.metrics_per_resource {
+        opts.metrics_series = ResourceSeries::PerResource(args.metrics_max_resources);
+    }
+    Ok(opts)
+}
+
+/// Who may call, from `--auth-tokens`, `--http-require-identity` and
+/// `--allow-anonymous`.
+fn auth(args: &Args) -> anyhow::Result<Auth> {
+    Ok(Auth {
         tokens: match &args.auth_tokens {
             Some(p) => Some(Arc::new(TokenFile::load(p).map_err(anyhow::Error::msg)?)),
             None => None,
@@ -271,12 +292,7 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
         health_needs_identity: args.http_require_identity,
         authenticating: false, // set by the server from its TLS and tokens
         allow_anonymous: args.allow_anonymous,
-    };
-    opts.parent_tls = parent_tls.client_tls()?;
-    if args.metrics_per_resource {
-        opts.metrics_series = ResourceSeries::PerResource(args.metrics_max_resources);
-    }
-    Ok(opts)
+    })
 }
 
 /// Runs `doorman server` until SIGINT or SIGTERM.

@@ -26,6 +26,7 @@ mod node;
 mod office;
 mod open_share;
 mod push;
+mod push_budget;
 mod record;
 mod reload;
 mod request;
@@ -47,7 +48,8 @@ pub use horizon::{
 };
 pub use node::Node;
 pub use office::{take_office, HorizonRecord, Office, PLAUSIBLE_AHEAD};
-pub use push::{Push, PushRule, PUSH_BATCH, PUSH_RULE};
+pub use push::{Candidates, Push, PushRule, PUSH_BATCH, PUSH_RULE};
+pub use push_budget::{PushBudget, PushBudgetRule, PUSH_BUDGET};
 pub use request::{
     CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
 };

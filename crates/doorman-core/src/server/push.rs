@@ -67,6 +67,20 @@ impl PushRule {
     }
 }
 
+/// The holders of a resource a push pass looks at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Candidates {
+    /// The resource's generation (`None`: no push there now).
+    pub generation: Option<u64>,
+    /// Those whose grant may have moved and who do not hold their target.
+    pub whos: Vec<Who>,
+    /// How many holders were looked at (what the pass spends of its
+    /// budget, `push_budget.rs`).
+    pub looked: usize,
+    /// Some were left for a later pass (the limit was reached).
+    pub more: bool,
+}
+
 /// What a push pass found for one holder of one resource.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Push {
@@ -88,25 +102,31 @@ impl Resource {
         self.in_learning(now) || cut_off
     }
 
-    /// The requesters whose grant may differ from what they would get now
-    /// (`Shares::take_movers`), unexpired and not holding their target.
-    /// Those the pass does not push to are looked at again once they are
-    /// noted again: by their next request, or a change of rule.
-    pub(super) fn push_candidates(&mut self, cx: &Context) -> Vec<Who> {
+    /// Up to `limit` of the requesters whose grant may differ from what
+    /// they would get now (`Shares::take_movers`), unexpired and not
+    /// holding their target. Those the pass does not push to are looked at
+    /// again once they are noted again: by their next request, or a change
+    /// of rule; those past the limit stay noted.
+    pub(super) fn push_candidates(&mut self, cx: &Context, limit: usize) -> Candidates {
         if self.not_pushing(cx.now) {
-            return Vec::new();
+            return Candidates::default();
         }
-        let ids = self.shares.take_movers();
-        let mut out = Vec::new();
-        for id in ids {
+        let (ids, more) = self.shares.take_movers(limit);
+        let mut whos = Vec::new();
+        for &id in &ids {
             let live = self.shares.get(id).filter(|r| r.expiry > cx.now);
             if let Some(who) = live.map(|r| r.who.clone()) {
                 if !self.shares.settled(id) {
-                    out.push(who);
+                    whos.push(who);
                 }
             }
         }
-        out
+        Candidates {
+            generation: None,
+            whos,
+            looked: ids.len(),
+            more,
+        }
     }
 
     /// What requester `who` would get now, recorded and returned if the

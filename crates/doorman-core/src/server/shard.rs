@@ -13,7 +13,7 @@ use indexmap::IndexMap;
 
 use doorman_lease::{Span, Time};
 
-use super::push::{Push, PushRule};
+use super::push::{Candidates, Push, PushRule};
 use super::resource::{Context, Resource};
 use super::{Counters, Decision, Grant, LeaseGap, Node, Refusal, ResourceAsk, Role, Who};
 use crate::config::AlgorithmConfig;
@@ -136,27 +136,33 @@ impl ResourceShard {
         grant
     }
 
-    /// The first half of a push pass over `resource_id` at `now`: the
-    /// holders whose grant may differ from what they would get now
-    /// (`Shares::take_movers`, so a pass costs what moved, not every
-    /// holder), and the resource's generation (`Shares::generation`).
-    /// Nobody unless this server is the proven master and the resource is
-    /// live here, or when its generation is still `seen` (nothing moved
-    /// since that pass).
+    /// The first half of a push pass over `resource_id` at `now`: up to
+    /// `limit` of the holders whose grant may differ from what they would
+    /// get now (`Shares::take_movers`, so a pass costs what moved, not
+    /// every holder, and no more than its budget), and the resource's
+    /// generation (`Shares::generation`). Nobody unless this server is the
+    /// proven master and the resource is live here, or when its generation
+    /// is still `seen` (nothing moved since that pass).
     pub fn push_candidates(
         &mut self,
         node: &Node,
         (now, resource_id): (Time, &str),
-        seen: Option<u64>,
-    ) -> (Option<u64>, Vec<Who>) {
+        (seen, limit): (Option<u64>, usize),
+    ) -> Candidates {
         let Some((r, cx)) = self.pushing(node, now, resource_id) else {
-            return (None, Vec::new());
+            return Candidates::default();
         };
-        let generation = r.shares.generation();
-        if seen == Some(generation) {
-            return (Some(generation), Vec::new());
+        let generation = Some(r.shares.generation());
+        if seen == generation {
+            return Candidates {
+                generation,
+                ..Candidates::default()
+            };
         }
-        (Some(generation), r.push_candidates(&cx))
+        Candidates {
+            generation,
+            ..r.push_candidates(&cx, limit)
+        }
     }
 
     /// The second half: what each of `holders` (each with when it was last

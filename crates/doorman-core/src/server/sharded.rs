@@ -23,7 +23,7 @@ use std::sync::Arc;
 use doorman_lease::{Span, Time};
 
 use super::horizon::UpstreamReach;
-use super::push::{Push, PushRule};
+use super::push::{Candidates, Push, PushRule};
 use super::sweep::whole_pass;
 use super::{
     CapacityRequest, Counters, Grant, HorizonLead, Node, NotReady, Predecessors, Refusal,
@@ -141,9 +141,12 @@ pub trait Sharded: ShardAccess {
         now: Time,
         resource_id: &str,
         seen: Option<u64>,
-    ) -> (Option<u64>, Vec<Who>) {
+        limit: usize,
+    ) -> Candidates {
         let i = self.shard_index(resource_id);
-        self.with_shard(i, |n, s| s.push_candidates(n, (now, resource_id), seen))
+        self.with_shard(i, |n, s| {
+            s.push_candidates(n, (now, resource_id), (seen, limit))
+        })
     }
 
     /// A push pass over `holders` of `resource_id` at `now` (see

@@ -4,7 +4,11 @@
 //! (`doorman_core::server::PUSH_RULE`).
 //!
 //! Moves are gathered for `PUSH_BATCH` (2 ms) before a pass, so a burst
-//! is one pass (`doorman_core::server::PUSH_BATCH`).
+//! is one pass (`doorman_core::server::PUSH_BATCH`). A pass looks at no
+//! more holders than the server's push budget holds
+//! (`doorman_core::server::PUSH_BUDGET` unless `--push-budget` says
+//! otherwise); a resource with holders left
+//! over is passed again when the budget has refilled.
 //!
 //! Must not: decide (the core does), or hold a stream's order lock longer
 //! than the decision and its queueing.
@@ -12,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use doorman_core::server::{Push, Sharded, Who, PUSH_BATCH, PUSH_RULE};
+use doorman_core::server::{Push, PushBudget, PushBudgetRule, Sharded, Who, PUSH_BATCH, PUSH_RULE};
 use doorman_lease::Time;
 use doorman_state::ServerState;
 use tokio::sync::watch;
@@ -23,7 +27,11 @@ use super::hub::Hub;
 const IDLE: Duration = Duration::from_secs(60);
 
 /// Runs until `stop` turns true.
-pub async fn run(state: Arc<ServerState>, hub: Arc<Hub>, mut stop: watch::Receiver<bool>) {
+pub async fn run(
+    (state, hub, rule): (Arc<ServerState>, Arc<Hub>, PushBudgetRule),
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut budget = PushBudget::new(rule);
     loop {
         let now = state.now();
         let wait = hub
@@ -38,47 +46,60 @@ pub async fn run(state: Arc<ServerState>, hub: Arc<Hub>, mut stop: watch::Receiv
             return;
         }
         tokio::time::sleep(PUSH_BATCH.to_duration()).await;
-        pass(&state, &hub);
+        pass(&state, &hub, &mut budget);
     }
 }
 
-/// One pass over what moved and what was held back.
-pub fn pass(state: &ServerState, hub: &Hub) {
+/// One pass over what moved and what was held back, within `budget`.
+pub fn pass(state: &ServerState, hub: &Hub, budget: &mut PushBudget) {
     let (moved, all) = state.moved.take();
     let now = state.now();
     let mut pushed = Vec::new();
     for (resource, seen) in hub.to_scan(moved, all, now) {
-        push_resource(state, hub, (&resource, seen), now, &mut pushed);
+        let limit = budget.available(now);
+        if limit == 0 {
+            hub.later(budget.ready_at(now), &resource);
+            continue;
+        }
+        let scan = (resource.as_str(), seen, limit);
+        let before = pushed.len();
+        let (looked, more) = push_resource(state, hub, scan, now, &mut pushed);
+        budget.spend(now, (looked, pushed.len() - before));
+        if more {
+            hub.later(budget.ready_at(now), &resource);
+        }
     }
     for key in pushed {
         hub.pushed(key, now);
     }
 }
 
-/// The pushes due to `resource`'s holders, decided and queued under their
-/// streams' order locks, unless its generation is still `seen`; the keys
-/// of the streams pushed to go to `pushed`.
+/// The pushes due to up to `limit` of `resource`'s holders, decided and
+/// queued under their streams' order locks, unless its generation is
+/// still `seen`; the keys of the streams pushed to go to `pushed`. Returns
+/// how many holders were looked at, and whether some were left over.
 fn push_resource(
     state: &ServerState,
     hub: &Hub,
-    (resource, seen): (&str, Option<u64>),
+    (resource, seen, limit): (&str, Option<u64>, usize),
     now: Time,
     pushed: &mut Vec<u64>,
-) {
+) -> (usize, bool) {
     // Nothing moved since the last pass: look at no holder (a renewal that
     // changes nothing, the common case, costs one shard access here). Else
     // only at those whose grant may have moved, not at every holder.
-    let (generation, whos) = state.core().push_candidates(now, resource, seen);
-    if let Some(g) = generation {
+    let c = state.core().push_candidates(now, resource, seen, limit);
+    if let Some(g) = c.generation {
         hub.saw(resource, g);
     }
+    let looked = (c.looked, c.more);
     // Nobody named (nothing moved since `seen`, or nobody's grant did).
-    if whos.is_empty() {
-        return;
+    if c.whos.is_empty() {
+        return looked;
     }
-    let holders = hub.holders_among(resource, whos);
+    let holders = hub.holders_among(resource, c.whos);
     if holders.is_empty() {
-        return;
+        return looked;
     }
     let _order: Vec<_> = holders.iter().map(|h| h.slot.order()).collect();
     let list: Vec<(Who, Option<Time>)> = holders
@@ -98,4 +119,5 @@ fn push_resource(
             }
         }
     }
+    looked
 }

@@ -9,7 +9,7 @@ use super::*;
 /// those of them the core names (`push_candidates`) are asked what they
 /// are due; the others get nothing.
 fn pass(c: &mut ServerCore, now: Time, who: &[&str]) -> Vec<Push> {
-    let (_, named) = c.push_candidates(now, "r", None);
+    let named = c.push_candidates(now, "r", None, usize::MAX).whos;
     let holders: Vec<(Who, Option<Time>)> = who
         .iter()
         .map(|w| client(w))
@@ -72,7 +72,7 @@ fn a_lost_lowering_push_keeps_the_old_grant_counted_until_the_lease_ends() {
 #[test]
 fn a_pass_looks_only_at_holders_whose_grant_may_have_moved() {
     let mut c = core(Span::secs(1));
-    let named = |c: &mut ServerCore, now: Time| c.push_candidates(now, "r", None).1;
+    let named = |c: &mut ServerCore, now: Time| c.push_candidates(now, "r", None, usize::MAX).whos;
     for w in ["a", "b", "c"] {
         get(&mut c, t(1), w, ask("r", 30.0, None));
     }
@@ -94,6 +94,32 @@ fn a_pass_looks_only_at_holders_whose_grant_may_have_moved() {
     let p = c.push(t(4), "r", &[(client("a"), last)], &PUSH_RULE);
     assert!(matches!(p[0], Push::Later(_)));
     assert_eq!(named(&mut c, t(4)), [client("a")]);
+}
+
+#[test]
+fn a_pass_within_its_budget_leaves_the_rest_for_the_next() {
+    let mut c = core(Span::secs(1));
+    for w in ["a", "b", "c", "d"] {
+        get(&mut c, t(1), w, ask("r", 30.0, None));
+    }
+    c.push_candidates(t(1), "r", None, usize::MAX);
+    // e moves the fair level: all five may have moved. A budget of two
+    // looks at two, and says some are left; the next part takes the rest.
+    get(&mut c, t(2), "e", ask("r", 30.0, None));
+    let first = c.push_candidates(t(2), "r", None, 2);
+    assert_eq!((first.looked, first.more), (2, true));
+    let rest = c.push_candidates(t(2), "r", None, 10);
+    assert_eq!((rest.looked, rest.more), (3, false));
+    let mut all = first.whos;
+    all.extend(rest.whos);
+    all.sort_by_key(|w| format!("{w:?}"));
+    let five: Vec<Who> = ["a", "b", "c", "d", "e"].map(client).into();
+    assert_eq!(all, five);
+    // Nothing is left: a part looks at no one, and the generation is
+    // still given (a pass that saw it skips the resource).
+    let none = c.push_candidates(t(2), "r", None, 10);
+    assert_eq!((none.looked, none.more, none.whos.len()), (0, false, 0));
+    assert!(none.generation.is_some());
 }
 
 #[test]
