@@ -80,7 +80,7 @@ pub(super) struct Pusher {
     later: Option<Time>,
     /// Who may stream to it: its clients and child nodes.
     pub(super) holders: HashMap<Who, Caller>,
-    /// How many holders its passes may still look at.
+    /// How much its passes may still push.
     budget: PushBudget,
 }
 
@@ -120,45 +120,55 @@ impl Sim {
         if self.nodes[node].pusher.holders.is_empty() || self.partitioned(node) {
             return;
         }
+        let seen = if held {
+            None
+        } else {
+            self.nodes[node].pusher.seen
+        };
+        let mut budget = std::mem::take(&mut self.nodes[node].pusher.budget);
+        let mut later = None;
+        let again = budget.part(now, |limit| {
+            self.push_part(node, (task, seen, limit), &mut later)
+        });
+        self.nodes[node].pusher.budget = budget;
+        // Holders left over: another pass when the budget has refilled.
+        self.push_later(node, later.into_iter().chain(again).min());
+    }
+
+    /// Up to `limit` of `node`'s holders whose grant may have moved, and
+    /// the pushes due to those streaming to `task`; the earliest push held
+    /// back goes to `later`. Returns how many were looked at, how many
+    /// pushed to, and whether some were left.
+    fn push_part(
+        &mut self,
+        node: usize,
+        (task, seen, limit): (usize, Option<u64>, usize),
+        later: &mut Option<Time>,
+    ) -> (usize, usize, bool) {
+        let now = self.now();
         let n = &mut self.nodes[node];
-        let seen = if held { None } else { n.pusher.seen };
-        let limit = n.pusher.budget.available(now);
-        if limit == 0 {
-            let at = n.pusher.budget.ready_at(now);
-            self.push_later(node, Some(at));
-            return;
-        }
         let res = self.scenario.resource.as_str();
         let c = n.core.push_candidates(now, res, seen, limit);
         n.pusher.seen = c.generation.or(n.pusher.seen);
         let (looked, more) = (c.looked, c.more);
         let streaming = self.streaming_to(node, task, c.whos);
+        if streaming.is_empty() {
+            return (looked, 0, more);
+        }
         let list: Vec<(Who, Option<Time>)> = streaming.iter().map(|h| (h.1.clone(), h.2)).collect();
-        let pushes = if list.is_empty() {
-            Vec::new()
-        } else {
-            self.nodes[node].core.push(now, res, &list, &PUSH_RULE)
-        };
-        let mut later: Option<Time> = None;
+        let pushes = self.nodes[node].core.push(now, res, &list, &PUSH_RULE);
         let mut sent = 0;
         for ((caller, _, _), p) in streaming.into_iter().zip(pushes) {
             match p {
                 Push::Nothing => {}
-                Push::Later(at) => later = Some(later.map_or(at, |l| l.min(at))),
+                Push::Later(at) => *later = Some(later.map_or(at, |l| l.min(at))),
                 Push::Grant(g) => {
                     sent += 1;
                     self.send_push(caller, task, g);
                 }
             }
         }
-        let budget = &mut self.nodes[node].pusher.budget;
-        budget.spend(now, (looked, sent));
-        // Holders left over: another pass when the budget has refilled.
-        if more {
-            let at = budget.ready_at(now);
-            later = Some(later.map_or(at, |l| l.min(at)));
-        }
-        self.push_later(node, later);
+        (looked, sent, more)
     }
 
     /// One pass for the pushes held back until `at`, unless one is queued

@@ -84,22 +84,41 @@ impl PushBudget {
         }
     }
 
+    /// One resource's part of a pass at `now`: `look(limit)` looks at up
+    /// to `limit` holders (each may get a push) and says how many it
+    /// looked at, how many of them it pushed to, and whether some were
+    /// left. Not called when the budget is spent. Returns when to pass the
+    /// resource again (`None`: nobody is left).
+    pub fn part(
+        &mut self,
+        now: Time,
+        look: impl FnOnce(usize) -> (usize, usize, bool),
+    ) -> Option<Time> {
+        let limit = self.available(now);
+        if limit == 0 {
+            return Some(self.ready_at(now));
+        }
+        let (looked, pushed, more) = look(limit);
+        self.spend(now, (looked, pushed));
+        more.then(|| self.ready_at(now))
+    }
+
     /// How many holders a pass may look at `now` (each may get a push).
-    pub fn available(&mut self, now: Time) -> usize {
+    fn available(&mut self, now: Time) -> usize {
         self.refill(now);
         self.left.floor() as usize
     }
 
     /// A pass at `now` looked at `looked` holders and pushed to `pushed`
     /// of them.
-    pub fn spend(&mut self, now: Time, (looked, pushed): (usize, usize)) {
+    fn spend(&mut self, now: Time, (looked, pushed): (usize, usize)) {
         self.refill(now);
         let idle = looked.saturating_sub(pushed) as f64;
         self.left = (self.left - pushed as f64 - idle * LOOK).max(0.0);
     }
 
     /// When a pass held back by the budget at `now` may go on.
-    pub fn ready_at(&mut self, now: Time) -> Time {
+    fn ready_at(&mut self, now: Time) -> Time {
         self.refill(now);
         let part = (self.rule.per_second * LEAST_PART.as_secs_f64()).min(self.rule.burst);
         let short = (part - self.left).max(0.0);
@@ -140,6 +159,20 @@ mod tests {
         assert_eq!(b.ready_at(later), later, "enough for a part");
         let much_later = t + Span::secs(60);
         assert_eq!(b.available(much_later), 4_000, "never more than the burst");
+    }
+
+    #[test]
+    fn a_part_within_the_budget_says_when_to_come_back() {
+        let mut b = PushBudget::new(RULE);
+        let t = Time::from_secs(100);
+        assert_eq!(b.part(t, |limit| (limit.min(10), 10, false)), None);
+        let left = b.part(t, |limit| {
+            assert_eq!(limit, 3_990);
+            (limit, limit, true)
+        });
+        assert_eq!(left, Some(t + Span::from_millis(10)), "spent: 10 ms");
+        let spent = b.part(t, |_| panic!("not called with nothing left"));
+        assert_eq!(spent, Some(t + Span::from_millis(10)));
     }
 
     #[test]

@@ -56,17 +56,14 @@ pub fn pass(state: &ServerState, hub: &Hub, budget: &mut PushBudget) {
     let now = state.now();
     let mut pushed = Vec::new();
     for (resource, seen) in hub.to_scan(moved, all, now) {
-        let limit = budget.available(now);
-        if limit == 0 {
-            hub.later(budget.ready_at(now), &resource);
-            continue;
-        }
-        let scan = (resource.as_str(), seen, limit);
-        let before = pushed.len();
-        let (looked, more) = push_resource(state, hub, scan, now, &mut pushed);
-        budget.spend(now, (looked, pushed.len() - before));
-        if more {
-            hub.later(budget.ready_at(now), &resource);
+        let again = budget.part(now, |limit| {
+            let before = pushed.len();
+            let scan = (resource.as_str(), seen, limit);
+            let (looked, more) = push_resource(state, hub, scan, now, &mut pushed);
+            (looked, pushed.len() - before, more)
+        });
+        if let Some(at) = again {
+            hub.later(at, &resource);
         }
     }
     for key in pushed {
