@@ -70,6 +70,10 @@ pub struct PlanClient {
     pub id: String,
     /// The leaf node it asks.
     pub leaf: String,
+    /// When it first asks, ms after the start (its refresh timer's phase
+    /// at the start; a real run starts the client then).
+    #[serde(default)]
+    pub start_ms: u32,
 }
 
 /// The kind of a mark, without its depth.
@@ -136,10 +140,14 @@ impl Plan {
             parent: n.parent.map(name),
             depth: n.depth,
         });
-        let clients = sim.clients().map(|(id, leaf, _)| PlanClient {
-            id: id.to_string(),
-            leaf: name(leaf),
-        });
+        let clients = sim
+            .clients()
+            .zip(sim.client_starts())
+            .map(|((id, leaf, _), start_ms)| PlanClient {
+                id: id.to_string(),
+                leaf: name(leaf),
+                start_ms,
+            });
         let marks = sim.marks.iter().map(|m| {
             let (kind, depth) = split(m.kind);
             PlanMark {

@@ -66,7 +66,7 @@ impl ClientBuilder {
             client_id: None,
             fallback: Fallback::Pessimistic,
             min_refresh_interval: Duration::from_secs(1),
-            rpc_timeout: Duration::from_secs(5),
+            rpc_timeout: doorman_core::schedule::DEFAULT_RPC_TIMEOUT.to_duration(),
             backoff: (Duration::from_millis(100), Duration::from_secs(30)),
             metrics: None,
             clock: None,

@@ -48,6 +48,11 @@ pub const STREAM_RETRY_AFTER_FAILURE: Span = Span::secs(10);
 /// holder polls this long before it asks again (it may have been upgraded).
 pub const STREAM_RETRY_UNSUPPORTED: Span = Span::secs(300);
 
+/// The deadline of an RPC unless configured otherwise: the client
+/// library's `rpc_timeout` and the server's parent deadline (a request
+/// renewing leases gets less, [`deadline_for`]); the simulator's too.
+pub const DEFAULT_RPC_TIMEOUT: Span = Span::secs(5);
+
 /// The shortest deadline a refresh request gets (see [`request_deadline`]).
 pub const MIN_REQUEST_DEADLINE: Span = Span::secs(1);
 
@@ -72,6 +77,23 @@ pub fn request_deadline(refresh: Option<Span>, max: Span) -> Span {
         let half = Span::from_millis(r.as_millis() / 2);
         half.max(MIN_REQUEST_DEADLINE).min(max)
     })
+}
+
+/// The deadline of a request renewing `leases` (none held: `max`): the
+/// [`request_deadline`] of their shortest refresh period. The client
+/// library's and the server's connector (`doorman_net::Connector::
+/// deadline_for`) and the simulator's callers all take it from here.
+///
+/// ```
+/// use doorman_core::schedule::deadline_for;
+/// use doorman_lease::{Lease, Span, Time};
+/// let l = |r| Lease { capacity: 1.0, expiry: Time::from_secs(30), refresh_interval: r };
+/// assert_eq!(deadline_for([&l(8), &l(16)], Span::secs(5)), Span::secs(4));
+/// assert_eq!(deadline_for([], Span::secs(5)), Span::secs(5));
+/// ```
+pub fn deadline_for<'a>(leases: impl IntoIterator<Item = &'a Lease>, max: Span) -> Span {
+    let refresh = leases.into_iter().map(Lease::refresh_period).min();
+    request_deadline(refresh, max)
 }
 
 /// The refresh schedule of one resource.

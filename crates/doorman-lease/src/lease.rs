@@ -22,19 +22,29 @@ impl Lease {
         self.expiry.whole_secs()
     }
 
-    /// The lease as its holder receives it over the wire: the expiry
-    /// rounded down to whole seconds ([`Lease::wire_expiry`]).
+    /// The lease a holder of ours keeps from an answer decided at `at`
+    /// (the grantor's clock) to the request it sent at `sent_at` (its
+    /// own): what the wire's two halves give, sent with its whole-second
+    /// expiry and its `remaining_ms` and received by [`Lease::received`].
+    /// The simulator, which has no wire, passes its leases through this.
     ///
     /// ```
-    /// use doorman_lease::{Lease, Time};
+    /// use doorman_lease::{Lease, Span, Time};
     /// let l = Lease { capacity: 2.0, expiry: Time::from_millis(61_999), refresh_interval: 5 };
-    /// assert_eq!(l.as_received().expiry, Time::from_secs(61));
+    /// // Decided at 31.999 s (30 s left) for a request sent at 31.990 s:
+    /// // held for 30 s less 1 %, from when the request left.
+    /// let held = l.through_wire(Time::from_millis(31_999), Time::from_millis(31_990));
+    /// assert_eq!(held.expiry, Time::from_millis(31_990 + 29_700));
     /// ```
-    pub fn as_received(&self) -> Lease {
-        Lease {
-            expiry: Time::from_secs(self.wire_expiry()),
-            ..*self
-        }
+    pub fn through_wire(&self, at: Time, sent_at: Time) -> Lease {
+        let remaining = Some(self.remaining(at));
+        Lease::received(
+            self.capacity,
+            self.refresh_interval,
+            self.wire_expiry(),
+            remaining,
+            sent_at,
+        )
     }
 
     /// What is left of the lease at `now`, zero once it has ended (the

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
-use doorman_core::schedule::request_deadline;
+use doorman_core::schedule::deadline_for;
 use doorman_lease::Lease;
 use doorman_lease::Span;
 use doorman_proto::doorman as pb;
@@ -241,10 +241,9 @@ impl Connector {
     /// Gives the calls from now on (Discovery included) the deadline of a
     /// request renewing `leases`: half their shortest refresh interval, at
     /// least 1 s, at most the configured deadline
-    /// (`doorman_core::schedule::request_deadline`).
+    /// (`doorman_core::schedule::deadline_for`).
     pub fn deadline_for<'a>(&mut self, leases: impl IntoIterator<Item = &'a Lease>) {
-        let refresh = leases.into_iter().map(Lease::refresh_period).min();
-        let d = request_deadline(refresh, Span::from_duration(self.timeout));
+        let d = deadline_for(leases, Span::from_duration(self.timeout));
         self.call_timeout = d.to_duration().min(self.timeout);
     }
 

@@ -114,7 +114,7 @@ impl ServerOptions {
             cleanup_interval: Duration::from_secs(1),
             parent: Vec::new(),
             node_id: None,
-            parent_timeout: Duration::from_secs(5),
+            parent_timeout: doorman_core::schedule::DEFAULT_RPC_TIMEOUT.to_duration(),
             election: Arc::new(Standalone),
             clock: Arc::new(doorman_net::clock::lease_clock),
             tls: None,

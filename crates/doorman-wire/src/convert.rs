@@ -7,6 +7,7 @@
 
 use doorman_algorithms::Kind;
 use doorman_core::config::AlgorithmConfig;
+use doorman_core::convert::UpstreamAnswer;
 use doorman_core::refusal::join_bounded;
 use doorman_core::server::{Grant, NotMaster, Refusal, UpstreamAsk, UpstreamGrant};
 use doorman_lease::{Span, Time};
@@ -101,27 +102,53 @@ pub const MAX_NOTE_BYTES: usize = 4096;
 pub use doorman_proto::NOTE_HEADER;
 
 /// A GetServerCapacity answer: like GetCapacity's, plus the algorithm once
-/// this server knows it.
+/// this server knows it (each grant as the core sends it,
+/// [`UpstreamAnswer::sent`]).
 pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacityResponse {
     let (grants, mastership) = answer(r);
     let response = grants
         .iter()
-        .map(|g| pb::ServerCapacityResourceResponse {
-            resource_id: g.resource_id.clone(),
-            gets: doorman_proto::lease_to_wire(&g.lease, g.at),
-            algorithm: g.algorithm_known.then(|| algorithm_to_proto(&g.algorithm)),
-            safe_capacity: Some(g.safe_capacity),
-            next_refresh_interval: g.next_refresh_interval,
-            predecessor_outstanding: g.predecessor_out,
-            predecessor_remaining_ms: g
-                .predecessor_until
-                .map(|u| (u - g.at).max(Span::ZERO).as_millis()),
-        })
+        .map(|g| answer_to_wire(UpstreamAnswer::sent(g)))
         .collect();
     pb::GetServerCapacityResponse {
         response,
         mastership,
         pushed: None,
+    }
+}
+
+/// One resource of a GetServerCapacity answer, field by field.
+fn answer_to_wire(a: UpstreamAnswer) -> pb::ServerCapacityResourceResponse {
+    pb::ServerCapacityResourceResponse {
+        resource_id: a.resource_id,
+        gets: pb::Lease {
+            expiry_time: a.expiry_secs,
+            refresh_interval: a.refresh_interval,
+            capacity: a.capacity,
+            remaining_ms: a.remaining.map(Span::as_millis),
+        },
+        algorithm: a.algorithm.as_ref().map(algorithm_to_proto),
+        safe_capacity: a.safe_capacity,
+        next_refresh_interval: a.next_refresh_interval,
+        predecessor_outstanding: a.predecessor_out,
+        predecessor_remaining_ms: a.predecessor_left.map(Span::as_millis),
+    }
+}
+
+/// One resource of a GetServerCapacity answer as the core's
+/// [`UpstreamAnswer`], field by field.
+fn answer_from_wire(r: &pb::ServerCapacityResourceResponse) -> UpstreamAnswer {
+    UpstreamAnswer {
+        resource_id: r.resource_id.clone(),
+        capacity: r.gets.capacity,
+        refresh_interval: r.gets.refresh_interval,
+        expiry_secs: r.gets.expiry_time,
+        remaining: doorman_proto::remaining(&r.gets),
+        algorithm: r.algorithm.as_ref().map(algorithm_from_proto),
+        safe_capacity: r.safe_capacity,
+        next_refresh_interval: r.next_refresh_interval,
+        predecessor_out: r.predecessor_outstanding,
+        predecessor_left: doorman_proto::millis(r.predecessor_remaining_ms),
     }
 }
 
@@ -218,27 +245,15 @@ pub fn upstream_request(
 }
 
 /// The parent's answer to the request sent at `sent_at` and answered at
-/// `received_at`, for the core: the lease counts from when the request
-/// left (it ends no later than the parent counts it); the predecessors'
-/// word, a bound on what may still be out, from when the answer came.
+/// `received_at`, for the core ([`UpstreamAnswer::received`], the rule
+/// the simulator's intermediates follow too).
 pub fn upstream_grants(
     resp: &pb::GetServerCapacityResponse,
-    (sent_at, received_at): (Time, Time),
+    at: (Time, Time),
 ) -> Vec<UpstreamGrant> {
     resp.response
         .iter()
-        .map(|r| UpstreamGrant {
-            resource_id: r.resource_id.clone(),
-            lease: doorman_proto::lease_from_wire(&r.gets, sent_at),
-            algorithm: r.algorithm.as_ref().map(algorithm_from_proto),
-            safe_capacity: r.safe_capacity,
-            next_refresh_interval: r.next_refresh_interval.filter(|s| *s >= 1),
-            predecessor_out: r
-                .predecessor_outstanding
-                .filter(|p| p.is_finite() && *p >= 0.0),
-            predecessor_until: doorman_proto::millis(r.predecessor_remaining_ms)
-                .map(|left| received_at + doorman_lease::counted_for(left)),
-        })
+        .map(|r| answer_from_wire(r).received(at))
         .collect()
 }
 

@@ -134,6 +134,7 @@ fn clients(
                 id: Arc::from(id.as_str()),
                 leaf,
                 wants: scenario.demand.initial,
+                start_ms: 0,
                 wake_gen: 0,
                 link: Link::new(scenario.tasks.max(1)),
                 stream: Default::default(),
@@ -208,8 +209,9 @@ impl Sim {
         let start = self.start;
         for c in 0..self.clients.len() {
             // Clients start spread over the first second.
-            let at = start + Span::from_millis(self.rng.below(1000) as i64);
-            self.push(at, Ev::ClientWake(c, 0));
+            let ms = self.rng.below(1000);
+            self.clients[c].start_ms = ms as u32;
+            self.push(start + Span::from_millis(ms as i64), Ev::ClientWake(c, 0));
         }
         if self.scenario.demand.change_every > 0 {
             let every = Span::secs(self.scenario.demand.change_every as i64);

@@ -14,12 +14,16 @@
 //!   connection and, if it was the master, the master; the call fails and
 //!   the caller backs off;
 //! * the first RPC on a new connection costs one more round trip (the
-//!   connect).
+//!   connect);
+//! * every RPC of a call, Discovery included, has the call's deadline
+//!   (`doorman_core::schedule::deadline_for` of the leases it renews), and
+//!   the grants count from when the call began (`Answer::sent_at`).
 //!
 //! Must not: decide anything about leases, or touch the clock or the
 //! generator (the engine times every step).
 
 use doorman_core::server::{CapacityRequest, Grant};
+use doorman_lease::{Span, Time};
 
 /// What an RPC carries to a server task.
 #[derive(Debug)]
@@ -54,9 +58,19 @@ pub enum Reply {
 pub enum Step {
     /// Send `msg` to task `task` of the node.
     Send(usize, RpcMsg),
-    /// The call is over: the resources it asked for and its grants, or
+    /// The call is over: the resources it asked for and its answer, or
     /// `Err` (no master, an RPC failed, too many redirects).
-    Done(Vec<String>, Result<Vec<Grant>, ()>),
+    Done(Vec<String>, Result<Answer, ()>),
+}
+
+/// A call's grants, and when the call began (the caller's leases count
+/// from there, as `doorman_lease::Lease::received` has them).
+#[derive(Debug)]
+pub struct Answer {
+    /// When the call began.
+    pub sent_at: Time,
+    /// The master's grants.
+    pub grants: Vec<Grant>,
 }
 
 /// The call in progress.
@@ -64,6 +78,8 @@ pub enum Step {
 struct Call {
     ids: Vec<String>,
     req: CapacityRequest,
+    sent_at: Time,
+    deadline: Span,
     hops: usize,
     /// Position in the Discovery round, while discovering.
     discovering: Option<usize>,
@@ -135,11 +151,24 @@ impl Link {
         }
     }
 
-    /// Starts a call for `ids` with `req`.
-    pub fn start(&mut self, ids: Vec<String>, req: CapacityRequest) -> Step {
+    /// The deadline of the call in progress' RPCs.
+    pub fn deadline(&self) -> Option<Span> {
+        self.call.as_ref().map(|c| c.deadline)
+    }
+
+    /// Starts a call for `ids` with `req` at `sent_at`, each of its RPCs
+    /// with `deadline`.
+    pub fn start(
+        &mut self,
+        ids: Vec<String>,
+        req: CapacityRequest,
+        (sent_at, deadline): (Time, Span),
+    ) -> Step {
         self.call = Some(Box::new(Call {
             ids,
             req,
+            sent_at,
+            deadline,
             hops: 0,
             discovering: None,
         }));
@@ -176,8 +205,11 @@ impl Link {
     }
 
     fn finish(&mut self, r: Result<Vec<Grant>, ()>) -> Step {
-        let ids = self.call.take().map(|c| c.ids).unwrap_or_default();
-        Step::Done(ids, r)
+        let Some(call) = self.call.take() else {
+            return Step::Done(Vec::new(), Err(()));
+        };
+        let sent_at = call.sent_at;
+        Step::Done(call.ids, r.map(|grants| Answer { sent_at, grants }))
     }
 
     /// Task `task` answered (or did not); what to do next.
@@ -238,6 +270,8 @@ mod tests {
     use super::*;
     use doorman_core::server::Who;
 
+    const AT: (Time, Span) = (Time::ZERO, Span::secs(5));
+
     fn req() -> CapacityRequest {
         CapacityRequest {
             who: Who::Client("c".into()),
@@ -249,7 +283,7 @@ mod tests {
     fn discovers_follows_the_named_master_then_calls_it() {
         let mut l = Link::new(3);
         assert!(matches!(
-            l.start(vec![], req()),
+            l.start(vec![], req(), AT),
             Step::Send(0, RpcMsg::Discovery)
         ));
         let s = l.on_reply(
@@ -267,7 +301,7 @@ mod tests {
         assert!(!l.busy());
         // The master is remembered: the next call goes straight to it.
         assert!(matches!(
-            l.start(vec![], req()),
+            l.start(vec![], req(), AT),
             Step::Send(2, RpcMsg::Capacity(_))
         ));
     }
@@ -276,7 +310,7 @@ mod tests {
     fn a_failure_forgets_the_master_and_the_round_moves_on() {
         let mut l = Link::new(3);
         l.master = Some(1);
-        assert!(matches!(l.start(vec![], req()), Step::Send(1, _)));
+        assert!(matches!(l.start(vec![], req(), AT), Step::Send(1, _)));
         assert!(matches!(
             l.on_reply(1, Reply::Failed),
             Step::Done(_, Err(()))
@@ -284,7 +318,7 @@ mod tests {
         assert_eq!(l.master, None);
         // Discovery: 0 knows no master, 1 fails, 2 fails: no master found.
         assert!(matches!(
-            l.start(vec![], req()),
+            l.start(vec![], req(), AT),
             Step::Send(0, RpcMsg::Discovery)
         ));
         let none = Reply::Discovery {
@@ -305,7 +339,7 @@ mod tests {
         ));
         // The next round starts one address further on.
         assert!(matches!(
-            l.start(vec![], req()),
+            l.start(vec![], req(), AT),
             Step::Send(1, RpcMsg::Discovery)
         ));
     }
@@ -314,7 +348,7 @@ mod tests {
     fn redirects_are_followed_a_bounded_number_of_times() {
         let mut l = Link::new(2);
         l.master = Some(0);
-        let mut s = l.start(vec![], req());
+        let mut s = l.start(vec![], req(), AT);
         let mut sends = 0;
         while let Step::Send(t, _) = s {
             sends += 1;

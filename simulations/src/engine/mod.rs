@@ -19,11 +19,12 @@ use std::sync::Arc;
 
 use doorman_core::client::{ClientCore, GrantItem};
 use doorman_core::config::Config;
+use doorman_core::convert::UpstreamAnswer;
 use doorman_core::server::{
     take_office, CoreOptions, Grant, HorizonRecord, Role, ServerCore, Sharded, UpstreamGrant,
 };
 use doorman_core::Backoff;
-use doorman_lease::{Amount, Lease, Span, Time};
+use doorman_lease::{Amount, Span, Time};
 
 use crate::scenario::Scenario;
 
@@ -154,6 +155,8 @@ struct SimClient {
     id: Arc<str>,
     leaf: usize,
     wants: f64,
+    /// Its first wake-up, ms after the start (a draw of the generator).
+    start_ms: u32,
     wake_gen: u64,
     link: Link,
     stream: stream::Stream,
@@ -292,11 +295,12 @@ pub struct RpcCounts {
     pub pushes: u64,
 }
 
-/// The deadline of every RPC: the client library's default `rpc_timeout`
-/// (`doorman-client` `ClientBuilder::new`) and the server's default
-/// `parent_timeout` (`doorman-server` `ServerOptions::new`); also the
-/// connect timeout (`Connector::client`).
-pub const RPC_TIMEOUT: Span = Span::secs(5);
+/// The longest deadline of an RPC: the client library's default
+/// `rpc_timeout` and the server's default `parent_timeout`
+/// (`doorman_core::schedule::DEFAULT_RPC_TIMEOUT`); a call renewing leases
+/// gets half their refresh interval when that is shorter
+/// (`doorman_core::schedule::deadline_for`), as in production.
+pub const RPC_TIMEOUT: Span = doorman_core::schedule::DEFAULT_RPC_TIMEOUT;
 
 /// The server's default minimum interval between two decisions for one
 /// requester (`doorman server --min-request-interval`, default 1 s).
@@ -328,6 +332,12 @@ impl Sim {
     /// clients' order.
     pub fn clients(&self) -> impl Iterator<Item = (&str, usize, f64)> + '_ {
         self.clients.iter().map(|c| (&*c.id, c.leaf, c.wants))
+    }
+
+    /// When each client first woke, ms after the start (what a real run
+    /// replays, `plan.json`'s `start_ms`).
+    pub fn client_starts(&self) -> impl Iterator<Item = u32> + '_ {
+        self.clients.iter().map(|c| c.start_ms)
     }
 
     /// Sets client `c`'s wants, logs the change and wakes its loop (the
@@ -452,27 +462,15 @@ fn amount(x: f64) -> Amount {
     Amount::new("value", if x.is_finite() { x.max(0.0) } else { 0.0 }).unwrap_or(Amount::ZERO)
 }
 
-/// A lease after a trip over the wire (expiry in whole seconds).
-fn wire(l: &Lease) -> Lease {
-    l.as_received()
+/// A grant as our client library keeps it after the wire, for the call
+/// that began at `sent_at` (`doorman_core::convert::answer_received`).
+fn client_grant(g: &Grant, sent_at: Time) -> GrantItem {
+    doorman_core::convert::answer_received(g, sent_at)
 }
 
-fn client_grant(g: &Grant) -> GrantItem {
-    let lease = wire(&g.lease);
-    GrantItem {
-        lease,
-        ..doorman_core::convert::answer_item(g)
-    }
-}
-
-fn upstream_grant(g: &Grant) -> UpstreamGrant {
-    UpstreamGrant {
-        resource_id: g.resource_id.clone(),
-        lease: wire(&g.lease),
-        algorithm: g.algorithm_known.then(|| (*g.algorithm).clone()),
-        safe_capacity: Some(g.safe_capacity),
-        next_refresh_interval: g.next_refresh_interval,
-        predecessor_out: g.predecessor_out,
-        predecessor_until: g.predecessor_until,
-    }
+/// A grant as an intermediate of ours keeps it after the wire, for the
+/// call that began at `sent_at` and was answered at `received_at`: the
+/// server's own rule (`doorman_core::convert::UpstreamAnswer`).
+fn upstream_grant(g: &Grant, at: (Time, Time)) -> UpstreamGrant {
+    UpstreamAnswer::sent(g).received(at)
 }

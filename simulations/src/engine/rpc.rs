@@ -8,13 +8,12 @@
 
 use doorman_core::client::GrantItem;
 use doorman_core::convert;
-use doorman_core::server::{
-    CapacityRequest, Claim, Grant, ResourceAsk, Sharded, UpstreamGrant, Who,
-};
+use doorman_core::schedule::deadline_for;
+use doorman_core::server::{CapacityRequest, Claim, ResourceAsk, Sharded, UpstreamGrant, Who};
 use doorman_lease::{Demand, Span, Time};
 
-use super::link::Step;
-use super::{amount, client_grant, upstream_grant, Caller, Ev, Link, Reply, Sim};
+use super::link::{Answer, Step};
+use super::{amount, client_grant, upstream_grant, Caller, Ev, Link, Reply, Sim, RPC_TIMEOUT};
 
 impl Sim {
     pub(super) fn link_mut(&mut self, caller: Caller) -> &mut Link {
@@ -68,7 +67,8 @@ impl Sim {
                 who: Who::Client(cl.id.clone()),
                 resources: items.iter().map(|i| convert::ask(i, now)).collect(),
             };
-            let step = cl.link.start(ids, req);
+            let deadline = deadline_for(items.iter().filter_map(|i| i.has.as_ref()), RPC_TIMEOUT);
+            let step = cl.link.start(ids, req, (now, deadline));
             self.run_step(Caller::Client(c), step);
         }
         if !self.clients[c].link.busy() {
@@ -105,7 +105,8 @@ impl Sim {
                     })
                     .collect(),
             };
-            let step = n.link.start(ids, req);
+            let deadline = deadline_for(asks.iter().filter_map(|a| a.has.as_ref()), RPC_TIMEOUT);
+            let step = n.link.start(ids, req, (now, deadline));
             self.run_step(Caller::Node(node), step);
         }
         if !self.nodes[node].link.busy() {
@@ -132,7 +133,7 @@ impl Sim {
 
     /// A call is over: the core gets the grants, or the failure and the
     /// backoff's delay; the loop goes on.
-    fn finish(&mut self, caller: Caller, ids: Vec<String>, r: Result<Vec<Grant>, ()>) {
+    fn finish(&mut self, caller: Caller, ids: Vec<String>, r: Result<Answer, ()>) {
         let now = self.now();
         let link = self.link_mut(caller);
         let answered = link
@@ -144,7 +145,10 @@ impl Sim {
         match caller {
             Caller::Client(c) => {
                 let cl = &mut self.clients[c];
-                let r = r.map(|g| g.iter().map(client_grant).collect::<Vec<GrantItem>>());
+                let r = r.map(|a| {
+                    let items = a.grants.iter().map(|g| client_grant(g, a.sent_at));
+                    items.collect::<Vec<GrantItem>>()
+                });
                 match cl.backoff.outcome(r) {
                     Ok(g) => cl.core.on_response(now, &ids, &g),
                     Err((_, d)) => cl.core.on_failure(now, &ids, Span::from_duration(d)),
@@ -155,7 +159,10 @@ impl Sim {
             }
             Caller::Node(node) => {
                 let n = &mut self.nodes[node];
-                let r = r.map(|g| g.iter().map(upstream_grant).collect::<Vec<UpstreamGrant>>());
+                let r = r.map(|a| {
+                    let grants = a.grants.iter().map(|g| upstream_grant(g, (a.sent_at, now)));
+                    grants.collect::<Vec<UpstreamGrant>>()
+                });
                 match n.backoff.outcome(r) {
                     Ok(g) => n.core.upstream_response(now, &ids, &g),
                     Err((_, d)) => n.core.upstream_failure(now, &ids, Span::from_duration(d)),

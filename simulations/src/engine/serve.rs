@@ -2,8 +2,9 @@
 //! of a node, and what the task does with it, as `doorman server` would:
 //!
 //! * a node cut off the network (`unreachable`) neither receives nor sends:
-//!   an RPC to it, or from it, fails at the caller's deadline
-//!   ([`RPC_TIMEOUT`]) after it was sent;
+//!   an RPC to it, or from it, fails at the call's deadline after it was
+//!   sent (`Link::deadline`: half the refresh interval of the leases it
+//!   renews, at least 1 s, at most [`RPC_TIMEOUT`]);
 //! * a crashed task (a lost master, until the next election) refuses
 //!   connections: the request arrives (after the connect's round trip on
 //!   a new connection) and the failure is back one network delay later;
@@ -36,6 +37,7 @@ impl Sim {
         let cut_off = matches!(caller, Caller::Node(n) if self.partitioned(n));
         let link = self.link_mut(caller);
         let epoch = link.epoch();
+        let deadline = link.deadline().unwrap_or(RPC_TIMEOUT);
         let connect = link.connect(task);
         match msg {
             RpcMsg::Discovery => self.rpcs.discovery += 1,
@@ -43,7 +45,7 @@ impl Sim {
         }
         self.rpcs.connects += u64::from(connect);
         if cut_off {
-            self.time_out(now + RPC_TIMEOUT, caller, epoch, task);
+            self.time_out(now + deadline, caller, epoch, task);
             return;
         }
         let mut d = self.delay();
@@ -75,7 +77,8 @@ impl Sim {
     ) {
         let now = self.now();
         if self.partitioned(node) {
-            self.time_out(sent + RPC_TIMEOUT, caller, epoch, task);
+            let deadline = self.link_mut(caller).deadline().unwrap_or(RPC_TIMEOUT);
+            self.time_out(sent + deadline, caller, epoch, task);
             return;
         }
         let reply = self.answer(node, task, msg);

@@ -229,14 +229,14 @@ impl Sim {
             Caller::Client(c) => {
                 let cl = &mut self.clients[c];
                 let asking = cl.link.busy();
-                if cl.core.on_push(now, &[client_grant(&g)], asking) {
+                if cl.core.on_push(now, &[client_grant(&g, now)], asking) {
                     self.poke_client(c);
                 }
             }
             Caller::Node(node) => {
                 let n = &mut self.nodes[node];
                 let asking = n.link.busy();
-                let grants = [upstream_grant(&g)];
+                let grants = [upstream_grant(&g, (now, now))];
                 if !n.core.upstream_push(now, (&grants, asking)).is_empty() {
                     self.moved(node);
                     if !asking {
