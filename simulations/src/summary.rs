@@ -300,6 +300,16 @@ impl Band {
         (self.t[i], self.ratio[i])
     }
 
+    /// How many samples.
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    /// No samples.
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+
     /// The same band with the samples of `runs` counted as inside (what
     /// re-convergence would be without those dips).
     pub fn without(&self, runs: &[(usize, usize)]) -> Band {

@@ -165,6 +165,8 @@ impl World {
                 wants,
                 "--count".into(),
                 count.unwrap_or(1).to_string(),
+                "--rpc-timeout-ms".into(),
+                self.layout.terms.rpc_timeout_ms.to_string(),
             ],
             Kind::Python => vec![
                 path(p.python.as_deref().context("no python")?),

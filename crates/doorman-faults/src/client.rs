@@ -53,6 +53,14 @@ pub struct Args {
     /// How many clients this process runs.
     #[arg(long, default_value_t = 1)]
     pub count: usize,
+    /// Start (build the clients, whose first request goes at once) at
+    /// this second of the machine's monotonic clock (`clock::mono`): a
+    /// replayed plan's phase.
+    #[arg(long)]
+    pub start_at_mono: Option<f64>,
+    /// The deadline of each RPC, ms (the library's `rpc_timeout`).
+    #[arg(long, default_value_t = 2_000)]
+    pub rpc_timeout_ms: u64,
     /// Self-test only: go on using a lease's capacity after it ends.
     #[arg(long)]
     pub ignore_lease_end: bool,
@@ -92,6 +100,17 @@ pub async fn run(a: Args) -> anyhow::Result<()> {
         .with_ansi(false)
         .with_timer(MonoTimer)
         .try_init();
+    if let Some(at) = a.start_at_mono {
+        let wait = at - crate::clock::mono();
+        if wait > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+        } else {
+            eprintln!(
+                "doorman-faults client: started {:.3} s late for --start-at-mono",
+                -wait
+            );
+        }
+    }
     let mut clients = Vec::new();
     let mut ones = Vec::new();
     for index in 0..a.count.max(1) {
@@ -127,7 +146,7 @@ async fn build(a: &Args, id: String) -> anyhow::Result<Client> {
         .servers(a.server.clone())
         .client_id(id)
         .fallback(Fallback::Pessimistic)
-        .rpc_timeout(Duration::from_secs(2))
+        .rpc_timeout(Duration::from_millis(a.rpc_timeout_ms))
         .lease_stream(!a.poll);
     if let Some(ca) = &a.tls_ca {
         let tls = ClientTls::from_files(ca, a.tls_cert.as_deref(), a.tls_key.as_deref())?;

@@ -51,6 +51,10 @@ pub struct Terms {
     pub ttl: u64,
     /// What each client wants at start.
     pub wants: f64,
+    /// The Rust clients' RPC deadline, ms (`ClientBuilder::rpc_timeout`;
+    /// a request renewing a lease gets half its refresh interval when
+    /// that is shorter).
+    pub rpc_timeout_ms: u64,
 }
 
 /// The default tree's terms: 14 s leases, refreshed every 2 s at the root
@@ -75,6 +79,7 @@ impl Default for Terms {
             refresh: 2,
             ttl: 3,
             wants: 30.0,
+            rpc_timeout_ms: 2_000,
         }
     }
 }
@@ -173,6 +178,10 @@ pub struct Layout {
     pub secure: bool,
     /// The self-test's client that ignores its lease's end, by name.
     pub liar: Option<String>,
+    /// Held back at start, each client to first ask this many seconds
+    /// after a time given later (`World::start_clients_at`; a replayed
+    /// plan's `start_ms`); `None`: every client starts with the servers.
+    pub client_starts: Option<Vec<f64>>,
 }
 
 impl Layout {
@@ -233,6 +242,7 @@ impl Layout {
             }),
             secure: false,
             liar: None,
+            client_starts: None,
         }
     }
 

@@ -145,8 +145,17 @@ impl World {
         let config = config.unwrap_or_else(|| w.layout.config(t.capacity, "FAIR_SHARE", true));
         w.push_config(&config)?;
         w.start_servers()?;
-        w.start_clients()?;
+        if w.layout.client_starts.is_none() {
+            w.start_clients(None)?;
+        }
         Ok(w)
+    }
+
+    /// Starts the clients held back (`Layout::client_starts`): each first
+    /// asks at `t0` (the machine's monotonic clock, `clock::mono`) plus
+    /// its offset; `t0` must leave time to start them all.
+    pub fn start_clients_at(&mut self, t0: f64) -> anyhow::Result<()> {
+        self.start_clients(Some(t0))
     }
 
     /// How the harness reads the servers' pages and asks Discovery.
@@ -237,7 +246,7 @@ impl World {
         Ok(())
     }
 
-    fn start_clients(&mut self) -> anyhow::Result<()> {
+    fn start_clients(&mut self, t0: Option<f64>) -> anyhow::Result<()> {
         let mut hosts: std::collections::HashMap<String, Host> = Default::default();
         for (i, c) in self.layout.clients.clone().into_iter().enumerate() {
             let host = match hosts.get(&c.host) {
@@ -249,7 +258,11 @@ impl World {
             if c.proxied {
                 self.start_proxy(i, &host, &servers)?;
             }
-            let argv = self.client_argv(&c, &servers, None)?;
+            let mut argv = self.client_argv(&c, &servers, None)?;
+            let offset = self.layout.client_starts.as_ref().and_then(|s| s.get(i));
+            if let (Some(t0), Some(off)) = (t0, offset) {
+                argv.extend(["--start-at-mono".into(), format!("{:.3}", t0 + off)]);
+            }
             let spec = Spec {
                 name: c.name.clone(),
                 clock: if c.kind == Kind::Go {

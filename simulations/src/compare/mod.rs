@@ -13,6 +13,7 @@
 //! quantile rules live in `summary.rs` and `mishaps.rs`) or change a run.
 
 mod chart;
+mod marks;
 mod report;
 mod targets;
 
@@ -29,6 +30,7 @@ use crate::runs::{read_run, ReadError, Run};
 use crate::summary::{doc_figures, ours_utilisation, over_capacity, Band, Timeline};
 
 pub use chart::svg;
+pub use marks::{MARK_EDGE_S, MARK_WINDOW_S};
 pub use report::markdown;
 pub use targets::{
     Row, Unit, DIPS_MIN, DIPS_SHARE, NEW_OVER_S, OUT_OF_BAND_MIN_S, OUT_OF_BAND_SHARE, PEAK_PP,
@@ -295,10 +297,14 @@ pub fn compare_runs(sim: Run, real: Run, chart: String) -> Result<SeedComparison
     let cx = Context::of(&plan, &file)?;
     let (s, r) = (figures(&sim.samples, &cx), figures(&real.samples, &cx));
     let per = per_second(&sim.samples, &real.samples, cx.capacity);
+    let (st, rt) = (cx.timeline(&sim.samples), cx.timeline(&real.samples));
+    let mut rows = targets::rows(&s, &r, &per, marks::dipping(&st, &rt));
+    rows.extend(marks::rows(&st, &rt));
+    rows.push(marks::unapplied_row(&marks::unapplied(&real.dir)));
     Ok(SeedComparison {
         seed: plan.seed,
         chart,
-        rows: targets::rows(&s, &r, &per),
+        rows,
         sim: s,
         real: r,
         per_second: per,

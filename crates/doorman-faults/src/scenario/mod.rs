@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args as ClapArgs;
+use doorman_sim::engine::RPC_TIMEOUT;
 use doorman_sim::plan::{Plan, PlanKind};
 use doorman_sim::scenario::Scenario;
 
@@ -66,7 +67,7 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
         a.out.display()
     );
     let mut world = World::start(layout, programs, &a.out, (std::process::id(), plan.seed))?;
-    let t0 = mono();
+    let t0 = start_clients(&mut world).await?;
     let https = world.layout.nodes.iter().enumerate();
     let https = https.map(|(n, _)| world.replicas(n).map(|s| s.http).collect());
     let poller = tokio::spawn(sample::poll(
@@ -84,6 +85,39 @@ pub async fn run(a: Args) -> anyhow::Result<bool> {
     eprintln!("doorman-faults: wrote {}", a.out.display());
     Ok(true)
 }
+
+/// The simulator's start, on the real tree: every node has a master
+/// (the simulated ones are in office at 0 s), then each client first asks
+/// at its `start_ms` after `t0`, as the simulated one did (`--start-at-
+/// mono`). Returns `t0`, a margin after the last master was found so that
+/// all the client processes are up by then.
+async fn start_clients(w: &mut World) -> anyhow::Result<f64> {
+    let deadline = mono() + MASTERS_WITHIN;
+    for n in 0..w.layout.nodes.len() {
+        while crate::faults::master(w, n).await.is_none() {
+            if mono() > deadline {
+                bail!(
+                    "node {} had no master within {MASTERS_WITHIN} s",
+                    w.layout.nodes[n].name
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    let t0 = mono() + CLIENTS_START_MARGIN;
+    w.start_clients_at(t0)?;
+    if mono() > t0 {
+        bail!("starting the clients took longer than {CLIENTS_START_MARGIN} s");
+    }
+    Ok(t0)
+}
+
+/// How long every node may take to elect its first master.
+const MASTERS_WITHIN: f64 = 60.0;
+
+/// Time to start every client process before the run's `t0` (32 clients
+/// start in about half a second on a 2-core machine).
+const CLIENTS_START_MARGIN: f64 = 3.0;
 
 fn read_plan(dir: &Path) -> anyhow::Result<Plan> {
     let file = dir.join("plan.json");
@@ -141,6 +175,8 @@ fn layout(plan: &Plan, s: &Scenario) -> anyhow::Result<Layout> {
             *x = w;
         }
     }
+    let starts = plan.clients.iter().map(|c| f64::from(c.start_ms) / 1e3);
+    let starts = starts.collect();
     let mut clients = Vec::new();
     for (c, w) in plan.clients.iter().zip(wants) {
         let leaf = index(&c.leaf).with_context(|| format!("plan: no node {}", c.leaf))?;
@@ -154,9 +190,13 @@ fn layout(plan: &Plan, s: &Scenario) -> anyhow::Result<Layout> {
             proxied: false,
         });
     }
+    // The deadlines the simulator gives its clients: the library's
+    // default, less where the leases' refresh interval halves it.
+    let rpc_timeout_ms = RPC_TIMEOUT.as_millis() as u64;
     let terms = Terms {
         capacity: plan.capacity,
         ttl: s.reelection_s.max(1),
+        rpc_timeout_ms,
         ..Terms::default()
     };
     Ok(Layout {
@@ -169,5 +209,6 @@ fn layout(plan: &Plan, s: &Scenario) -> anyhow::Result<Layout> {
         clocks: Vec::new(),
         secure: false,
         liar: None,
+        client_starts: Some(starts),
     })
 }

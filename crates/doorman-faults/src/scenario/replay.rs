@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use doorman_sim::plan::{Plan, PlanKind};
 
+use super::sample::NOT_APPLIED;
 use crate::clock::mono;
 use crate::faults::{self, Applied};
 use crate::schedule::Fault;
@@ -107,7 +108,7 @@ async fn start(w: &mut World, plan: &Plan, i: usize) -> anyhow::Result<(String, 
     let mut how = match &a {
         Applied::Killed(s) => format!("kill -9 {}", w.servers[*s].proc.spec.name),
         Applied::Links(links) => format!("{} links cut", links.len() / 2),
-        Applied::Nothing(why) => format!("not applied: {why}"),
+        Applied::Nothing(why) => format!("{NOT_APPLIED}{why}"),
         other => format!("{other:?}"),
     };
     for f in &found.failures {

@@ -102,6 +102,10 @@ fn clients(w: &World, plan: &Plan, t0: f64) -> (Vec<Steps>, Vec<Steps>) {
     (has, wants)
 }
 
+/// How `replay.rs` marks a step it could not apply (`real.json` lists
+/// them as `unapplied`; `doorman-sim compare` fails on each).
+pub const NOT_APPLIED: &str = "not applied: ";
+
 /// Writes `timeseries.csv`, `nodes.csv`, `events.csv` and `real.json`.
 pub fn write(
     dir: &Path,
@@ -141,10 +145,16 @@ pub fn write(
     }
     std::fs::write(dir.join("events.csv"), ev)?;
     let (over_s, over_by) = over(plan, (has, wants), t0);
+    let unapplied: Vec<&str> = done
+        .iter()
+        .filter(|d| d.1.contains(NOT_APPLIED))
+        .map(|d| d.1.as_str())
+        .collect();
     let real = serde_json::json!({
         "over_capacity_s": over_s,
         "over_capacity_by": over_by,
         "audited": "every change and every 100 ms, from each client's reports",
+        "unapplied": unapplied,
     });
     std::fs::write(
         dir.join("real.json"),
