@@ -307,6 +307,26 @@ mod tests {
     }
 
     #[test]
+    fn a_call_keeps_its_deadline_and_its_grants_count_from_its_start() {
+        let mut l = Link::new(2);
+        l.master = Some(0);
+        assert_eq!(l.deadline(), None);
+        let at = (Time::from_secs(7), Span::secs(4));
+        assert!(matches!(l.start(vec![], req(), at), Step::Send(0, _)));
+        assert_eq!(l.deadline(), Some(Span::secs(4)));
+        // A redirect, then the grants: still the call that began at 7 s.
+        assert!(matches!(
+            l.on_reply(0, Reply::Redirect(Some(1))),
+            Step::Send(1, _)
+        ));
+        match l.on_reply(1, Reply::Grants(vec![])) {
+            Step::Done(_, Ok(a)) => assert_eq!(a.sent_at, Time::from_secs(7)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(l.deadline(), None);
+    }
+
+    #[test]
     fn a_failure_forgets_the_master_and_the_round_moves_on() {
         let mut l = Link::new(3);
         l.master = Some(1);

@@ -36,6 +36,7 @@ mod rpc;
 mod sample;
 mod serve;
 mod stream;
+pub mod tcp;
 mod world;
 
 pub use link::{Link, Reply, RpcMsg};
@@ -61,7 +62,8 @@ enum Ev {
         epoch: u64,
         node: usize,
         task: usize,
-        sent: Time,
+        /// When it was first sent, and on a new connection.
+        sent: (Time, bool),
         msg: RpcMsg,
     },
     /// An RPC's outcome reaches its caller.
@@ -379,7 +381,7 @@ impl Sim {
                 task,
                 sent,
                 msg,
-            } => self.arrive(caller, epoch, node, task, sent, msg),
+            } => self.arrive((caller, epoch), (node, task), sent, msg),
             Ev::Reply {
                 caller,
                 epoch,

@@ -2,9 +2,12 @@
 //! of a node, and what the task does with it, as `doorman server` would:
 //!
 //! * a node cut off the network (`unreachable`) neither receives nor sends:
-//!   an RPC to it, or from it, fails at the call's deadline after it was
-//!   sent (`Link::deadline`: half the refresh interval of the leases it
-//!   renews, at least 1 s, at most [`RPC_TIMEOUT`]);
+//!   an RPC to it, or from it, is lost until the cut ends, and TCP sends it
+//!   again on its timers (`tcp.rs`); the first copy after the cut gets
+//!   through if it leaves before the call's deadline (`Link::deadline`:
+//!   half the refresh interval of the leases it renews, at least 1 s, at
+//!   most [`RPC_TIMEOUT`]), else the call fails at its deadline, as it does
+//!   when the answer would come after it;
 //! * a crashed task (a lost master, until the next election) refuses
 //!   connections: the request arrives (after the connect's round trip on
 //!   a new connection) and the failure is back one network delay later;
@@ -17,6 +20,7 @@
 use doorman_core::server::{Refusal, Sharded};
 use doorman_lease::Time;
 
+use super::tcp::retransmitted;
 use super::{Caller, Ev, Reply, RpcMsg, Sim, RPC_TIMEOUT};
 
 impl Sim {
@@ -34,7 +38,6 @@ impl Sim {
         let Some(node) = self.target(caller) else {
             return;
         };
-        let cut_off = matches!(caller, Caller::Node(n) if self.partitioned(n));
         let link = self.link_mut(caller);
         let epoch = link.epoch();
         let deadline = link.deadline().unwrap_or(RPC_TIMEOUT);
@@ -44,41 +47,63 @@ impl Sim {
             RpcMsg::Capacity(_) => self.rpcs.capacity += 1,
         }
         self.rpcs.connects += u64::from(connect);
-        if cut_off {
+        // A caller cut off loses what it sends until the cut ends.
+        let leaves = match caller {
+            Caller::Node(n) if self.partitioned(n) => {
+                let until = self.nodes[n].unreachable_until;
+                retransmitted(now, until, connect, now + deadline)
+            }
+            _ => Some(now),
+        };
+        let Some(leaves) = leaves else {
             self.time_out(now + deadline, caller, epoch, task);
             return;
-        }
+        };
         let mut d = self.delay();
         if connect {
             d = d + self.delay() + self.delay();
         }
-        self.push(
-            now + d,
-            Ev::Arrive {
-                caller,
-                epoch,
-                node,
-                task,
-                sent: now,
-                msg,
-            },
-        );
+        let sent = (now, connect);
+        let arrive = Ev::Arrive {
+            caller,
+            epoch,
+            node,
+            task,
+            sent,
+            msg,
+        };
+        self.push(leaves + d, arrive);
     }
 
-    /// An RPC reaches task `task` of `node`.
+    /// An RPC reaches task `task` of `node` (lost there if the node is cut
+    /// off: it comes again on the sender's retransmission timer).
     pub(super) fn arrive(
         &mut self,
-        caller: Caller,
-        epoch: u64,
-        node: usize,
-        task: usize,
-        sent: Time,
+        (caller, epoch): (Caller, u64),
+        (node, task): (usize, usize),
+        (sent, fresh): (Time, bool),
         msg: RpcMsg,
     ) {
         let now = self.now();
+        let give_up = sent + self.link_mut(caller).deadline().unwrap_or(RPC_TIMEOUT);
         if self.partitioned(node) {
-            let deadline = self.link_mut(caller).deadline().unwrap_or(RPC_TIMEOUT);
-            self.time_out(sent + deadline, caller, epoch, task);
+            let until = self.nodes[node].unreachable_until;
+            match retransmitted(sent, until, fresh, give_up) {
+                Some(again) => {
+                    let at = again + self.delay();
+                    let sent = (sent, fresh);
+                    let ev = Ev::Arrive {
+                        caller,
+                        epoch,
+                        node,
+                        task,
+                        sent,
+                        msg,
+                    };
+                    self.push(at, ev);
+                }
+                None => self.time_out(give_up.max(now), caller, epoch, task),
+            }
             return;
         }
         let reply = self.answer(node, task, msg);
@@ -90,7 +115,12 @@ impl Sim {
         } else {
             now + d
         };
-        self.reply_at(at, caller, epoch, task, reply);
+        if at > give_up {
+            // Decided, but the caller has given up by then.
+            self.time_out(give_up.max(now), caller, epoch, task);
+        } else {
+            self.reply_at(at, caller, epoch, task, reply);
+        }
     }
 
     /// An RPC that fails at its deadline `at` (its node cut off).

@@ -21,6 +21,7 @@ use doorman_core::schedule::STREAM_RETRY_AFTER_FAILURE;
 use doorman_core::server::{Grant, Push, PushBudget, Sharded, Who, PUSH_BATCH, PUSH_RULE};
 use doorman_lease::Time;
 
+use super::tcp::{retransmitted, PUSH_GIVE_UP};
 use super::{client_grant, upstream_grant, Caller, Ev, Sim};
 
 /// A holder's lease stream.
@@ -203,19 +204,35 @@ impl Sim {
         whos.into_iter().filter_map(open).collect()
     }
 
-    /// Sends pushed grant `g` from `task` down `caller`'s stream (lost if
-    /// the caller is cut off).
+    /// Sends pushed grant `g` from `task` down `caller`'s stream. Across a
+    /// cut (the pushing node's, or the holder's if it is a node) it is
+    /// lost until the cut ends and TCP sends it again (`tcp.rs`), unless
+    /// the server's keep-alive has closed the connection by then.
     fn send_push(&mut self, caller: Caller, task: usize, g: Grant) {
         let now = self.now();
         self.rpcs.pushes += 1;
-        if matches!(caller, Caller::Node(n) if self.partitioned(n)) {
-            return;
-        }
+        let holder = match caller {
+            Caller::Node(n) => Some(n),
+            Caller::Client(_) => None,
+        };
+        let cut = [self.target(caller), holder]
+            .into_iter()
+            .flatten()
+            .filter(|&n| self.partitioned(n))
+            .map(|n| self.nodes[n].unreachable_until)
+            .max();
+        let leaves = match cut {
+            Some(until) => match retransmitted(now, until, false, now + PUSH_GIVE_UP) {
+                Some(t) => t,
+                None => return,
+            },
+            None => now,
+        };
         let d = self.delay();
         let epoch = self.link_mut(caller).epoch();
         let stream = self.stream_mut(caller);
         stream.last_push = Some(now);
-        let at = stream.down(now + d);
+        let at = stream.down(leaves + d);
         self.push(at, Ev::Pushed(caller, (task, epoch), g));
     }
 
