@@ -315,7 +315,7 @@ mod tests {
             predecessor_out: Some(60.0),
             predecessor_until: Some(doorman_lease::Time::from_secs(9)),
         };
-        let mut wire = server_response(Ok(vec![grant]));
+        let mut wire = server_response(Ok(vec![grant.clone()]));
         // The lease's 6 s left cross too, and count from when the
         // downstream server sent its request, on its own clock (an hour
         // behind the parent's here), less the clock-rate margin.
@@ -336,6 +336,10 @@ mod tests {
             (g.next_refresh_interval, g.predecessor_out),
             (Some(2), Some(60.0))
         );
+        // The simulator, which has no wire, gets the same by the core's
+        // rule alone.
+        let direct = UpstreamAnswer::sent(&grant).received((sent_at, received_at));
+        assert_eq!(&direct, g);
         // Nonsense from a parent is dropped, not acted on.
         for bad in [-1.0, f64::NAN, f64::INFINITY] {
             wire.response[0].predecessor_outstanding = Some(bad);
@@ -345,6 +349,28 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_client_lease_through_the_wire_is_what_the_simulator_keeps() {
+        use doorman_lease::{Lease, Span, Time};
+        let l = Lease {
+            capacity: 3.0,
+            expiry: Time::from_millis(40_750),
+            refresh_interval: 8,
+        };
+        for (at, sent) in [(10_250, 10_240), (40_000, 39_000), (41_000, 40_000)] {
+            let (at, sent) = (Time::from_millis(at), Time::from_millis(sent));
+            let wire = doorman_proto::lease_to_wire(&l, at);
+            let held = doorman_proto::lease_from_wire(&wire, sent);
+            assert_eq!(held, l.through_wire(at, sent), "decided at {at:?}");
+        }
+        // 30.5 s left, held 1 % less from when the request left.
+        let held = l.through_wire(Time::from_millis(10_250), Time::from_millis(10_240));
+        assert_eq!(
+            held.expiry,
+            Time::from_millis(10_240) + Span::from_millis(30_195)
+        );
     }
 
     #[test]
