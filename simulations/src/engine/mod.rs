@@ -86,7 +86,7 @@ enum Ev {
     PushPass(usize, bool),
     /// A pushed grant reaches its holder, from (task, the holder's link
     /// epoch).
-    Pushed(Caller, (usize, u64), Grant),
+    Pushed(Caller, (usize, u64, u64), Grant),
 }
 
 /// One node of the tree: a job of `tasks` replicas, at most one of which is

@@ -35,6 +35,10 @@ pub(super) struct Stream {
     last_down: Time,
     /// When its server last pushed to it.
     last_push: Option<Time>,
+    /// How many times it was opened: a push belongs to the stream it was
+    /// sent down, and is lost with it (a message the server's TCP sends
+    /// again after a cut reaches a connection the holder has dropped).
+    opened: u64,
 }
 
 impl Stream {
@@ -45,6 +49,7 @@ impl Stream {
             Some(to) if enabled && now >= self.retry_at && self.open != Some(to) => {
                 *self = Stream {
                     open: Some(to),
+                    opened: self.opened + 1,
                     ..Stream::default()
                 };
             }
@@ -60,6 +65,11 @@ impl Stream {
     /// Open to `task` on link epoch `epoch`.
     pub(super) fn open_to(&self, task: usize, epoch: u64) -> bool {
         self.open == Some((task, epoch))
+    }
+
+    /// Still the stream opened as the `opened`th (see [`Stream::opened`]).
+    fn still(&self, opened: u64) -> bool {
+        self.open.is_some() && self.opened == opened
     }
 
     /// When a message sent down it, which would arrive at `arrives` on its
@@ -233,13 +243,20 @@ impl Sim {
         let stream = self.stream_mut(caller);
         stream.last_push = Some(now);
         let at = stream.down(leaves + d);
-        self.push(at, Ev::Pushed(caller, (task, epoch), g));
+        let opened = stream.opened;
+        self.push(at, Ev::Pushed(caller, (task, epoch, opened), g));
     }
 
     /// A pushed grant reaches `caller` (dropped if its stream is gone).
-    pub(super) fn pushed(&mut self, caller: Caller, (task, epoch): (usize, u64), g: Grant) {
+    pub(super) fn pushed(
+        &mut self,
+        caller: Caller,
+        (task, epoch, opened): (usize, u64, u64),
+        g: Grant,
+    ) {
         let now = self.now();
-        if !self.stream_mut(caller).open_to(task, epoch) {
+        let stream = self.stream_mut(caller);
+        if !stream.open_to(task, epoch) || !stream.still(opened) {
             return;
         }
         match caller {
