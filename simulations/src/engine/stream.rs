@@ -281,3 +281,25 @@ impl Sim {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_push_belongs_to_the_opening_it_was_sent_down() {
+        let t = Time::from_secs;
+        let mut s = Stream::default();
+        s.after_call(true, Some((0, 0)), t(1));
+        let first = s.opened;
+        assert!(s.open_to(0, 0) && s.still(first));
+        // The call fails (a cut): closed; answered again after the retry
+        // wait: open to the same task and epoch, but another opening.
+        s.after_call(true, None, t(2));
+        assert!(!s.still(first));
+        s.after_call(true, Some((0, 0)), t(2) + STREAM_RETRY_AFTER_FAILURE);
+        assert!(s.open_to(0, 0));
+        assert!(!s.still(first), "a push sent down the first is lost");
+        assert!(s.still(s.opened));
+    }
+}
