@@ -11,15 +11,7 @@ use std::path::Path;
 use crate::mishaps::seed_dips;
 use crate::summary::Timeline;
 
-use super::targets::{Row, Unit};
-
-/// A dip's start, and its end, on the real side within this many seconds
-/// of the simulated one's. The runs are sampled once a second, each side
-/// seeing a crossing at the first sample after it: two crossings less
-/// than a second apart can land a second apart. The second second is for
-/// what the replay cannot pin to the millisecond (process start-up, RPC
-/// latencies that move every refresh timer a little at each answer).
-pub const MARK_EDGE_S: f64 = 2.0;
+use super::targets::{Row, Unit, MARK_EDGE_S};
 
 /// A dip belongs to a mark when it starts between the mark's start and
 /// this many seconds after its end (and before the next mark starts).

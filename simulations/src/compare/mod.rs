@@ -30,11 +30,11 @@ use crate::runs::{read_run, ReadError, Run};
 use crate::summary::{doc_figures, ours_utilisation, over_capacity, Band, Timeline};
 
 pub use chart::svg;
-pub use marks::{MARK_EDGE_S, MARK_WINDOW_S};
+pub use marks::MARK_WINDOW_S;
 pub use report::markdown;
 pub use targets::{
-    Row, Unit, DIPS_MIN, DIPS_SHARE, NEW_OVER_S, OUT_OF_BAND_MIN_S, OUT_OF_BAND_SHARE, PEAK_PP,
-    UTILISATION_PP,
+    Row, Unit, DIPS_MIN, DIPS_SHARE, MARK_EDGE_S, NEW_OVER_S, OUT_OF_BAND_MIN_S, OUT_OF_BAND_SHARE,
+    PEAK_PP, UTILISATION_PP,
 };
 
 /// Why two runs could not be compared.

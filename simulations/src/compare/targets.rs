@@ -7,7 +7,6 @@
 
 use serde::Serialize;
 
-use super::marks::MARK_EDGE_S;
 use super::{Figures, PerSecond};
 
 /// Utilisation (ours): the real run within 1 percentage point of the
@@ -16,6 +15,14 @@ pub const UTILISATION_PP: f64 = 0.01;
 
 /// Peak Σ has / capacity: the real run within 1 percentage point.
 pub const PEAK_PP: f64 = 0.01;
+
+/// A mark's dip (`marks.rs`): its start on the real side within this many
+/// seconds of the simulated one's. The runs are sampled once a second, each side
+/// seeing a crossing at the first sample after it: two crossings less
+/// than a second apart can land a second apart. The second second is for
+/// what the replay cannot pin to the millisecond (process start-up, RPC
+/// latencies that move every refresh timer a little at each answer).
+pub const MARK_EDGE_S: f64 = 2.0;
 
 /// Seconds out of the band from settle: the real run within this share of
 /// the simulated figure…
