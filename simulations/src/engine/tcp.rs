@@ -3,10 +3,8 @@
 //! retransmission timer fires, the timer doubling each time, until one
 //! gets through (the cut is over) or the caller gives up at its deadline.
 //! So a request sent during a cut still arrives when the cut ends, if the
-//! next retransmission comes before the call's deadline (measured against
-//! the real tree: a datacenter's clients renewed their leases 0.5 s after
-//! a 22 s cut ended, where the simulator had them wait for the deadline
-//! and the backoff, and lose their leases; docs/sim-vs-real.md).
+//! next retransmission comes before the call's deadline; before, the
+//! simulator lost it for good (docs/sim-vs-real.md, "TCP across a cut").
 //!
 //! Must not: decide anything about calls (the engine's `serve.rs` does).
 
