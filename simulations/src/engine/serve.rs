@@ -23,6 +23,15 @@ use doorman_lease::Time;
 use super::tcp::retransmitted;
 use super::{Caller, Ev, Reply, RpcMsg, Sim, RPC_TIMEOUT};
 
+/// Who sent an RPC to whom, and when it was first sent (and whether on a
+/// new connection).
+#[derive(Debug, Clone, Copy)]
+struct Rpc {
+    from: (Caller, u64),
+    to: (usize, usize),
+    sent: (Time, bool),
+}
+
 impl Sim {
     /// The node a caller talks to: a client's leaf, a node's parent.
     pub(super) fn target(&self, caller: Caller) -> Option<usize> {
@@ -63,7 +72,18 @@ impl Sim {
         if connect {
             d = d + self.delay() + self.delay();
         }
-        let sent = (now, connect);
+        let rpc = Rpc {
+            from: (caller, epoch),
+            to: (node, task),
+            sent: (now, connect),
+        };
+        self.arrive_at(leaves + d, rpc, msg);
+    }
+
+    /// `msg` of `rpc` reaches its task at `at`.
+    fn arrive_at(&mut self, at: Time, rpc: Rpc, msg: RpcMsg) {
+        let ((caller, epoch), (node, task)) = (rpc.from, rpc.to);
+        let sent = rpc.sent;
         let arrive = Ev::Arrive {
             caller,
             epoch,
@@ -72,7 +92,7 @@ impl Sim {
             sent,
             msg,
         };
-        self.push(leaves + d, arrive);
+        self.push(at, arrive);
     }
 
     /// An RPC reaches task `task` of `node` (lost there if the node is cut
@@ -90,17 +110,13 @@ impl Sim {
             let until = self.nodes[node].unreachable_until;
             match retransmitted(sent, until, fresh, give_up) {
                 Some(again) => {
-                    let at = again + self.delay();
-                    let sent = (sent, fresh);
-                    let ev = Ev::Arrive {
-                        caller,
-                        epoch,
-                        node,
-                        task,
-                        sent,
-                        msg,
+                    let rpc = Rpc {
+                        from: (caller, epoch),
+                        to: (node, task),
+                        sent: (sent, fresh),
                     };
-                    self.push(at, ev);
+                    let at = again + self.delay();
+                    self.arrive_at(at, rpc, msg);
                 }
                 None => self.time_out(give_up.max(now), caller, epoch, task),
             }
