@@ -12,7 +12,7 @@
 //! Must not: build or validate wire messages (`doorman-proto` and the
 //! gRPC shell do), or decide anything.
 
-use doorman_lease::{counted_for, Amount, Demand, Lease, Span, Time};
+use doorman_lease::{counted_for, Amount, Demand, Span, Time, WireLease};
 
 use crate::client::{GrantItem, RequestItem};
 use crate::config::AlgorithmConfig;
@@ -57,7 +57,7 @@ pub fn answer_item(g: &Grant) -> GrantItem {
 
 /// The client core's answer item for one grant, as our client library
 /// keeps it after the wire, for the request it sent at `sent_at`
-/// ([`Lease::through_wire`]; an answer pushed on a lease stream: its
+/// ([`doorman_lease::Lease::through_wire`]; an answer pushed on a lease stream: its
 /// arrival).
 pub fn answer_received(g: &Grant, sent_at: Time) -> GrantItem {
     GrantItem {
@@ -75,15 +75,8 @@ pub fn answer_received(g: &Grant, sent_at: Time) -> GrantItem {
 pub struct UpstreamAnswer {
     /// The resource.
     pub resource_id: String,
-    /// The lease's capacity.
-    pub capacity: f64,
-    /// The lease's refresh interval, seconds.
-    pub refresh_interval: i64,
-    /// The lease's end in whole seconds of the parent's clock, rounded
-    /// down (all an original Doorman parent sends).
-    pub expiry_secs: i64,
-    /// What the lease has left when sent (`remaining_ms`).
-    pub remaining: Option<Span>,
+    /// The lease, as the wire carries it.
+    pub lease: WireLease,
     /// The algorithm, once the parent knows it.
     pub algorithm: Option<AlgorithmConfig>,
     /// The parent's per-client safe capacity.
@@ -101,10 +94,7 @@ impl UpstreamAnswer {
     pub fn sent(g: &Grant) -> UpstreamAnswer {
         UpstreamAnswer {
             resource_id: g.resource_id.clone(),
-            capacity: g.lease.capacity,
-            refresh_interval: g.lease.refresh_interval,
-            expiry_secs: g.lease.wire_expiry(),
-            remaining: Some(g.lease.remaining(g.at)),
+            lease: WireLease::sent(&g.lease, g.at),
             algorithm: g.algorithm_known.then(|| (*g.algorithm).clone()),
             safe_capacity: Some(g.safe_capacity),
             next_refresh_interval: g.next_refresh_interval,
@@ -116,22 +106,15 @@ impl UpstreamAnswer {
     /// The upstream grant the intermediate keeps, for the request it sent
     /// at `sent_at` and answered at `received_at` (its clock): the lease
     /// counts from when the request left (it ends no later than the parent
-    /// counts it, [`Lease::received`]); the predecessors' word, a bound on
+    /// counts it, [`WireLease::received`]); the predecessors' word, a bound on
     /// what may still be out, from when the answer came
     /// ([`counted_for`]). A pushed answer has both at its arrival. Figures
     /// a parent may not send are dropped (a refresh under a second, an
     /// outstanding amount not a finite non-negative number).
     pub fn received(self, (sent_at, received_at): (Time, Time)) -> UpstreamGrant {
-        let lease = Lease::received(
-            self.capacity,
-            self.refresh_interval,
-            self.expiry_secs,
-            self.remaining,
-            sent_at,
-        );
         UpstreamGrant {
             resource_id: self.resource_id,
-            lease,
+            lease: self.lease.received(sent_at),
             algorithm: self.algorithm,
             safe_capacity: self.safe_capacity,
             next_refresh_interval: self.next_refresh_interval.filter(|s| *s >= 1),

@@ -24,9 +24,9 @@ impl Lease {
 
     /// The lease a holder of ours keeps from an answer decided at `at`
     /// (the grantor's clock) to the request it sent at `sent_at` (its
-    /// own): what the wire's two halves give, sent with its whole-second
-    /// expiry and its `remaining_ms` and received by [`Lease::received`].
-    /// The simulator, which has no wire, passes its leases through this.
+    /// own): [`WireLease::sent`], then [`WireLease::received`], as the
+    /// wire's two halves do. The simulator, which has no wire, passes its
+    /// leases through this.
     ///
     /// ```
     /// use doorman_lease::{Lease, Span, Time};
@@ -37,14 +37,7 @@ impl Lease {
     /// assert_eq!(held.expiry, Time::from_millis(31_990 + 29_700));
     /// ```
     pub fn through_wire(&self, at: Time, sent_at: Time) -> Lease {
-        let remaining = Some(self.remaining(at));
-        Lease::received(
-            self.capacity,
-            self.refresh_interval,
-            self.wire_expiry(),
-            remaining,
-            sent_at,
-        )
+        WireLease::sent(self, at).received(sent_at)
     }
 
     /// What is left of the lease at `now`, zero once it has ended (the
@@ -109,6 +102,47 @@ impl Lease {
     /// design doc: "retry in another refresh_interval seconds").
     pub fn retry_delay(last: Option<&Lease>, backoff: Span) -> Span {
         last.map_or(backoff, |l| backoff.min(l.refresh_period()))
+    }
+}
+
+/// A lease as it crosses the wire: its capacity and refresh interval, its
+/// end in whole seconds of the sender's clock, rounded down (all an
+/// original Doorman peer sends and reads), and what it had left when sent
+/// (`remaining_ms`, which our peers send). The one rule of both halves:
+/// `doorman-proto` maps it to the message field by field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WireLease {
+    /// Capacity granted.
+    pub capacity: f64,
+    /// Seconds until the holder should refresh.
+    pub refresh_interval: i64,
+    /// The end, whole seconds of the sender's clock, rounded down.
+    pub expiry_secs: i64,
+    /// What it had left when sent, if the sender says.
+    pub remaining: Option<Span>,
+}
+
+impl WireLease {
+    /// Lease `l` as sent at `at` (the sender's clock).
+    pub fn sent(l: &Lease, at: Time) -> WireLease {
+        WireLease {
+            capacity: l.capacity,
+            refresh_interval: l.refresh_interval,
+            expiry_secs: l.wire_expiry(),
+            remaining: Some(l.remaining(at)),
+        }
+    }
+
+    /// The lease kept from it, in an answer to a request sent at
+    /// `sent_at` (the receiver's clock): [`Lease::received`].
+    pub fn received(self, sent_at: Time) -> Lease {
+        Lease::received(
+            self.capacity,
+            self.refresh_interval,
+            self.expiry_secs,
+            self.remaining,
+            sent_at,
+        )
     }
 }
 

@@ -17,7 +17,7 @@ mod time;
 mod value;
 
 pub use lease::{
-    counted_for, held_for, scaled_refresh_interval, Lease, LeaseTerms, CLOCK_RATE_BOUND,
+    counted_for, held_for, scaled_refresh_interval, Lease, LeaseTerms, WireLease, CLOCK_RATE_BOUND,
     DEFAULT_DECAY_FACTOR,
 };
 pub use time::{Span, Time};

@@ -35,26 +35,36 @@ pub const NOTE_HEADER: &str = "doorman-note";
 /// A lease as sent on the wire at `now` (the sender's clock): the expiry
 /// in whole seconds, rounded down (for original Doorman peers, which
 /// compare it with their own clocks), and the milliseconds it has left
-/// (`remaining_ms`, for peers that measure it on their own clocks).
+/// (`remaining_ms`, for peers that measure it on their own clocks):
+/// [`doorman_lease::WireLease::sent`].
 pub fn lease_to_wire(l: &doorman_lease::Lease, now: doorman_lease::Time) -> doorman::Lease {
-    doorman::Lease {
-        expiry_time: l.wire_expiry(),
-        refresh_interval: l.refresh_interval,
-        capacity: l.capacity,
-        remaining_ms: Some(l.remaining(now).as_millis()),
-    }
+    wire_lease_to_pb(doorman_lease::WireLease::sent(l, now))
 }
 
 /// The lease received in an answer to a request sent at `sent_at` (the
-/// receiver's clock): see [`doorman_lease::Lease::received`].
+/// receiver's clock): [`doorman_lease::WireLease::received`].
 pub fn lease_from_wire(l: &doorman::Lease, sent_at: doorman_lease::Time) -> doorman_lease::Lease {
-    doorman_lease::Lease::received(
-        l.capacity,
-        l.refresh_interval,
-        l.expiry_time,
-        remaining(l),
-        sent_at,
-    )
+    wire_lease_from_pb(l).received(sent_at)
+}
+
+/// A [`doorman_lease::WireLease`] as the message, field by field.
+pub fn wire_lease_to_pb(l: doorman_lease::WireLease) -> doorman::Lease {
+    doorman::Lease {
+        expiry_time: l.expiry_secs,
+        refresh_interval: l.refresh_interval,
+        capacity: l.capacity,
+        remaining_ms: l.remaining.map(doorman_lease::Span::as_millis),
+    }
+}
+
+/// The message as a [`doorman_lease::WireLease`], field by field.
+pub fn wire_lease_from_pb(l: &doorman::Lease) -> doorman_lease::WireLease {
+    doorman_lease::WireLease {
+        capacity: l.capacity,
+        refresh_interval: l.refresh_interval,
+        expiry_secs: l.expiry_time,
+        remaining: remaining(l),
+    }
 }
 
 /// The `remaining_ms` of a wire lease in an answer, if sent.

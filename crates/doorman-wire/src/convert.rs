@@ -121,12 +121,7 @@ pub fn server_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetServerCapacit
 fn answer_to_wire(a: UpstreamAnswer) -> pb::ServerCapacityResourceResponse {
     pb::ServerCapacityResourceResponse {
         resource_id: a.resource_id,
-        gets: pb::Lease {
-            expiry_time: a.expiry_secs,
-            refresh_interval: a.refresh_interval,
-            capacity: a.capacity,
-            remaining_ms: a.remaining.map(Span::as_millis),
-        },
+        gets: doorman_proto::wire_lease_to_pb(a.lease),
         algorithm: a.algorithm.as_ref().map(algorithm_to_proto),
         safe_capacity: a.safe_capacity,
         next_refresh_interval: a.next_refresh_interval,
@@ -140,10 +135,7 @@ fn answer_to_wire(a: UpstreamAnswer) -> pb::ServerCapacityResourceResponse {
 fn answer_from_wire(r: &pb::ServerCapacityResourceResponse) -> UpstreamAnswer {
     UpstreamAnswer {
         resource_id: r.resource_id.clone(),
-        capacity: r.gets.capacity,
-        refresh_interval: r.gets.refresh_interval,
-        expiry_secs: r.gets.expiry_time,
-        remaining: doorman_proto::remaining(&r.gets),
+        lease: doorman_proto::wire_lease_from_pb(&r.gets),
         algorithm: r.algorithm.as_ref().map(algorithm_from_proto),
         safe_capacity: r.safe_capacity,
         next_refresh_interval: r.next_refresh_interval,
