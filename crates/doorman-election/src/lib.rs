@@ -59,6 +59,11 @@ pub trait Mastership: Send + Sync + 'static {
     fn set_lease_bound(&self, t: Time);
     /// The recorded bound, if any.
     fn lease_bound(&self) -> Option<Time>;
+    /// Resolves once the parent has answered (or pushed) since the last
+    /// time it resolved: an intermediate's record follows its parent's
+    /// lease, and moving it at once keeps a child that asks right after
+    /// from getting a lease cut short by the old record.
+    fn upstream_answered(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
 }
 
 /// What a server knows about its node's mastership.
@@ -195,6 +200,11 @@ impl LeaseHorizon {
     /// The horizon to record now, if the record must move on.
     pub fn due(&self) -> Option<Time> {
         self.0.horizon_due(self.0.now())
+    }
+
+    /// Resolves once the parent has answered since it last resolved.
+    pub async fn upstream_answered(&self) {
+        self.0.upstream_answered().await
     }
 
     /// `t` is recorded: leases may now last until it.

@@ -166,10 +166,8 @@ impl EtcdElection {
         let mut campaigner = s.client.clone();
         let campaign = campaigner.campaign(self.key.clone(), me.to_string(), s.lease);
         tokio::pin!(campaign);
-        let mut tick = tokio::time::interval(step);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut horizon_tick = tokio::time::interval(HORIZON_CHECK);
-        horizon_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut tick = crate::clock::ticker(step);
+        let mut horizon_tick = crate::clock::ticker(HORIZON_CHECK);
         let end = loop {
             // etcd cannot expire the lease before a TTL after the last
             // successful keep-alive was sent.
@@ -180,6 +178,7 @@ impl EtcdElection {
                     end => end,
                 },
                 _ = horizon_tick.tick(), if s.leader.is_some() => self.keep_horizon(&mut s, deadline, horizon).await,
+                _ = horizon.upstream_answered(), if s.leader.is_some() => self.keep_horizon(&mut s, deadline, horizon).await,
                 _ = tokio::time::sleep_until(deadline) => {
                     Some(End::Retry(format!("no successful keep-alive for the TTL ({:?})", self.ttl)))
                 }

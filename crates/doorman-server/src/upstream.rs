@@ -143,6 +143,7 @@ fn pushed(state: &ServerState, m: &pb::GetServerCapacityResponse, asking: bool) 
     let now = state.now();
     let grants = upstream_grants(m, (now, now));
     let moved = state.core().upstream_push(now, (&grants, asking));
+    state.horizon_wake.notify_one();
     state.moved.note(moved.iter().map(String::as_str));
 }
 
@@ -169,7 +170,16 @@ async fn ask_parent(
     match backoff.outcome(r) {
         Ok(resp) => {
             let grants = upstream_grants(&resp, (sent_at, now));
+            for g in &grants {
+                tracing::debug!(
+                    resource = %g.resource_id,
+                    capacity = g.lease.capacity,
+                    lasts_s = (g.lease.expiry - now).as_secs_f64(),
+                    "the parent answered"
+                );
+            }
             state.core().upstream_response(now, &ids, &grants);
+            state.horizon_wake.notify_one();
             state.moved.note(ids.iter().map(String::as_str));
             answered(state, conn);
         }

@@ -7,6 +7,8 @@
 //! Must not: run an election (that is `doorman-election`'s `Standalone`,
 //! `doorman-etcd`'s `EtcdElection` or the test kit's), or decide grants.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -52,6 +54,10 @@ impl Mastership for ServerState {
 
     fn lease_bound(&self) -> Option<Time> {
         self.core().lease_bound()
+    }
+
+    fn upstream_answered(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(self.horizon_wake.notified())
     }
 }
 

@@ -46,6 +46,10 @@ pub struct ServerState {
     core: LockedCore,
     /// Wakes the upstream task (a new resource must be asked for at once).
     pub upstream_wake: tokio::sync::Notify,
+    /// Wakes the election's horizon keeper: the parent answered, and an
+    /// intermediate's record must follow its new lease before a child
+    /// asks (see `Mastership::upstream_answered`).
+    pub horizon_wake: tokio::sync::Notify,
     /// The server's metrics.
     pub metrics: Metrics,
     /// The clock.
@@ -90,6 +94,7 @@ impl ServerState {
         ServerState {
             core,
             upstream_wake: tokio::sync::Notify::new(),
+            horizon_wake: tokio::sync::Notify::new(),
             metrics,
             clock,
             config_version: Mutex::new(None),

@@ -163,11 +163,20 @@ impl Sim {
                     let grants = a.grants.iter().map(|g| upstream_grant(g, (a.sent_at, now)));
                     grants.collect::<Vec<UpstreamGrant>>()
                 });
-                match n.backoff.outcome(r) {
-                    Ok(g) => n.core.upstream_response(now, &ids, &g),
-                    Err((_, d)) => n.core.upstream_failure(now, &ids, Span::from_duration(d)),
-                }
+                let answered = match n.backoff.outcome(r) {
+                    Ok(g) => {
+                        n.core.upstream_response(now, &ids, &g);
+                        true
+                    }
+                    Err((_, d)) => {
+                        n.core.upstream_failure(now, &ids, Span::from_duration(d));
+                        false
+                    }
+                };
                 let poke = std::mem::take(&mut n.poke);
+                if answered {
+                    self.upstream_answered(node);
+                }
                 self.moved(node);
                 self.schedule_upstream(node, poke.then_some(now));
             }

@@ -271,7 +271,9 @@ impl Sim {
                 let n = &mut self.nodes[node];
                 let asking = n.link.busy();
                 let grants = [upstream_grant(&g, (now, now))];
-                if !n.core.upstream_push(now, (&grants, asking)).is_empty() {
+                let moved = !n.core.upstream_push(now, (&grants, asking)).is_empty();
+                self.upstream_answered(node);
+                if moved {
                     self.moved(node);
                     if !asking {
                         self.schedule_upstream(node, None);

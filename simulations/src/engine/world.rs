@@ -185,6 +185,17 @@ impl Sim {
         }
     }
 
+    /// The parent answered `node`: its master moves its record on at once
+    /// (`doorman-etcd` wakes its horizon keeper on every answer, to
+    /// follow the new lease before a child asks).
+    pub(super) fn upstream_answered(&mut self, node: usize) {
+        let now = self.now();
+        let n = &mut self.nodes[node];
+        if n.master.is_some() {
+            keep_horizon(&mut n.core, now, &mut n.horizon);
+        }
+    }
+
     fn unreachable(&mut self, node: usize, name: String, secs: u64) {
         let until = self.now() + Span::secs(secs as i64);
         let n = &mut self.nodes[node];
