@@ -76,6 +76,9 @@ pub struct World {
     pub secure: Option<Secure>,
     /// How the harness reads the servers' pages and asks Discovery.
     http: Http,
+    /// Replicas whose hosts exist but whose processes wait for
+    /// [`World::start_held_servers`]: node, process, gRPC address.
+    held: Vec<(usize, Spec, SocketAddr)>,
     /// What clients were told to want since [`World::wants_sent`] was
     /// last asked: when, which client, how much.
     wants: Vec<(f64, usize, f64)>,
@@ -117,6 +120,7 @@ impl World {
             dir: dir.to_path_buf(),
             etcd,
             servers: Vec::new(),
+            held: Vec::new(),
             clients: Vec::new(),
             mass: Vec::new(),
             proxies: Vec::new(),
@@ -126,36 +130,54 @@ impl World {
             secure,
             net,
         };
-        if let Some(s) = &w.secure {
-            let etcd = &w.etcd;
-            let users = async { s.etcd_users(etcd.admin(false).await?).await };
-            tokio::task::block_in_place(|| rt.block_on(users))?;
-            w.etcd.auth_on();
-            // Every token before the servers start: their token file then
-            // holds them all.
-            for n in 0..w.layout.nodes.len() {
-                let (serves, clients) = w.below(n);
-                for id in serves.iter().chain(&clients) {
-                    s.token_file(id)?;
-                }
-            }
-        }
+        w.secure_etcd(&rt)?;
         let t = w.layout.terms;
         let config = w.layout.config.clone();
         let config = config.unwrap_or_else(|| w.layout.config(t.capacity, "FAIR_SHARE", true));
         w.push_config(&config)?;
-        w.start_servers()?;
-        if w.layout.client_starts.is_none() {
+        let hold = w.layout.client_starts.is_some();
+        w.start_servers(hold)?;
+        if !hold {
             w.start_clients(None)?;
         }
         Ok(w)
     }
 
+    /// On a secure tree: etcd's users and authentication, and every
+    /// token before the servers start (their token file then holds them
+    /// all).
+    fn secure_etcd(&mut self, rt: &tokio::runtime::Handle) -> anyhow::Result<()> {
+        let Some(s) = &self.secure else {
+            return Ok(());
+        };
+        let etcd = &self.etcd;
+        let users = async { s.etcd_users(etcd.admin(false).await?).await };
+        tokio::task::block_in_place(|| rt.block_on(users))?;
+        self.etcd.auth_on();
+        for n in 0..self.layout.nodes.len() {
+            let (serves, clients) = self.below(n);
+            for id in serves.iter().chain(&clients) {
+                s.token_file(id)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Starts the clients held back (`Layout::client_starts`): each first
     /// asks at `t0` (the machine's monotonic clock, `clock::mono`) plus
-    /// its offset; `t0` must leave time to start them all.
+    /// its offset; `t0` must leave time to start them all. The servers
+    /// are started after (`World::start_held_servers`).
     pub fn start_clients_at(&mut self, t0: f64) -> anyhow::Result<()> {
         self.start_clients(Some(t0))
+    }
+
+    /// Starts the servers held back with the clients
+    /// (`Layout::client_starts`), in the layout's order (roots first).
+    pub fn start_held_servers(&mut self) -> anyhow::Result<()> {
+        for (node, spec, addr) in std::mem::take(&mut self.held) {
+            self.spawn_server(node, spec, addr)?;
+        }
+        Ok(())
     }
 
     /// How the harness reads the servers' pages and asks Discovery.
@@ -211,7 +233,8 @@ impl World {
         args
     }
 
-    fn start_servers(&mut self) -> anyhow::Result<()> {
+    /// Makes every replica's host; starts its process unless `hold`.
+    fn start_servers(&mut self, hold: bool) -> anyhow::Result<()> {
         let mut addrs: Vec<Vec<SocketAddr>> = Vec::new();
         for (n, node) in self.layout.nodes.clone().iter().enumerate() {
             let mut mine = Vec::new();
@@ -227,23 +250,42 @@ impl World {
                     host,
                     argv,
                     faketime: true,
-                    env: vec![("DOORMAN_LOG".into(), "info".into())],
+                    env: vec![(
+                        "DOORMAN_LOG".into(),
+                        "info,doorman_server::upstream=debug".into(),
+                    )],
                     stdin_closes: false,
                 };
-                let index = 1000 + self.servers.len();
-                let proc = Proc::start(spec, &self.dir, index, self.sink.clone())?;
-                let http = SocketAddr::new(addr.ip(), HTTP_PORT);
-                self.servers.push(Server {
-                    node: n,
-                    proc,
-                    addr,
-                    http,
-                });
+                if hold {
+                    self.held.push((n, spec, addr));
+                } else {
+                    self.spawn_server(n, spec, addr)?;
+                }
                 mine.push(addr);
             }
             addrs.push(mine);
         }
         Ok(())
+    }
+
+    fn spawn_server(&mut self, node: usize, spec: Spec, addr: SocketAddr) -> anyhow::Result<()> {
+        let index = 1000 + self.servers.len();
+        let proc = Proc::start(spec, &self.dir, index, self.sink.clone())?;
+        let http = SocketAddr::new(addr.ip(), HTTP_PORT);
+        self.servers.push(Server {
+            node,
+            proc,
+            addr,
+            http,
+        });
+        Ok(())
+    }
+
+    /// The gRPC addresses of node `n`'s replicas, started or held.
+    fn addrs(&self, n: usize) -> Vec<SocketAddr> {
+        let started = self.replicas(n).map(|s| s.addr);
+        let held = self.held.iter().filter(|h| h.0 == n).map(|h| h.2);
+        started.chain(held).collect()
     }
 
     fn start_clients(&mut self, t0: Option<f64>) -> anyhow::Result<()> {
@@ -254,7 +296,7 @@ impl World {
                 None => self.net.host(&c.host)?,
             };
             hosts.insert(c.host.clone(), host.clone());
-            let servers: Vec<SocketAddr> = self.replicas(c.leaf).map(|s| s.addr).collect();
+            let servers = self.addrs(c.leaf);
             if c.proxied {
                 self.start_proxy(i, &host, &servers)?;
             }

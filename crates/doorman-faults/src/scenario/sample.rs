@@ -82,31 +82,63 @@ fn clients(w: &World, plan: &Plan, t0: f64) -> (Vec<Steps>, Vec<Steps>) {
             s.set(t0 + t, x);
         }
     }
-    let lines = w.clients.iter().enumerate().flat_map(|(i, c)| {
-        w.sink
-            .lines(c.proc.index)
-            .into_iter()
-            .map(move |l| (i, l.1))
-    });
-    for (i, line) in lines {
-        let Some(s) = has.get_mut(i) else { continue };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        let (Some(t), Some(cap)) = (v["t"].as_f64(), v["cap"].as_f64()) else {
-            continue;
-        };
-        let leased = v["mode"] == "lease";
-        s.set(t, if leased { cap } else { 0.0 });
+    for r in reports(w) {
+        if let Some(s) = has.get_mut(r.client) {
+            s.set(r.t, if r.leased { r.cap } else { 0.0 });
+        }
     }
     (has, wants)
+}
+
+/// One report a client printed: when (monotonic clock), its capacity and
+/// whether it held it under a lease (else it was in fallback).
+struct Report {
+    client: usize,
+    t: f64,
+    cap: f64,
+    leased: bool,
+}
+
+/// Every client's reports, client by client, in the order printed.
+fn reports(w: &World) -> Vec<Report> {
+    let mut out = Vec::new();
+    for (client, c) in w.clients.iter().enumerate() {
+        for (_, line) in w.sink.lines(c.proc.index) {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            let (Some(t), Some(cap)) = (v["t"].as_f64(), v["cap"].as_f64()) else {
+                continue;
+            };
+            let leased = v["mode"] == "lease";
+            out.push(Report {
+                client,
+                t,
+                cap,
+                leased,
+            });
+        }
+    }
+    out
+}
+
+/// `clients.csv`: every client report, seconds since `t0` (for tracing
+/// a dip to the client that made it; the simulator has no such file).
+fn reports_csv(w: &World, t0: f64) -> String {
+    let mut csv = String::from("t,client,capacity,leased\n");
+    for r in reports(w) {
+        let name = &w.clients[r.client].spec.name;
+        let _ = writeln!(csv, "{:.3},{name},{:.3},{}", r.t - t0, r.cap, r.leased);
+    }
+    csv
 }
 
 /// How `replay.rs` marks a step it could not apply (`real.json` lists
 /// them as `unapplied`; `doorman-sim compare` fails on each).
 pub const NOT_APPLIED: &str = "not applied: ";
 
-/// Writes `timeseries.csv`, `nodes.csv`, `events.csv` and `real.json`.
+/// Writes `timeseries.csv`, `nodes.csv`, `clients.csv`, `events.csv` and
+/// `real.json`.
 pub fn write(
     dir: &Path,
     plan: &Plan,
@@ -139,6 +171,7 @@ pub fn write(
     }
     std::fs::write(dir.join("timeseries.csv"), ts)?;
     std::fs::write(dir.join("nodes.csv"), nodes)?;
+    std::fs::write(dir.join("clients.csv"), reports_csv(w, t0))?;
     let mut ev = String::from("t,event\n");
     for (t, what) in done {
         let _ = writeln!(ev, "{t:.3},\"{}\"", what.replace('"', "\"\""));
