@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The Python client (clients/python): builds the doorman_client package
-# into a venv under the target directory and runs its pytest suite against
-# real `doorman server` processes (started by the tests on 127.0.0.1).
+# The Python client (clients/python): builds the doorman_client wheel (what
+# `pip install` gets: no Rust toolchain needed to install it), installs it
+# into a fresh venv under the target directory with nothing but the wheel
+# and the test tools, and runs its pytest suite there against real
+# `doorman server` processes (started by the tests on 127.0.0.1), with no
+# cargo or rustc on the PATH.
 #
 #   ./scripts/python-client-check.sh              # after cargo test, or from a clean clone
 #   ./scripts/python-client-check.sh -k gauge     # extra args go to pytest
@@ -10,17 +13,19 @@
 #   DOORMAN_BIN         the server binary (default $TARGET/debug/doorman; built
 #                       with `cargo build --bin doorman` if missing and unset)
 #   CARGO_TARGET_DIR    the target directory to build in (default target/,
-#                       so the dependencies `cargo test` built are reused)
-#   PYTHON              the interpreter the venv is made from (default
+#                       so the dependencies already built are reused)
+#   PYTHON              the interpreter the venvs are made from (default
 #                       python3; 3.9 or newer)
-#   PY_CLIENT_RELEASE=1 build the extension with --release (default: the
-#                       dev profile, as `cargo test` builds)
-#   PY_CLIENT_BUILD_ONLY=1  build and install the package, run nothing
-#                       (the fault harness's Python clients need only it)
+#   PY_CLIENT_BUILD_ONLY=1  build the wheel and install it into the build
+#                       venv, run nothing (the fault harness's Python
+#                       clients need only that)
 #
-# The venv ($TARGET/venv-python) gets pinned maturin, pytest,
+# The build venv ($TARGET/venv-python) gets pinned maturin, pytest,
 # pytest-timeout and mypy from PyPI the first time; later runs reuse it.
-# mypy's stubtest checks the type stubs against the built module.
+# mypy's stubtest checks the type stubs against the built module. The
+# wheel goes to $TARGET/wheels; the test venv ($TARGET/venv-wheel) is made
+# anew each run. The wheel's version must be the workspace's and
+# `doorman --version`'s (one version for the release: CHANGELOG.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,14 +71,18 @@ fi
 DOORMAN_BIN=$(cd "$(dirname "$DOORMAN_BIN")" && pwd)/$(basename "$DOORMAN_BIN")
 export DOORMAN_BIN
 
-profile=()
-if [ "${PY_CLIENT_RELEASE:-0}" = 1 ]; then profile=(--release); fi
-log "building doorman_client into $VENV (maturin develop ${profile[*]:-})"
-# maturin installs into the venv named by VIRTUAL_ENV; it builds in
-# CARGO_TARGET_DIR, exported here so both agree on $TARGET.
-VIRTUAL_ENV=$VENV CARGO_TARGET_DIR=$TARGET "$VENV/bin/maturin" develop --quiet \
-    "${profile[@]}" --manifest-path clients/python/Cargo.toml \
+log "building the doorman_client wheel (maturin build --release)"
+# maturin builds in CARGO_TARGET_DIR, exported here so both agree on $TARGET.
+rm -rf "$TARGET/wheels"
+CARGO_TARGET_DIR=$TARGET "$VENV/bin/maturin" build --quiet --release \
+    --manifest-path clients/python/Cargo.toml --out "$TARGET/wheels" \
   || die "maturin could not build clients/python (see the errors above)"
+wheels=("$TARGET"/wheels/doorman_client-*.whl)
+[ "${#wheels[@]}" = 1 ] && [ -f "${wheels[0]}" ] || die "expected one wheel in $TARGET/wheels, found: ${wheels[*]}"
+WHEEL=${wheels[0]}
+log "wheel: $(basename "$WHEEL")"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$WHEEL" \
+  || die "cannot install $WHEEL into $VENV"
 
 if [ "${PY_CLIENT_BUILD_ONLY:-0}" = 1 ]; then exit 0; fi
 
@@ -81,6 +90,35 @@ log "stubtest: the type stubs match the module"
 MYPY_CACHE_DIR=$TARGET/mypy-cache "$VENV/bin/python" -m mypy.stubtest doorman_client \
   || die "clients/python/python/doorman_client/_native.pyi does not match the built module (above)"
 
-log "pytest clients/python/tests (server: $DOORMAN_BIN)"
+# The test venv: the wheel and the test tools only, made with no Rust
+# toolchain on the PATH (as a user without one would install it).
+CLEAN_PATH=/usr/local/bin:/usr/bin:/bin
+if PATH=$CLEAN_PATH command -v cargo >/dev/null 2>&1 || PATH=$CLEAN_PATH command -v rustc >/dev/null 2>&1; then
+  die "cargo or rustc is on $CLEAN_PATH: the wheel's install could not show it needs no Rust toolchain"
+fi
+WVENV=$TARGET/venv-wheel
+rm -rf "$WVENV"
+PY=$(command -v "$PYTHON")
+PATH=$CLEAN_PATH "$PY" -m venv "$WVENV" || die "cannot create $WVENV"
+# shellcheck disable=SC2086 # the pins are a list of requirements
+PATH=$CLEAN_PATH "$WVENV/bin/python" -m pip install -q --disable-pip-version-check \
+    "$WHEEL" pytest==$PYTEST_VERSION pytest-timeout==$PYTEST_TIMEOUT_VERSION \
+  || die "cannot install $(basename "$WHEEL") (without a Rust toolchain) and the test tools into $WVENV"
+
+workspace=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
+installed=$(PATH=$CLEAN_PATH "$WVENV/bin/python" -c \
+  'import importlib.metadata as m, doorman_client as d; assert m.version("doorman-client") == d.__version__, (m.version("doorman-client"), d.__version__); print(d.__version__)') \
+  || die "the installed wheel's metadata and doorman_client.__version__ disagree (above)"
+server=$("$DOORMAN_BIN" --version)
+[ "$installed" = "$workspace" ] && [ "$server" = "doorman $workspace" ] \
+  || die "versions differ: wheel $installed, workspace $workspace, $DOORMAN_BIN --version: $server"
+log "versions agree: wheel $installed = workspace = $server"
+
+log "pytest clients/python/tests against the installed wheel (server: $DOORMAN_BIN)"
 cd clients/python
-exec "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
+where=$(PATH=$CLEAN_PATH "$WVENV/bin/python" -c 'import doorman_client; print(doorman_client.__file__)')
+case "$where" in
+  "$WVENV"/*) ;;
+  *) die "the tests would import doorman_client from $where, not from the wheel in $WVENV" ;;
+esac
+PATH=$WVENV/bin:$CLEAN_PATH exec "$WVENV/bin/python" -m pytest -p no:cacheprovider "$@"

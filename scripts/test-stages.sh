@@ -135,9 +135,17 @@ pages() {
   DOORMAN_BIN="$PWD/target/release/doorman" $NICE python3 scripts/status-page-check.py
 }
 
+# The release: one version everywhere, and the published crates packaged
+# and built from their packages (scripts/release-check.sh).
+release() {
+  log "release: one version; cargo publish --dry-run of doorman-client and what it needs"
+  DOORMAN_BIN="$PWD/target/release/doorman" $NICE ./scripts/release-check.sh
+}
+
 # What stage_artefacts runs once the release build and the Python client
 # are there (run_all runs these beside the fault harness).
 artefacts_after_python() {
+  release
   image
   kubernetes
   fuzz

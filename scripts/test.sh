@@ -16,8 +16,10 @@
 #   unit         cargo test of every library and binary, and the doc tests
 #   integration  cargo test of every tests/ target (real servers, etcd,
 #                Envoy, the client library; doorman-e2e)
-#   artefacts    the Python client, the container image, the Kubernetes
-#                manifests, bounded fuzzing, the monitoring, the status page
+#   artefacts    the Python wheel (installed without Rust, tested), the
+#                release (one version, cargo publish --dry-run), the
+#                container image, the Kubernetes manifests, bounded
+#                fuzzing, the monitoring, the status page
 #   e2e          the fault harness (short schedule, secure tree) and its
 #                self-test, the simulator against a real tree, the original
 #                Doorman in mixed trees

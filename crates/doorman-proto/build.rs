@@ -12,7 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc);
-    let proto_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let proto_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("proto");
     let proto = proto_dir.join("doorman.proto");
     println!("cargo:rerun-if-changed={}", proto.display());
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
