@@ -1,5 +1,6 @@
-//! Writing a run's results: `timeseries.csv`, `nodes.csv`, `events.csv`, `plot.svg`,
-//! `plot.png`, `summary.json`, `plan.json` (`plan.rs`).
+//! Writing a run's results: `timeseries.csv`, `nodes.csv`, `upstream.csv`,
+//! `events.csv`, `plot.svg`, `plot.png`, `summary.json`, `plan.json`
+//! (`plan.rs`).
 //!
 //! Must not: compute figures (`summary.rs` does) or change the run.
 
@@ -41,6 +42,20 @@ pub fn nodes_csv(sim: &Sim) -> String {
         }
     }
     out
+}
+
+/// `upstream.csv`: every answer a node's master got from its parent:
+/// seconds since the start, node, resource, capacity, and how long the
+/// lease lasts from then (`None` for a run that logs none).
+pub fn upstream_csv(sim: &Sim) -> Option<String> {
+    let answers = sim.answers.as_ref()?;
+    let mut out = String::from("t,node,resource,capacity,lasts_s\n");
+    for a in answers {
+        let (resource, capacity, lasts) = &a.grant;
+        let node = &sim.nodes[a.node].name;
+        let _ = writeln!(out, "{:.3},{node},{resource},{capacity:.3},{lasts:.3}", a.t);
+    }
+    Some(out)
 }
 
 /// `events.csv`: every mishap and scheduled event, with its time in
@@ -202,6 +217,9 @@ pub fn write_all(sim: &Sim, summary: &Summary, dir: &Path) -> anyhow::Result<()>
     std::fs::write(dir.join("timeseries.csv"), csv(sim))?;
     std::fs::write(dir.join("events.csv"), events_csv(sim))?;
     std::fs::write(dir.join("nodes.csv"), nodes_csv(sim))?;
+    if let Some(csv) = upstream_csv(sim) {
+        std::fs::write(dir.join("upstream.csv"), csv)?;
+    }
     let plan = crate::plan::Plan::of(sim, summary.seed);
     std::fs::write(dir.join("plan.json"), plan.to_json()?)?;
     std::fs::write(dir.join("plot.svg"), svg(sim))?;

@@ -2,9 +2,17 @@
 //! on the machine (network namespaces do not change it, and libfaketime
 //! leaves it alone with `FAKETIME_DONT_FAKE_MONOTONIC=1`), so what each
 //! client reports can be put on one line whatever its wall clock says.
-//! Python's `time.monotonic()` reads the same clock.
+//! Python's `time.monotonic()` reads the same clock. The wall clock is
+//! read only to place the servers' log lines, which carry its time
+//! (`real.json`'s `t0_unix_s`).
 //!
-//! Must not: read a wall clock.
+//! Must not: time anything on the wall clock.
+
+/// Seconds since the Unix epoch on the machine's wall clock.
+pub fn wall() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
 
 /// Seconds on the machine's monotonic clock.
 pub fn mono() -> f64 {

@@ -183,6 +183,7 @@ impl Sim {
                 })
                 .collect()
         });
+        let answers = wants_log.as_ref().map(|_| Vec::new());
         let mut sim = Sim {
             capacity,
             start,
@@ -194,6 +195,7 @@ impl Sim {
             samples: Vec::new(),
             marks: Vec::new(),
             wants_log,
+            answers,
             keep_per_client,
             events_run: 0,
             rpcs: Default::default(),

@@ -214,6 +214,20 @@ pub struct WantsChange {
     pub wants: f64,
 }
 
+/// A node's master got an answer from its parent: `upstream.csv`, to trace
+/// when each node renewed beside the real tree's (whose servers log it:
+/// "the parent answered", `doorman_server::upstream` at debug).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    /// Seconds since the start.
+    pub t: f64,
+    /// The node (index into the nodes).
+    pub node: usize,
+    /// The resource, what it granted, and how long the lease lasts from
+    /// `t`, seconds.
+    pub grant: (String, f64, f64),
+}
+
 /// Runs with more clients than this record no [`Sim::wants_log`]: a
 /// million clients whose wants change every 10 s would log 60 million
 /// changes (1.4 GiB) and write gigabytes of `plan.json`, for a schedule
@@ -271,6 +285,9 @@ pub struct Sim {
     /// client's initial wants at 0 on; `None` for a run of more than
     /// [`WANTS_LOG_CLIENTS`] clients.
     pub wants_log: Option<Vec<WantsChange>>,
+    /// Every answer a node's master got from its parent (`None` with no
+    /// `wants_log`).
+    pub answers: Option<Vec<Answered>>,
     keep_per_client: bool,
     /// Events processed.
     pub events_run: u64,

@@ -13,7 +13,9 @@ use doorman_core::server::{CapacityRequest, Claim, ResourceAsk, Sharded, Upstrea
 use doorman_lease::{Demand, Span, Time};
 
 use super::link::{Answer, Step};
-use super::{amount, client_grant, upstream_grant, Caller, Ev, Link, Reply, Sim, RPC_TIMEOUT};
+use super::{
+    amount, client_grant, upstream_grant, Answered, Caller, Ev, Link, Reply, Sim, RPC_TIMEOUT,
+};
 
 impl Sim {
     pub(super) fn link_mut(&mut self, caller: Caller) -> &mut Link {
@@ -166,6 +168,7 @@ impl Sim {
                 let answered = match n.backoff.outcome(r) {
                     Ok(g) => {
                         n.core.upstream_response(now, &ids, &g);
+                        log_answers(self.answers.as_mut(), (now, self.start, node), &g);
                         true
                     }
                     Err((_, d)) => {
@@ -181,5 +184,25 @@ impl Sim {
                 self.schedule_upstream(node, poke.then_some(now));
             }
         }
+    }
+}
+
+/// Logs what node `node` got from its parent at `now` ([`Sim::answers`]).
+fn log_answers(
+    log: Option<&mut Vec<Answered>>,
+    (now, start, node): (Time, Time, usize),
+    g: &[UpstreamGrant],
+) {
+    let Some(log) = log else { return };
+    for x in g {
+        log.push(Answered {
+            t: (now - start).as_secs_f64(),
+            node,
+            grant: (
+                x.resource_id.clone(),
+                x.lease.capacity,
+                (x.lease.expiry - now).as_secs_f64(),
+            ),
+        });
     }
 }

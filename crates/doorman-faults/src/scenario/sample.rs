@@ -184,6 +184,7 @@ pub fn write(
         .map(|d| d.1.as_str())
         .collect();
     let real = serde_json::json!({
+        "t0_unix_s": crate::clock::wall() - (mono() - t0),
         "over_capacity_s": over_s,
         "over_capacity_by": over_by,
         "audited": "every change and every 100 ms, from each client's reports",

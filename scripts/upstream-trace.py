@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""A real run's upstream.csv, the simulator's format: every answer a node's
+master got from its parent, from the servers' logs.
+
+    scripts/upstream-trace.py REAL_SEED_DIR [--out FILE]
+
+REAL_SEED_DIR is one seed of `doorman-faults scenario` (e.g.
+target/sim-vs-real/short/real/seed-1): its `<node>-<replica>.log` files
+(the servers log "the parent answered" at debug level, which the harness
+turns on for `doorman_server::upstream`), each replica's `.clock` offset
+(libfaketime's, on the log's timestamps), and `real.json`'s `t0_unix_s`.
+Writes `t,node,resource,capacity,lasts_s` (seconds since t0) to FILE or
+stdout, in time order: set it beside the simulated run's upstream.csv to
+see when each node renewed on either side.
+"""
+
+import argparse
+import datetime
+import json
+import pathlib
+import re
+import sys
+
+LOG = re.compile(r"^(?P<node>.+)-(?P<replica>\d+)\.log$")
+
+
+def offset(clock_file: pathlib.Path) -> float:
+    """libfaketime's offset in the replica's .clock file ("+0s", "-3600s")."""
+    if not clock_file.exists():
+        return 0.0
+    text = clock_file.read_text().strip()
+    m = re.fullmatch(r"([+-]?\d+(?:\.\d+)?)s?", text)
+    if not m:
+        sys.exit(f"upstream-trace: {clock_file}: not an offset in seconds: {text!r}")
+    return float(m.group(1))
+
+
+# The harness starts the servers this long before t0 (scenario/mod.rs).
+SERVERS_LEAD = 1.0
+
+
+def first_server_line(d: pathlib.Path) -> float:
+    """The earliest timestamp of any server's log (on its own clock)."""
+    first = None
+    for log in d.glob("*.log"):
+        if log.name.startswith("etcd") or "-c" in log.stem:
+            continue
+        for line in log.read_text().splitlines()[:1]:
+            ts = datetime.datetime.fromisoformat(json.loads(line)["timestamp"].replace("Z", "+00:00"))
+            t = ts.timestamp() - offset(log.with_suffix(".clock"))
+            first = t if first is None else min(first, t)
+    if first is None:
+        sys.exit(f"upstream-trace: no server logs in {d}")
+    return first
+
+
+def answers(path: pathlib.Path, node: str, t0: float, skew: float):
+    for line in path.read_text().splitlines():
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if e.get("message") != "the parent answered":
+            continue
+        ts = datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
+        t = ts.timestamp() - skew - t0
+        yield (t, node, e["resource"], float(e["capacity"]), float(e["lasts_s"]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir", type=pathlib.Path)
+    ap.add_argument("--out", type=pathlib.Path)
+    a = ap.parse_args()
+    real = json.loads((a.dir / "real.json").read_text())
+    t0 = real.get("t0_unix_s")
+    if t0 is None:
+        t0 = first_server_line(a.dir) + SERVERS_LEAD
+        print(f"upstream-trace: no t0_unix_s in real.json (an older run): t0 taken as the first "
+              f"server log line + {SERVERS_LEAD} s, to about 20 ms", file=sys.stderr)
+    rows = []
+    for log in sorted(a.dir.glob("*.log")):
+        m = LOG.match(log.name)
+        if not m:
+            continue
+        skew = offset(log.with_suffix(".clock"))
+        rows.extend(answers(log, m.group("node"), t0, skew))
+    rows.sort()
+    out = ["t,node,resource,capacity,lasts_s"]
+    out += [f"{t:.3f},{n},{r},{c:.3f},{l:.3f}" for t, n, r, c, l in rows]
+    text = "\n".join(out) + "\n"
+    if a.out:
+        a.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
