@@ -8,7 +8,8 @@ REAL_SEED_DIR is one seed of `doorman-faults scenario` (e.g.
 target/sim-vs-real/short/real/seed-1): its `<node>-<replica>.log` files
 (the servers log "the parent answered" at debug level, which the harness
 turns on for `doorman_server::upstream`), each replica's `.clock` offset
-(libfaketime's, on the log's timestamps), and `real.json`'s `t0_unix_s`.
+(libfaketime's, for the lines after a replica's restart: see answers()),
+and `real.json`'s `t0_unix_s`.
 Writes `t,node,resource,capacity,lasts_s` (seconds since t0) to FILE or
 stdout, in time order: set it beside the simulated run's upstream.csv to
 see when each node renewed on either side.
@@ -40,14 +41,14 @@ SERVERS_LEAD = 1.0
 
 
 def first_server_line(d: pathlib.Path) -> float:
-    """The earliest timestamp of any server's log (on its own clock)."""
+    """The earliest timestamp of any server's log (its first start)."""
     first = None
     for log in d.glob("*.log"):
         if log.name.startswith("etcd") or "-c" in log.stem:
             continue
         for line in log.read_text().splitlines()[:1]:
             ts = datetime.datetime.fromisoformat(json.loads(line)["timestamp"].replace("Z", "+00:00"))
-            t = ts.timestamp() - offset(log.with_suffix(".clock"))
+            t = ts.timestamp()  # a first start's clock: unskewed (answers())
             first = t if first is None else min(first, t)
     if first is None:
         sys.exit(f"upstream-trace: no server logs in {d}")
@@ -55,7 +56,15 @@ def first_server_line(d: pathlib.Path) -> float:
 
 
 def answers(path: pathlib.Path, node: str, t0: float, skew: float):
-    for line in path.read_text().splitlines():
+    """The log's answers. A replica started again (a lost master comes
+    back as a standby) appends to its log with the wall clock of its
+    `.clock` file, which then says only the last start's offset: the
+    lines before the last start are taken as unskewed (every replica of
+    the scenario layouts starts at +0 s)."""
+    lines = path.read_text().splitlines()
+    starts = [i for i, l in enumerate(lines) if '"doorman server started"' in l]
+    last_start = starts[-1] if len(starts) > 1 else 0
+    for i, line in enumerate(lines):
         try:
             e = json.loads(line)
         except json.JSONDecodeError:
@@ -63,7 +72,7 @@ def answers(path: pathlib.Path, node: str, t0: float, skew: float):
         if e.get("message") != "the parent answered":
             continue
         ts = datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
-        t = ts.timestamp() - skew - t0
+        t = ts.timestamp() - (skew if i >= last_start else 0.0) - t0
         yield (t, node, e["resource"], float(e["capacity"]), float(e["lasts_s"]))
 
 
