@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::mishaps::seed_dips;
 use crate::summary::Timeline;
 
-use super::targets::{Row, Unit, MARK_EDGE_S};
+use super::targets::{Row, Unit, DIP_START_S, MARK_EDGE_S};
 
 /// A dip belongs to a mark when it starts between the mark's start and
 /// this many seconds after its end (and before the next mark starts).
@@ -61,7 +61,7 @@ pub fn dipping(sim: &Timeline, real: &Timeline) -> usize {
 }
 
 /// The rows of each mark's dip on both sides: its start within
-/// [`MARK_EDGE_S`] (no dip on either side: met; on one side only: met if
+/// [`DIP_START_S`] (no dip on either side: met; on one side only: met if
 /// that dip lasts at most [`MARK_EDGE_S`], the same lease renewed that
 /// much before its end on the other side, missed if longer), its end
 /// shown. When a dip ends follows the retries of the holders cut off,
@@ -86,7 +86,7 @@ pub fn rows(sim: &Timeline, real: &Timeline) -> Vec<Row> {
 /// A dip start's target; `dip` is either side's dip, for the one-sided
 /// case.
 fn start_target(row: Row, dip: Option<Edges>) -> Row {
-    let target = format!("± {MARK_EDGE_S:.0} s");
+    let target = format!("± {DIP_START_S:.0} s");
     let one_sided = row.simulated.is_some() != row.real.is_some();
     let short = dip.is_some_and(|d| d.1 - d.0 <= MARK_EDGE_S);
     if one_sided && short {
@@ -97,7 +97,7 @@ fn start_target(row: Row, dip: Option<Edges>) -> Row {
         row.ok = Some(true);
         return row;
     }
-    row.within(MARK_EDGE_S, target)
+    row.within(DIP_START_S, target)
 }
 
 /// The marks the harness could not apply to the real run in `dir`
@@ -162,14 +162,15 @@ mod tests {
     fn a_dip_belongs_to_the_mark_before_it_and_its_start_is_gated() {
         let sim = timeline(40..50);
         assert_eq!(after_each_mark(&sim), vec![Some((40.0, 50.0))]);
-        // Its start 2 s later, its end 5 s later: met (ends are shown).
-        let rows = rows(&sim, &timeline(42..55));
+        // Its start 9 s later (a renewal cycle and a sample), its end 5 s
+        // later: met (ends are shown).
+        let rows = rows(&sim, &timeline(49..55));
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].ok, Some(true), "{}", rows[0].describe());
         assert_eq!((rows[1].ok, rows[1].real), (None, Some(55.0)));
-        // 3 s later, or a lease that runs out a refresh interval later: missed.
-        for late in [43..50, 48..50] {
-            assert_eq!(rows_of(&sim, &timeline(late)), Some(false));
+        // 10 s later or earlier: missed.
+        for off in [50..60, 30..50] {
+            assert_eq!(rows_of(&sim, &timeline(off)), Some(false));
         }
         // No dip on one side: missed, unless the other's lasts at most 2 s
         // (a lease renewed that much before its end here); on neither: met.
