@@ -179,15 +179,15 @@ impl Sim {
     /// Every master moves its node's horizon record on when due (the
     /// server's periodic check; the write itself takes no time here).
     pub(super) fn keep_horizons(&mut self) {
-        let now = self.now();
-        for n in self.nodes.iter_mut().filter(|n| n.master.is_some()) {
-            keep_horizon(&mut n.core, now, &mut n.horizon);
+        for node in 0..self.nodes.len() {
+            self.upstream_answered(node);
         }
     }
 
-    /// The parent answered `node`: its master moves its record on at once
-    /// (`doorman-etcd` wakes its horizon keeper on every answer, to
-    /// follow the new lease before a child asks).
+    /// The parent answered `node`: its master moves its record on at once,
+    /// when due (`doorman-etcd` wakes its horizon keeper on every answer,
+    /// to follow the new lease before a child asks; its periodic check,
+    /// `keep_horizons`, is the same step for every node).
     pub(super) fn upstream_answered(&mut self, node: usize) {
         let now = self.now();
         let n = &mut self.nodes[node];
