@@ -98,15 +98,26 @@ if PATH=$CLEAN_PATH command -v cargo >/dev/null 2>&1 || PATH=$CLEAN_PATH command
 fi
 WVENV=$TARGET/venv-wheel
 rm -rf "$WVENV"
-PY=$(command -v "$PYTHON")
-PATH=$CLEAN_PATH "$PY" -m venv "$WVENV" || die "cannot create $WVENV"
+# The interpreter itself, not a shim of the build venv or of the PATH.
+PY=$("$(command -v "$PYTHON")" -c 'import os, sys; print(os.path.realpath(sys.executable))')
+# A clean environment: an empty HOME (no ~/.cargo, no user pip config),
+# the clean PATH, and only what pip needs to reach an index (proxies,
+# CA files, PIP_* settings) passed on.
+rm -rf "$TARGET"/wheel-home.*
+WHOME=$(mktemp -d "$TARGET/wheel-home.XXXXXX")
+CLEAN_ENV=(env -i "HOME=$WHOME" "PATH=$CLEAN_PATH" LANG=C.UTF-8)
+while IFS= read -r kept; do CLEAN_ENV+=("$kept"); done < <(
+  env | grep -E '^(PIP_[A-Z_]+|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE|(https?|no)_proxy|(HTTPS?|NO)_PROXY)=' || true)
+"${CLEAN_ENV[@]}" "$PY" -m venv "$WVENV" || die "cannot create $WVENV"
+# Binary wheels only: nothing is built from source on the way, so the
+# install cannot quietly need a compiler.
 # shellcheck disable=SC2086 # the pins are a list of requirements
-PATH=$CLEAN_PATH "$WVENV/bin/python" -m pip install -q --disable-pip-version-check \
-    "$WHEEL" pytest==$PYTEST_VERSION pytest-timeout==$PYTEST_TIMEOUT_VERSION \
-  || die "cannot install $(basename "$WHEEL") (without a Rust toolchain) and the test tools into $WVENV"
+"${CLEAN_ENV[@]}" "$WVENV/bin/python" -m pip install -q --disable-pip-version-check \
+    --only-binary :all: "$WHEEL" pytest==$PYTEST_VERSION pytest-timeout==$PYTEST_TIMEOUT_VERSION \
+  || die "cannot install $(basename "$WHEEL") (binary wheels only, without a Rust toolchain) and the test tools into $WVENV"
 
 workspace=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
-installed=$(PATH=$CLEAN_PATH "$WVENV/bin/python" -c \
+installed=$("${CLEAN_ENV[@]}" "$WVENV/bin/python" -c \
   'import importlib.metadata as m, doorman_client as d; assert m.version("doorman-client") == d.__version__, (m.version("doorman-client"), d.__version__); print(d.__version__)') \
   || die "the installed wheel's metadata and doorman_client.__version__ disagree (above)"
 server=$("$DOORMAN_BIN" --version)
@@ -116,9 +127,10 @@ log "versions agree: wheel $installed = workspace = $server"
 
 log "pytest clients/python/tests against the installed wheel (server: $DOORMAN_BIN)"
 cd clients/python
-where=$(PATH=$CLEAN_PATH "$WVENV/bin/python" -c 'import doorman_client; print(doorman_client.__file__)')
+where=$("${CLEAN_ENV[@]}" "$WVENV/bin/python" -c 'import doorman_client; print(doorman_client.__file__)')
 case "$where" in
   "$WVENV"/*) ;;
   *) die "the tests would import doorman_client from $where, not from the wheel in $WVENV" ;;
 esac
-PATH=$WVENV/bin:$CLEAN_PATH exec "$WVENV/bin/python" -m pytest -p no:cacheprovider "$@"
+exec "${CLEAN_ENV[@]}" "PATH=$WVENV/bin:$CLEAN_PATH" "DOORMAN_BIN=$DOORMAN_BIN" \
+  "$WVENV/bin/python" -m pytest -p no:cacheprovider "$@"

@@ -164,6 +164,21 @@ impl GaugeResource {
         self.inner.note()
     }
 
+    /// True while the server serves the resource in shadow mode: nothing
+    /// waits or is refused for capacity; what would have been is counted
+    /// in would_refuse.
+    #[getter]
+    fn shadow(&self) -> bool {
+        self.inner.shadow()
+    }
+
+    /// Acquisitions shadow mode let through that would have waited or
+    /// been refused.
+    #[getter]
+    fn would_refuse(&self) -> u64 {
+        self.inner.would_refuse()
+    }
+
     /// Why the server refuses the resource while mode is "refused" (its
     /// access rules, an invalid field), else None.
     #[getter]

@@ -126,17 +126,24 @@ impl GaugeResource {
         let Limiter::Gauge(g) = &mut st.limiter else {
             return false;
         };
-        let ok = g.in_flight < g.capacity;
+        let free = g.in_flight < g.capacity;
+        let shadowed = !free && self.shared.shadow();
+        let ok = free || shadowed;
         if ok {
             g.in_flight += 1;
         }
         let level = (g.in_flight + g.waiting) as f64;
         st.record_level(now, level);
+        if shadowed {
+            self.shared.would_have_refused();
+        }
         ok
     }
 
     /// Takes a permit if one is free now. Never blocks. A refusal is
-    /// counted in `doorman_client_refused_total`.
+    /// counted in `doorman_client_refused_total`; in shadow mode the
+    /// permit is given and counted in [`would_refuse`](Self::would_refuse)
+    /// instead.
     pub fn try_mark(&self) -> Option<GaugePermit> {
         let permit = self.take_now();
         if permit.is_none() {
@@ -233,7 +240,8 @@ impl GaugeResource {
         let Limiter::Gauge(g) = &mut st.limiter else {
             return None;
         };
-        if g.in_flight >= g.capacity {
+        let shadowed = g.in_flight >= g.capacity && self.shared.shadow();
+        if g.in_flight >= g.capacity && !shadowed {
             return None;
         }
         g.in_flight += 1;
@@ -242,6 +250,9 @@ impl GaugeResource {
         let level = (g.in_flight + g.waiting) as f64;
         st.record_level(now, level);
         drop(st);
+        if shadowed {
+            self.shared.would_have_refused();
+        }
         self.shared
             .waited(now.saturating_duration_since(start).as_secs_f64());
         Some(GaugePermit {

@@ -1,7 +1,7 @@
 //! Client Prometheus metrics, registered on a registry the user passes in:
 //! RPCs, errors and latency by method; capacity, wants and mode per
-//! resource; permit wait time, refused acquisitions and fallback
-//! activations per resource.
+//! resource; permit wait time, refused acquisitions, acquisitions shadow
+//! mode let through, and fallback activations per resource.
 //!
 //! Must not: register on a global registry or change client state.
 
@@ -23,6 +23,7 @@ pub struct ClientMetrics {
     mode: IntGaugeVec,
     wait: HistogramVec,
     refused: IntCounterVec,
+    shadow_refused: IntCounterVec,
     fallbacks: IntCounterVec,
     pushes: IntCounter,
 }
@@ -34,6 +35,9 @@ pub(crate) struct ResourceMetrics {
     pub wait: Histogram,
     /// `try_acquire`/`try_mark` calls that found no capacity.
     pub refused: IntCounter,
+    /// Acquisitions shadow mode let through that would have waited or
+    /// been refused.
+    pub shadow_refused: IntCounter,
     capacity: Gauge,
     /// What the client asks for it.
     pub wants: Gauge,
@@ -106,6 +110,12 @@ impl ClientMetrics {
                 "Acquisitions refused at once for lack of capacity (try_acquire, try_mark).",
                 per_resource,
             )?,
+            shadow_refused: counters(
+                registry,
+                "doorman_client_shadow_would_refuse_total",
+                "Acquisitions of a resource in shadow mode that went ahead but would have waited or been refused.",
+                per_resource,
+            )?,
             fallbacks: counters(
                 registry,
                 "doorman_client_fallback_activations_total",
@@ -145,6 +155,7 @@ impl ClientMetrics {
         }
         let _ = self.wait.remove_label_values(&[id]);
         let _ = self.refused.remove_label_values(&[id]);
+        let _ = self.shadow_refused.remove_label_values(&[id]);
         let _ = self.fallbacks.remove_label_values(&[id]);
     }
 
@@ -152,6 +163,7 @@ impl ClientMetrics {
         ResourceMetrics {
             wait: self.wait.with_label_values(&[id]),
             refused: self.refused.with_label_values(&[id]),
+            shadow_refused: self.shadow_refused.with_label_values(&[id]),
             capacity: self.capacity.with_label_values(&[id]),
             wants: self.wants.with_label_values(&[id]),
             modes: Mode::ALL

@@ -84,7 +84,9 @@ impl RateResource {
     }
 
     /// Takes `n` permits if available now. Never blocks. A refusal is
-    /// counted in `doorman_client_refused_total`.
+    /// counted in `doorman_client_refused_total`; in shadow mode the
+    /// call succeeds and is counted in [`would_refuse`](Self::would_refuse)
+    /// instead.
     pub fn try_acquire_n(&self, n: u32) -> bool {
         let now = crate::clock::instant();
         let mut st = self.shared.limiter();
@@ -95,10 +97,15 @@ impl RateResource {
             Limiter::Gauge(_) => false,
         };
         drop(st);
-        if !ok {
-            self.shared.refused();
+        if ok {
+            return true;
         }
-        ok
+        if self.shared.shadow() {
+            self.shared.would_have_refused();
+            return true;
+        }
+        self.shared.refused();
+        false
     }
 
     /// Waits for one permit. Capacity 0 blocks until capacity arrives,
@@ -183,7 +190,8 @@ impl RateResource {
     }
 
     /// Takes `n` tokens now, or says how long until they could be there
-    /// (`None`: not before the capacity changes).
+    /// (`None`: not before the capacity changes). In shadow mode never
+    /// fails: without the tokens it goes ahead, counted.
     fn take(&self, n: f64, now: Instant, blocked: bool) -> Result<(), Option<Duration>> {
         let mut st = self.shared.limiter();
         let t = st.at(now);
@@ -193,6 +201,14 @@ impl RateResource {
         };
         if r.is_ok() {
             st.record_wait(now, blocked);
+            return r;
+        }
+        drop(st);
+        // Shadow mode: go ahead without the tokens, counted.
+        if self.shared.shadow() {
+            self.shared.would_have_refused();
+            self.shared.lock().record_wait(now, blocked);
+            return Ok(());
         }
         r
     }

@@ -86,6 +86,7 @@ impl ClientShared {
                         let at = instant + (l.expiry - now).to_duration();
                         Some(LeaseEnd { at, after })
                     });
+                r.set_shadow(st.core.shadow(id));
                 r.publish((cap, mode), end, expiry, st.core.refusal(id));
                 if let Some(m) = &r.metrics {
                     m.wants.set(st.core.wants(id).unwrap_or(0.0));

@@ -37,6 +37,7 @@ pub(crate) fn grants(resp: &pb::GetCapacityResponse, sent_at: Time) -> Vec<Grant
             resource_id: r.resource_id.clone(),
             lease: doorman_proto::lease_from_wire(&r.gets, sent_at),
             safe_capacity: r.safe_capacity,
+            shadow: r.shadow == Some(true),
         })
         .collect()
 }

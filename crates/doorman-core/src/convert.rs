@@ -52,6 +52,7 @@ pub fn answer_item(g: &Grant) -> GrantItem {
         resource_id: g.resource_id.clone(),
         lease: g.lease,
         safe_capacity: Some(g.safe_capacity),
+        shadow: g.shadow,
     }
 }
 
@@ -87,6 +88,8 @@ pub struct UpstreamAnswer {
     pub predecessor_out: Option<f64>,
     /// How long that still holds when sent.
     pub predecessor_left: Option<Span>,
+    /// The resource is in shadow mode.
+    pub shadow: bool,
 }
 
 impl UpstreamAnswer {
@@ -100,6 +103,7 @@ impl UpstreamAnswer {
             next_refresh_interval: g.next_refresh_interval,
             predecessor_out: g.predecessor_out,
             predecessor_left: g.predecessor_until.map(|u| (u - g.at).max(Span::ZERO)),
+            shadow: g.shadow,
         }
     }
 
@@ -122,6 +126,7 @@ impl UpstreamAnswer {
             predecessor_until: self
                 .predecessor_left
                 .map(|left| received_at + counted_for(left)),
+            shadow: self.shadow,
         }
     }
 }

@@ -47,6 +47,9 @@ pub struct Admission {
     /// No template matches the resource (admission is then the config's
     /// `[envoy] unmatched` choice, not the bucket's).
     pub unmatched: bool,
+    /// The resource is in shadow mode: the caller admits the hits whatever
+    /// `allowed` says and counts a refusal apart.
+    pub shadow: bool,
     /// The leased capacity, in the descriptor's unit.
     pub limit: f64,
     /// Whole requests left in the bucket.
@@ -61,6 +64,7 @@ struct Local {
     unit: Unit,
     last_hit: Time,
     unmatched: bool,
+    shadow: bool,
     /// Created and not yet given a rate: filled when it gets one.
     fresh: bool,
 }
@@ -73,6 +77,7 @@ impl Local {
             unit,
             last_hit: now,
             unmatched: false,
+            shadow: false,
             fresh: true,
         }
     }
@@ -192,6 +197,7 @@ impl LocalRequester {
                 for g in grants {
                     if let Some(l) = self.shard(state, &g.resource_id).get_mut(&g.resource_id) {
                         l.unmatched = g.decision == Decision::Unmatched;
+                        l.shadow = g.shadow;
                     }
                 }
             }
@@ -268,6 +274,7 @@ fn admit_one(shard: &mut Shard, id: &str, hits: u64, now: Time) -> Admission {
         return Admission {
             allowed: false,
             unmatched: false,
+            shadow: false,
             limit: 0.0,
             remaining: 0,
             reset: Duration::ZERO,
@@ -282,6 +289,7 @@ fn admit_one(shard: &mut Shard, id: &str, hits: u64, now: Time) -> Admission {
     Admission {
         allowed,
         unmatched: l.unmatched,
+        shadow: l.shadow,
         limit: l.bucket.rate() * unit,
         remaining: l.bucket.tokens(now).max(0.0).floor().min(u32::MAX as f64) as u32,
         reset: l.bucket.until_full(now),

@@ -10,7 +10,9 @@
 //! assigned a token bucket at the leased rate (fill interval 1 s) with the
 //! lease's remaining time as its time to live; Envoy limits by itself from
 //! it. The stream's end releases its leases. Several Envoys on one bucket
-//! share it by the resource's algorithm, as Doorman clients do.
+//! share it by the resource's algorithm, as Doorman clients do. A
+//! resource in shadow mode is assigned allow-all; the token bucket it
+//! would have been is counted (`result="shadow_assigned"`) and logged.
 //!
 //! Must not: decide capacity (the core does) or block Envoy's requests
 //! (nothing here is on their path).
@@ -70,6 +72,9 @@ impl RlqsService {
 struct Bucket {
     ids: Vec<BucketId>,
     unit: Unit,
+    /// Shadow mode: the rate last logged as the assignment it would have
+    /// made (logged again when it moves by more than 10 %).
+    shadow_logged: Option<f64>,
 }
 
 /// One stream: a client of the core.
@@ -226,8 +231,14 @@ impl Stream {
             return Err(Status::invalid_argument(why));
         }
         let ids = Vec::new();
-        self.buckets
-            .insert(resource.to_string(), Bucket { ids, unit });
+        self.buckets.insert(
+            resource.to_string(),
+            Bucket {
+                ids,
+                unit,
+                shadow_logged: None,
+            },
+        );
         Ok(())
     }
 
@@ -243,11 +254,11 @@ impl Stream {
         let now = self.state.now();
         let mut actions = Vec::new();
         for g in &grants {
-            let Some(bucket) = self.buckets.get(&g.resource_id) else {
+            let capacity = self.core.capacity(&g.resource_id, now).map_or(0.0, |c| c.0);
+            let Some(bucket) = self.buckets.get_mut(&g.resource_id) else {
                 continue;
             };
-            let capacity = self.core.capacity(&g.resource_id, now).map_or(0.0, |c| c.0);
-            actions.extend(self.assignments(g, bucket, capacity, unmatched));
+            actions.extend(assignments(&self.state, g, bucket, capacity, unmatched));
         }
         if actions.is_empty() {
             return Ok(None);
@@ -256,41 +267,56 @@ impl Stream {
             bucket_action: actions,
         }))
     }
+}
 
-    /// The assignments for one granted resource, one per bucket naming it
-    /// (the rate split evenly between them), counted.
-    fn assignments(
-        &self,
-        g: &Grant,
-        b: &Bucket,
-        capacity: f64,
-        unmatched: Unmatched,
-    ) -> Vec<BucketAction> {
-        let metrics = &self.state.metrics.envoy;
-        let strategy = if g.decision == Decision::Unmatched {
-            metrics.descriptor("rlqs", "unmatched");
-            blanket(unmatched == Unmatched::Ok)
-        } else {
-            metrics.descriptor("rlqs", "assigned");
-            let shares = b.ids.len().max(1) as f64;
-            token_bucket(capacity / b.unit.seconds() / shares)
-        };
-        let ttl = (g.lease.expiry - self.state.now())
-            .to_duration()
-            .as_secs()
-            .max(1);
-        let action = QuotaAssignmentAction {
-            assignment_time_to_live: Some(whole_seconds(ttl)),
-            rate_limit_strategy: Some(strategy),
-        };
-        b.ids
-            .iter()
-            .map(|id| BucketAction {
-                bucket_id: Some(id.clone()),
-                bucket_action: Some(bucket_action::BucketAction::QuotaAssignmentAction(action)),
-            })
-            .collect()
-    }
+/// The assignments for one granted resource, one per bucket naming it
+/// (the rate split evenly between them), counted. In shadow mode each is
+/// allow-all; the token bucket it would have been is counted apart and
+/// logged (again when its rate moves by more than 10 %).
+fn assignments(
+    state: &ServerState,
+    g: &Grant,
+    b: &mut Bucket,
+    capacity: f64,
+    unmatched: Unmatched,
+) -> Vec<BucketAction> {
+    let metrics = &state.metrics.envoy;
+    let rate = capacity / b.unit.seconds() / b.ids.len().max(1) as f64;
+    let strategy = if g.decision == Decision::Unmatched {
+        metrics.descriptor("rlqs", "unmatched");
+        blanket(unmatched == Unmatched::Ok)
+    } else if g.shadow {
+        metrics.descriptor("rlqs", "shadow_assigned");
+        if b.shadow_logged
+            .is_none_or(|r| (rate - r).abs() > 0.1 * r.max(1e-9))
+        {
+            b.shadow_logged = Some(rate);
+            tracing::info!(
+                resource = %g.resource_id, would_assign_per_s = rate,
+                buckets = b.ids.len(),
+                "shadow mode: assigned allow-all instead of this token bucket rate"
+            );
+        }
+        blanket(true)
+    } else {
+        metrics.descriptor("rlqs", "assigned");
+        token_bucket(rate)
+    };
+    let ttl = (g.lease.expiry - state.now())
+        .to_duration()
+        .as_secs()
+        .max(1);
+    let action = QuotaAssignmentAction {
+        assignment_time_to_live: Some(whole_seconds(ttl)),
+        rate_limit_strategy: Some(strategy),
+    };
+    b.ids
+        .iter()
+        .map(|id| BucketAction {
+            bucket_id: Some(id.clone()),
+            bucket_action: Some(bucket_action::BucketAction::QuotaAssignmentAction(action)),
+        })
+        .collect()
 }
 
 /// The resource a bucket id names, and its unit; INVALID_ARGUMENT naming

@@ -7,6 +7,10 @@
 //! descriptor (code, the leased limit, what is left, when the bucket is
 //! full again) for Envoy's `x-ratelimit-*` headers.
 //!
+//! Shadow mode: a descriptor of a resource in shadow mode is answered OK
+//! whatever its bucket says; a hit the bucket refused is counted apart
+//! (`doorman_envoy_descriptors_total{result="shadow_over_limit"}`).
+//!
 //! Hits: the request's `hits_addend` (0 means 1), or the descriptor's own
 //! when it sets one (0 then checks without consuming). A request is over
 //! the limit when any of its descriptors is; each descriptor's hits are
@@ -86,9 +90,16 @@ impl RlsService {
                 ..Default::default()
             };
         }
-        metrics.descriptor("rls", if a.allowed { "ok" } else { "over_limit" });
+        // Shadow mode: over the limit is counted apart and answered OK.
+        let result = match (a.allowed, a.shadow) {
+            (true, _) => "ok",
+            (false, false) => "over_limit",
+            (false, true) => "shadow_over_limit",
+        };
+        metrics.descriptor("rls", result);
+        let ok = a.allowed || a.shadow;
         DescriptorStatus {
-            code: if a.allowed { Code::Ok } else { Code::OverLimit } as i32,
+            code: if ok { Code::Ok } else { Code::OverLimit } as i32,
             current_limit: Some(RateLimit {
                 name: String::new(),
                 requests_per_unit: a.limit.round().clamp(0.0, u32::MAX as f64) as u32,

@@ -22,6 +22,7 @@ mod http;
 mod interop;
 mod leases;
 mod net;
+mod no_shadow;
 mod probe;
 mod procs;
 mod proxy;

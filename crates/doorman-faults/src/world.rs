@@ -191,6 +191,7 @@ impl World {
     pub fn push_config(&self, text: &str) -> anyhow::Result<String> {
         let file = self.dir.join("config.toml");
         let bytes = self.with_rules(text);
+        crate::no_shadow::refuse_shadow(&bytes)?;
         std::fs::write(&file, &bytes)?;
         let mut cmd = std::process::Command::new(&self.programs.doorman);
         cmd.args(["config", "push"])

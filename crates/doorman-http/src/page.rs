@@ -1,6 +1,6 @@
 //! The HTML status page: one server's level and role in the tree, its
 //! election and parent link, config, templates, resources (learning mode,
-//! the parent's lease), bands and leases, rendered from a [`Status`]
+//! shadow mode, the parent's lease), bands and leases, rendered from a [`Status`]
 //! snapshot.
 //!
 //! Must not: read or change server state (it gets a snapshot).
@@ -102,11 +102,11 @@ fn parent(s: &Status) -> String {
 }
 
 fn templates_table(h: &mut String, s: &Status) {
-    h.push_str("<h2>Templates</h2><table><tr><th class=l>glob</th><th>capacity</th><th>safe</th><th class=l>algorithm</th><th>lease</th><th>refresh</th><th>learning</th><th class=l>description</th></tr>");
+    h.push_str("<h2>Templates</h2><table><tr><th class=l>glob</th><th>capacity</th><th>safe</th><th class=l>algorithm</th><th>lease</th><th>refresh</th><th>learning</th><th class=l>enforced</th><th class=l>description</th></tr>");
     for t in &s.templates {
         let _ = write!(
             h,
-            "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td class=l>{}</td><td>{}s</td><td>{}s</td><td>{}s</td><td class=l>{}</td></tr>",
+            "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td class=l>{}</td><td>{}s</td><td>{}s</td><td>{}s</td><td class=l>{}</td><td class=l>{}</td></tr>",
             esc(&t.identifier_glob),
             num(t.capacity),
             t.safe_capacity.map(num).unwrap_or_else(|| "dynamic".into()),
@@ -114,6 +114,7 @@ fn templates_table(h: &mut String, s: &Status) {
             t.lease_length,
             t.refresh_interval,
             t.learning_mode_duration,
+            if t.shadow { "<b>shadow</b>" } else { "yes" },
             esc(t.description.as_deref().unwrap_or("")),
         );
     }
@@ -142,13 +143,17 @@ fn resources_table(h: &mut String, s: &Status) {
     h.push_str("</table>");
 }
 
-/// Learning or normal, and for an intermediate its lease from the parent.
+/// Learning or normal, shadow mode, and for an intermediate its lease
+/// from the parent.
 fn mode(r: &ResourceStatus) -> String {
     let mut m = if r.learning {
         format!("learning ({:.0} s left)", r.learning_remaining.ceil())
     } else {
         "normal".into()
     };
+    if r.shadow {
+        m.push_str(" · <b>shadow</b> (not enforced)");
+    }
     if let Some(u) = &r.upstream {
         let _ = match u.expires_in {
             Some(e) if e > 0.0 => write!(m, " · parent lease {} for {e:.0} s", num(u.capacity)),

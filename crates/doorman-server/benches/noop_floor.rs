@@ -56,6 +56,7 @@ impl Capacity for Floor {
                 resource_id: r.resource_id,
                 gets: fixed_lease(),
                 safe_capacity: Some(1.0),
+                shadow: None,
             })
             .collect();
         Ok(Response::new(pb::GetCapacityResponse {

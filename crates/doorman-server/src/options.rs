@@ -81,6 +81,9 @@ pub struct ServerOptions {
     pub auth: Auth,
     /// `/metrics` per template (default) or per resource with a cap.
     pub metrics_series: doorman_state::metrics::ResourceSeries,
+    /// Every resource in shadow mode (`--shadow`): decided and granted as
+    /// usual, enforced by nobody (see `Template::shadow`).
+    pub shadow: bool,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -122,6 +125,7 @@ impl ServerOptions {
             parent_token: None,
             auth: Auth::default(),
             metrics_series: Default::default(),
+            shadow: false,
         }
     }
 }

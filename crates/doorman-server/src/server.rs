@@ -311,6 +311,7 @@ fn build_state(
         role,
         server_id: server_id.to_string(),
         min_request_interval: Span::from_duration(opts.min_request_interval),
+        shadow_all: opts.shadow,
     };
     let core = LockedCore::new(core_opts, config, opts.core_shards);
     if opts.election.is_standalone() {

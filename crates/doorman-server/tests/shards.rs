@@ -29,6 +29,7 @@ fn options() -> CoreOptions {
         role: Role::Root,
         server_id: "me:1".into(),
         min_request_interval: Span::secs(1),
+        shadow_all: false,
     }
 }
 

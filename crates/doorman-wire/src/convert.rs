@@ -57,6 +57,7 @@ pub fn client_response(r: Result<Vec<Grant>, NotMaster>) -> pb::GetCapacityRespo
         .map(|g| pb::ResourceResponse {
             gets: doorman_proto::lease_to_wire(&g.lease, g.at),
             safe_capacity: Some(g.safe_capacity),
+            shadow: g.shadow.then_some(true),
             resource_id: g.resource_id,
         })
         .collect();
@@ -127,6 +128,7 @@ fn answer_to_wire(a: UpstreamAnswer) -> pb::ServerCapacityResourceResponse {
         next_refresh_interval: a.next_refresh_interval,
         predecessor_outstanding: a.predecessor_out,
         predecessor_remaining_ms: a.predecessor_left.map(Span::as_millis),
+        shadow: a.shadow.then_some(true),
     }
 }
 
@@ -141,6 +143,7 @@ fn answer_from_wire(r: &pb::ServerCapacityResourceResponse) -> UpstreamAnswer {
         next_refresh_interval: r.next_refresh_interval,
         predecessor_out: r.predecessor_outstanding,
         predecessor_left: doorman_proto::millis(r.predecessor_remaining_ms),
+        shadow: r.shadow == Some(true),
     }
 }
 
@@ -269,6 +272,7 @@ mod tests {
             algorithm: AlgorithmConfig::unmatched(),
             algorithm_known: true,
             decision: Decision::Learning,
+            shadow: false,
             note: Some(GrantNote::Learning { seconds_left: 42.0 }),
             next_refresh_interval: None,
             predecessor_out: None,
@@ -302,6 +306,7 @@ mod tests {
             algorithm: AlgorithmConfig::unmatched(),
             algorithm_known: true,
             decision: Decision::Algorithm,
+            shadow: true,
             note: None,
             next_refresh_interval: Some(2),
             predecessor_out: Some(60.0),
@@ -328,6 +333,17 @@ mod tests {
             (g.next_refresh_interval, g.predecessor_out),
             (Some(2), Some(60.0))
         );
+        // Shadow mode crosses too, to clients as to downstream servers,
+        // and is left off the wire when off.
+        assert_eq!(wire.response[0].shadow, Some(true));
+        assert!(g.shadow);
+        let to_client = client_response(Ok(vec![grant.clone()]));
+        assert_eq!(to_client.response[0].shadow, Some(true));
+        let plain = Grant {
+            shadow: false,
+            ..grant.clone()
+        };
+        assert_eq!(client_response(Ok(vec![plain])).response[0].shadow, None);
         // The simulator, which has no wire, gets the same by the core's
         // rule alone.
         let direct = UpstreamAnswer::sent(&grant).received((sent_at, received_at));

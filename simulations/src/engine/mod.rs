@@ -451,6 +451,7 @@ fn master_core(
         role,
         server_id: server_id.clone(),
         min_request_interval: MIN_REQUEST_INTERVAL,
+        shadow_all: false,
     };
     let mut core = ServerCore::with_shards(options, config.clone(), shards);
     let record = horizon

@@ -103,6 +103,14 @@ class RateResource:
         """What the server said about its last grant (e.g. "learning mode,
         42 s left"), if anything."""
     @property
+    def shadow(self) -> bool:
+        """True while the server serves the resource in shadow mode: nothing
+        waits or is refused for capacity."""
+    @property
+    def would_refuse(self) -> int:
+        """Acquisitions shadow mode let through that would have waited or
+        been refused."""
+    @property
     def refusal(self) -> Optional[Refusal]:
         """Why the server refuses the resource while mode is "refused",
         else None."""
@@ -137,6 +145,10 @@ class GaugeResource:
     def mode(self) -> _Mode: ...
     @property
     def note(self) -> Optional[str]: ...
+    @property
+    def shadow(self) -> bool: ...
+    @property
+    def would_refuse(self) -> int: ...
     @property
     def refusal(self) -> Optional[Refusal]: ...
     @property

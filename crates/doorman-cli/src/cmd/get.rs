@@ -139,6 +139,7 @@ fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, note: Option<&
             "remaining_ms": r.gets.remaining_ms,
             "refresh_interval": r.gets.refresh_interval,
             "safe_capacity": r.safe_capacity,
+            "shadow": r.shadow == Some(true),
         });
         println!("{v}");
         return;
@@ -159,6 +160,9 @@ fn print(server: &str, client_id: &str, r: &pb::ResourceResponse, note: Option<&
     match r.safe_capacity {
         Some(s) => println!("safe_capacity     {s}"),
         None => println!("safe_capacity     (not sent)"),
+    }
+    if r.shadow == Some(true) {
+        println!("shadow            yes: granted as usual, enforced by nobody");
     }
     println!("server            {server}");
 }

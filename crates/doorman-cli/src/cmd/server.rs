@@ -153,6 +153,12 @@ pub struct Args {
     /// the rest are summed per template under resource="_other".
     #[arg(long, default_value_t = 1000, requires = "metrics_per_resource")]
     metrics_max_resources: usize,
+    /// Shadow mode for every resource: leases are decided and granted as
+    /// usual, but our clients and the Envoy front-ends never wait or
+    /// refuse for them; they count what they would have refused. A
+    /// template's `shadow = true` does the same for its resources alone.
+    #[arg(long)]
+    shadow: bool,
 }
 
 /// Raises the soft limit of open files to the hard limit, so the
@@ -275,6 +281,7 @@ fn options(args: Args) -> anyhow::Result<ServerOptions> {
     };
     opts.parent_token = parent_tls.token()?;
     opts.parent_tls = parent_tls.client_tls()?;
+    opts.shadow = args.shadow;
     if args.metrics_per_resource {
         opts.metrics_series = ResourceSeries::PerResource(args.metrics_max_resources);
     }

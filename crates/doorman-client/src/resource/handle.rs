@@ -42,6 +42,22 @@ macro_rules! handle_accessors {
             self.shared.refusal()
         }
 
+        /// Whether the server serves the resource in shadow mode: its
+        /// acquisitions never wait or fail for capacity (they may still
+        /// fail for a refusal or a closed client); each that would have
+        /// is counted in [`would_refuse`](Self::would_refuse). False until
+        /// the first grant.
+        pub fn shadow(&self) -> bool {
+            self.shared.shadow()
+        }
+
+        /// How many acquisitions shadow mode let through that would have
+        /// waited or been refused (also
+        /// `doorman_client_shadow_would_refuse_total`).
+        pub fn would_refuse(&self) -> u64 {
+            self.shared.would_refuse()
+        }
+
         /// Why the capacity may be small, as the server said with its last
         /// grant (e.g. "learning mode, 42 s left", "no valid lease from
         /// the parent"); none from an original Doorman server.

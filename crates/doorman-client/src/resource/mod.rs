@@ -12,7 +12,7 @@
 
 mod handle;
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Weak};
 
 use tokio::sync::Notify;
@@ -143,6 +143,13 @@ pub(crate) struct Shared {
     after_end: Mutex<(f64, Mode)>,
     /// Where `lease_end` counts from.
     origin: Instant,
+    /// The server serves the resource in shadow mode: acquisitions never
+    /// wait or fail for capacity; each that would have is counted in
+    /// `would_refuse` instead.
+    shadow: AtomicBool,
+    /// Acquisitions that would have waited or been refused, had the
+    /// resource not been in shadow mode.
+    would_refuse: AtomicU64,
 }
 
 fn mode_index(m: Mode) -> u8 {
@@ -193,6 +200,8 @@ impl Shared {
             lease_end: AtomicU64::new(NO_END),
             after_end: Mutex::new((0.0, Mode::Pessimistic)),
             origin,
+            shadow: AtomicBool::new(false),
+            would_refuse: AtomicU64::new(0),
         };
         s.apply(initial.0, initial.1);
         s
@@ -354,6 +363,34 @@ impl Shared {
         if let Some(m) = &self.metrics {
             m.refused.inc();
         }
+    }
+
+    /// Whether the resource is in shadow mode (as the server last said).
+    pub fn shadow(&self) -> bool {
+        self.shadow.load(Ordering::Acquire)
+    }
+
+    /// Puts the resource in or out of shadow mode; waiters are woken to
+    /// go on at once (into it) or wait as usual (out of it).
+    pub fn set_shadow(&self, on: bool) {
+        if self.shadow.swap(on, Ordering::AcqRel) != on {
+            self.notify.notify_waiters();
+        }
+    }
+
+    /// Counts an acquisition shadow mode let through that would have
+    /// waited or been refused.
+    pub fn would_have_refused(&self) {
+        self.would_refuse.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &self.metrics {
+            m.shadow_refused.inc();
+        }
+    }
+
+    /// Acquisitions shadow mode let through that would have waited or
+    /// been refused, since the resource was made.
+    pub fn would_refuse(&self) -> u64 {
+        self.would_refuse.load(Ordering::Relaxed)
     }
 
     /// Records a permit's wait.

@@ -161,6 +161,9 @@ pub struct GrantItem {
     pub lease: Lease,
     /// Safe capacity, if the server sent one.
     pub safe_capacity: Option<f64>,
+    /// The server serves the resource in shadow mode: enforce nothing,
+    /// count what would have been refused.
+    pub shadow: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -176,6 +179,8 @@ struct State {
     /// A pushed grant lowered it: the server counts the old lease until a
     /// request claims the lower one, sent at once ([`ClientCore::on_push`]).
     ack: bool,
+    /// The last grant said the resource is in shadow mode.
+    shadow: bool,
 }
 
 impl State {
@@ -243,6 +248,7 @@ impl ClientCore {
                 schedule: RefreshSchedule::new(now),
                 refused: None,
                 ack: false,
+                shadow: false,
             }),
         );
     }
@@ -347,6 +353,7 @@ impl ClientCore {
                 s.safe = Some(safe);
             }
             s.refused = None;
+            s.shadow = g.shadow;
             s.schedule.granted(now, &g.lease, None);
             // Wants that moved while the request was out go early still.
             s.expedite_if_moved(now);
@@ -385,6 +392,7 @@ impl ClientCore {
                 continue;
             }
             lease.capacity = capacity;
+            s.shadow = g.shadow;
             if let Some(safe) = g.safe_capacity.filter(|x| x.is_finite() && *x >= 0.0) {
                 s.safe = Some(safe);
             }
@@ -415,6 +423,12 @@ impl ClientCore {
                 s.schedule.failed(now, None, later);
             }
         }
+    }
+
+    /// Whether the server's last grant put the resource in shadow mode
+    /// (false before any grant: a resource enforces until told).
+    pub fn shadow(&self, id: &str) -> bool {
+        self.resources.get(id).is_some_and(|s| s.shadow)
     }
 
     /// Why the server refused the resource, while it does.

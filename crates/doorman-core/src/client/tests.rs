@@ -25,6 +25,7 @@ fn grant(id: &str, cap: f64, expiry: Time, refresh: i64, safe: Option<f64>) -> G
             refresh_interval: refresh,
         },
         safe_capacity: safe,
+        shadow: false,
     }
 }
 
@@ -231,6 +232,7 @@ fn a_refused_resource_gets_nothing_and_is_asked_again_only_after_the_retry() {
             refresh_interval: 5,
         },
         safe_capacity: None,
+        shadow: false,
     };
     c.on_response(t(61000), &["a".to_string()], &[grant]);
     assert_eq!(c.capacity("a", t(62000)), Some((5.0, Mode::Lease)));

@@ -134,6 +134,11 @@ pub struct Template {
     /// server's client count may take from the other requesters (0 < x ≤ 1;
     /// default [`crate::limits::DEFAULT_OPEN_SERVER_SHARE`]).
     pub open_server_share: f64,
+    /// Shadow mode (`shadow = true`): decided and granted as usual, but
+    /// our clients and the Envoy front-ends never wait or refuse for it;
+    /// they count what they would have refused. Outside the capacity
+    /// invariant: nothing enforces its grants.
+    pub shadow: bool,
 }
 
 /// A validated configuration with its lookup tables.
@@ -147,6 +152,9 @@ pub struct Config {
     envoy: EnvoyConfig,
     /// The longest `lease_length` of any template, seconds (0 without one).
     longest_lease: i64,
+    /// Every resource is in shadow mode (a server's `--shadow`), whatever
+    /// its template says and on an intermediate whatever the parent says.
+    shadow_all: bool,
 }
 
 impl Config {
@@ -216,7 +224,24 @@ impl Config {
             source: source_name.to_string(),
             acl,
             envoy,
+            shadow_all: false,
         })
+    }
+
+    /// This config with every resource in shadow mode (a server run with
+    /// `--shadow`): each template's `shadow` set, and on an intermediate
+    /// each resource the parent serves.
+    pub fn shadowing_all(mut self) -> Config {
+        self.shadow_all = true;
+        for t in &mut self.templates {
+            Arc::make_mut(t).shadow = true;
+        }
+        self
+    }
+
+    /// True when every resource is in shadow mode ([`Config::shadowing_all`]).
+    pub fn shadows_all(&self) -> bool {
+        self.shadow_all
     }
 
     /// True for bytes that hold no config at all yet: empty, white space, or
@@ -239,6 +264,7 @@ impl Config {
             acl: Acl::default(),
             envoy: EnvoyConfig::default(),
             longest_lease: 0,
+            shadow_all: false,
         }
     }
 
@@ -297,8 +323,9 @@ impl Config {
             .filter(|(_, n)| *n > 0)
             .map(|(k, n)| format!("{n} {k}"))
             .collect();
+        let shadow = self.templates.iter().filter(|t| t.shadow).count();
         format!(
-            "{}: {} resource template{}{}",
+            "{}: {} resource template{}{}{}",
             self.source,
             self.templates.len(),
             if self.templates.len() == 1 { "" } else { "s" },
@@ -306,6 +333,11 @@ impl Config {
                 String::new()
             } else {
                 format!(" ({})", kinds.join(", "))
+            },
+            if shadow == 0 {
+                String::new()
+            } else {
+                format!(", {shadow} in shadow mode")
             }
         )
     }

@@ -14,13 +14,14 @@ use crate::limits::{
     MAX_TEMPLATES,
 };
 
-const TEMPLATE_KEYS: [&str; 7] = [
+const TEMPLATE_KEYS: [&str; 8] = [
     "identifier_glob",
     "capacity",
     "safe_capacity",
     "description",
     "algorithm",
     "max_clients_per_server",
+    "shadow",
     "open_server_share",
 ];
 const ALGORITHM_KEYS: [&str; 5] = [
@@ -156,6 +157,16 @@ impl Ctx<'_> {
         }
     }
 
+    fn boolean(&mut self, t: &toml::Table, field: &str) -> Option<bool> {
+        match t.get(field)? {
+            toml::Value::Boolean(b) => Some(*b),
+            other => {
+                self.wrong_type(field, "true or false", other);
+                None
+            }
+        }
+    }
+
     fn string(&mut self, t: &toml::Table, field: &str) -> Option<String> {
         match t.get(field)? {
             toml::Value::String(s) => Some(s.clone()),
@@ -218,6 +229,7 @@ fn parse_template(
     let description = cx.string(t, "description");
     let max_clients = parse_max_clients(&mut cx, t);
     let open_share = parse_open_share(&mut cx, t);
+    let shadow = cx.boolean(t, "shadow").unwrap_or(false);
     let algorithm = match t.get("algorithm") {
         Some(toml::Value::Table(a)) => parse_algorithm(&mut cx, a),
         Some(other) => {
@@ -241,6 +253,7 @@ fn parse_template(
         algorithm: Arc::new(algorithm?),
         max_clients_per_server: max_clients,
         open_server_share: open_share,
+        shadow,
     })
 }
 

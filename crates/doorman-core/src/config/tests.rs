@@ -251,3 +251,26 @@ fn a_config_of_more_templates_than_the_limit_is_rejected() {
     assert_eq!(e.problems[0].field, "resources");
     assert!(e.problems[0].reason.contains("at most 50000"), "{e}");
 }
+
+#[test]
+fn shadow_is_a_template_flag_and_a_whole_config_switch() {
+    let c = Config::parse(GOOD, "good.toml").unwrap();
+    assert!(c.templates().iter().all(|t| !t.shadow) && !c.shadows_all());
+    let one = GOOD.replacen("capacity = 500\n", "capacity = 500\nshadow = true\n", 1);
+    let c = Config::parse(&one, "one.toml").unwrap();
+    let flags: Vec<bool> = c.templates().iter().map(|t| t.shadow).collect();
+    assert_eq!(flags, [true, false, false]);
+    assert!(
+        c.summary().ends_with(", 1 in shadow mode"),
+        "{}",
+        c.summary()
+    );
+    let all = c.shadowing_all();
+    assert!(all.shadows_all() && all.templates().iter().all(|t| t.shadow));
+    let bad = GOOD.replacen("capacity = 500\n", "capacity = 500\nshadow = \"yes\"\n", 1);
+    let e = Config::parse(&bad, "bad.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("resources[0] (\"db/users/*\"): shadow: must be true or false, got string"),
+        "{e}"
+    );
+}

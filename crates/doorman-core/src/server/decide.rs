@@ -448,6 +448,7 @@ impl Resource {
             algorithm: self.template.algorithm.clone(),
             algorithm_known,
             decision,
+            shadow: self.template.shadow,
             note: None,
             next_refresh_interval: None,
             predecessor_out: None,

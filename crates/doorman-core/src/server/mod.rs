@@ -51,7 +51,8 @@ pub use office::{take_office, HorizonRecord, Office, PLAUSIBLE_AHEAD};
 pub use push::{Candidates, Push, PushRule, PUSH_BATCH, PUSH_RULE};
 pub use push_budget::{PushBudget, PushBudgetRule, PUSH_BUDGET};
 pub use request::{
-    CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk, Who,
+    CapacityRequest, Claim, Decision, Grant, GrantNote, NotMaster, Refusal, ResourceAsk,
+    UpstreamAsk, UpstreamGrant, Who,
 };
 pub use shard::ResourceShard;
 pub use sharded::{shard_of, Decided, ShardAccess, Sharded};
@@ -60,7 +61,7 @@ pub use status::{
     UpstreamGauge, UpstreamStatus,
 };
 pub use sweep::{whole_pass, DECIDE_STEP, STATUS_STEP, SWEEP_STEP};
-pub use upstream::{UpstreamAsk, UpstreamGrant, MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
+pub use upstream::{MIN_UPSTREAM_INTERVAL, PENDING_LEARNING};
 
 use crate::config::Config;
 
@@ -85,6 +86,9 @@ pub struct CoreOptions {
     /// inside this interval gets the lease it holds without a new decision
     /// (`Time::ZERO` disables).
     pub min_request_interval: Span,
+    /// Every resource in shadow mode (`--shadow`): each config the core
+    /// takes is [`Config::shadowing_all`]'s.
+    pub shadow_all: bool,
 }
 
 impl Default for CoreOptions {
@@ -93,6 +97,7 @@ impl Default for CoreOptions {
             role: Role::Root,
             server_id: "doorman".into(),
             min_request_interval: Span::secs(1),
+            shadow_all: false,
         }
     }
 }

@@ -50,6 +50,7 @@ pub struct Node {
 impl Node {
     /// A node that is not (yet) master.
     pub fn new(opts: CoreOptions, config: Arc<Config>) -> Self {
+        let config = shadowed(&opts, config);
         Node {
             opts,
             config,
@@ -196,6 +197,7 @@ impl Node {
     pub fn replace_config(&mut self, config: Arc<Config>) -> Arc<Config> {
         self.config_pending = None;
         self.config_gen += 1;
+        let config = shadowed(&self.opts, config);
         std::mem::replace(&mut self.config, config)
     }
 
@@ -236,5 +238,15 @@ impl Node {
             since: self.master_since,
             predecessors: self.predecessors,
         }
+    }
+}
+
+/// `config` as this node runs it: every resource in shadow mode when
+/// the options say so.
+fn shadowed(opts: &CoreOptions, config: Arc<Config>) -> Arc<Config> {
+    if opts.shadow_all && !config.shadows_all() {
+        Arc::new((*config).clone().shadowing_all())
+    } else {
+        config
     }
 }

@@ -1,5 +1,6 @@
-//! Validated requests going into the core and grants coming out: the
-//! core's own types, free of protobufs. `doorman-wire`'s `validate.rs`
+//! Validated requests going into the core and grants coming out (to
+//! requesters, and from a parent): the core's own types, free of
+//! protobufs. `doorman-wire`'s `validate.rs`
 //! builds them from the wire; the simulator builds them directly.
 //!
 //! Must not: validate (the shells do) or decide anything.
@@ -195,6 +196,9 @@ pub struct Grant {
     pub algorithm_known: bool,
     /// How it was decided.
     pub decision: Decision,
+    /// The resource is in shadow mode: the holder counts what it would
+    /// have refused and enforces nothing (`Template::shadow`).
+    pub shadow: bool,
     /// Why the grant may be smaller than asked for, for people reading it
     /// (`doorman get`): learning mode or no word from the parent yet.
     pub note: Option<GrantNote>,
@@ -269,4 +273,40 @@ pub enum Refusal {
     /// A root without a config yet (it waits for one): nothing can be
     /// granted; the reason says what it waits for.
     NoConfig(String),
+}
+
+/// One resource of a bulk GetServerCapacity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamAsk {
+    /// The resource.
+    pub resource_id: String,
+    /// Our unexpired lease from the parent.
+    pub has: Option<Lease>,
+    /// One (priority, Σ subclients, Σ wants) per band present.
+    pub bands: Vec<(i64, i64, f64)>,
+    /// Σ unexpired has we handed out.
+    pub outstanding: f64,
+}
+
+/// One resource of the parent's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamGrant {
+    /// The resource.
+    pub resource_id: String,
+    /// The lease (expiry in whole seconds, as on the wire).
+    pub lease: Lease,
+    /// The algorithm the parent says to use.
+    pub algorithm: Option<AlgorithmConfig>,
+    /// Per-client safe capacity the parent computed.
+    pub safe_capacity: Option<f64>,
+    /// Ask again after this many seconds (the parent's
+    /// `Grant::next_refresh_interval`), sooner than the lease says.
+    pub next_refresh_interval: Option<i64>,
+    /// The parent's `Grant::predecessor_out`.
+    pub predecessor_out: Option<f64>,
+    /// Until when it holds, on this server's clock (`None` from a parent
+    /// that does not say: for good).
+    pub predecessor_until: Option<Time>,
+    /// The parent serves the resource in shadow mode.
+    pub shadow: bool,
 }

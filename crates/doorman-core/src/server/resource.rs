@@ -14,10 +14,8 @@ use super::deadlines::{for_due, is_due, Deadlines};
 use super::horizon::LearningClock;
 use super::index::Index;
 use super::record::{lowered_ended, Record};
-use super::request::{Decision, GrantNote, Who};
-use super::upstream::{
-    aggregate_bands, keep_while_learning, UpstreamAsk, UpstreamState, MIN_UPSTREAM_INTERVAL,
-};
+use super::request::{Decision, GrantNote, UpstreamAsk, Who};
+use super::upstream::{aggregate_bands, keep_while_learning, UpstreamState, MIN_UPSTREAM_INTERVAL};
 use crate::config::{Config, Template};
 use crate::limits::MAX_AMOUNT;
 
@@ -86,11 +84,11 @@ impl Resource {
     /// A resource of an intermediate server, waiting for the parent.
     pub fn new_intermediate(
         resource_id: &str,
-        local: Option<Arc<Template>>,
+        (local, shadow_all): (Option<Arc<Template>>, bool),
         learning: LearningClock,
         now: Time,
     ) -> Self {
-        let up = UpstreamState::new(local, now);
+        let up = UpstreamState::new(local, shadow_all, now);
         let learning_until = learning.end(up.learning_duration());
         let mut r = Resource::new(up.template(resource_id), 0.0, learning_until);
         r.upstream = Some(up);
@@ -167,6 +165,7 @@ impl Resource {
         self.config_gen = gen;
         if let Some(u) = self.upstream.as_mut() {
             u.local = config.find(id).cloned();
+            u.shadow_all = config.shadows_all();
             self.rebind_upstream(id);
             return;
         }

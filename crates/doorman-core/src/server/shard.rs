@@ -229,6 +229,7 @@ impl ResourceShard {
             algorithm,
             algorithm_known: true,
             decision: Decision::Unmatched,
+            shadow: false,
             note: None,
             next_refresh_interval: None,
             predecessor_out: None,
@@ -292,7 +293,8 @@ fn resource_for<'a>(
     if !resources.contains_key(id) {
         let mut r = if node.opts.role == Role::Intermediate {
             let local = node.config.find(id).cloned();
-            Resource::new_intermediate(id, local, cx.learning, cx.now)
+            let shadow_all = node.config.shadows_all();
+            Resource::new_intermediate(id, (local, shadow_all), cx.learning, cx.now)
         } else {
             let template = node.config.find(id)?.clone();
             let learning_until = cx

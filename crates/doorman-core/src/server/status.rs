@@ -89,6 +89,8 @@ pub struct TemplateStatus {
     pub learning_mode_duration: i64,
     /// Description.
     pub description: Option<String>,
+    /// Shadow mode: granted as usual, enforced by nobody.
+    pub shadow: bool,
 }
 
 /// One resource.
@@ -108,6 +110,8 @@ pub struct ResourceStatus {
     pub learning: bool,
     /// Seconds of learning mode left.
     pub learning_remaining: f64,
+    /// Shadow mode: granted as usual, enforced by nobody.
+    pub shadow: bool,
     /// Number of requesters with a lease.
     pub requesters: usize,
     /// Σ subclients.
@@ -201,6 +205,8 @@ pub struct ResourceGauge {
     pub template: String,
     /// Seconds of learning mode left (0 outside it).
     pub learning_remaining: f64,
+    /// Shadow mode.
+    pub shadow: bool,
     /// Σ wants per priority band (what an intermediate asks its parent).
     pub bands: Vec<(i64, f64)>,
     /// Intermediate servers: the lease from the parent.
@@ -271,6 +277,7 @@ fn template_status(t: &Template) -> TemplateStatus {
         refresh_interval: t.algorithm.refresh_interval,
         learning_mode_duration: t.algorithm.learning_mode_duration,
         description: t.description.clone(),
+        shadow: t.shadow,
     }
 }
 
@@ -285,6 +292,7 @@ pub(super) fn resource_gauge(id: &str, r: &mut Resource, now: Time) -> ResourceG
         learning: r.in_learning(now),
         template: r.template.identifier_glob.clone(),
         learning_remaining: (r.learning_until - now).as_secs_f64().max(0.0),
+        shadow: r.template.shadow,
         bands: r
             .shares
             .bands()
@@ -325,6 +333,7 @@ pub(super) fn resource_status(
         safe_capacity: r.shares.safe_capacity(r.template.safe_capacity),
         learning: r.in_learning(now),
         learning_remaining: (r.learning_until - now).as_secs_f64().max(0.0),
+        shadow: r.template.shadow,
         requesters: totals.requesters,
         subclients: totals.subclients,
         wants: totals.wants,

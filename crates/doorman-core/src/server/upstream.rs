@@ -22,6 +22,7 @@ use doorman_algorithms::Kind;
 use doorman_lease::{Amount, Lease, Span, Time, DEFAULT_DECAY_FACTOR};
 
 use super::grants::Grants;
+use super::request::{UpstreamAsk, UpstreamGrant};
 use super::{Node, ResourceShard};
 use crate::config::{AlgorithmConfig, Template};
 use crate::limits::{
@@ -54,6 +55,11 @@ pub(crate) struct UpstreamState {
     pub lease: Option<Lease>,
     pub parent_algorithm: Option<Arc<AlgorithmConfig>>,
     pub parent_safe: Option<f64>,
+    /// The parent's last answer put the resource in shadow mode.
+    pub parent_shadow: bool,
+    /// This server runs every resource in shadow mode (its config's
+    /// [`Config::shadows_all`](crate::config::Config::shadows_all)).
+    pub shadow_all: bool,
     pub local: Option<Arc<Template>>,
     /// When to ask the parent again. A new master that is told about
     /// existing leases holds its first request (see `hold_for_claim`) so
@@ -89,11 +95,13 @@ struct FirstHold {
 }
 
 impl UpstreamState {
-    pub fn new(local: Option<Arc<Template>>, now: Time) -> Self {
+    pub fn new(local: Option<Arc<Template>>, shadow_all: bool, now: Time) -> Self {
         UpstreamState {
             lease: None,
             parent_algorithm: None,
             parent_safe: None,
+            parent_shadow: false,
+            shadow_all,
             local,
             schedule: RefreshSchedule::new(now),
             reported_wants: 0.0,
@@ -295,42 +303,11 @@ impl UpstreamState {
                 .local
                 .as_ref()
                 .map_or(DEFAULT_OPEN_SERVER_SHARE, |t| t.open_server_share),
+            shadow: self.parent_shadow
+                || self.shadow_all
+                || self.local.as_ref().is_some_and(|t| t.shadow),
         })
     }
-}
-
-/// One resource of a bulk GetServerCapacity.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpstreamAsk {
-    /// The resource.
-    pub resource_id: String,
-    /// Our unexpired lease from the parent.
-    pub has: Option<Lease>,
-    /// One (priority, Σ subclients, Σ wants) per band present.
-    pub bands: Vec<(i64, i64, f64)>,
-    /// Σ unexpired has we handed out.
-    pub outstanding: f64,
-}
-
-/// One resource of the parent's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpstreamGrant {
-    /// The resource.
-    pub resource_id: String,
-    /// The lease (expiry in whole seconds, as on the wire).
-    pub lease: Lease,
-    /// The algorithm the parent says to use.
-    pub algorithm: Option<AlgorithmConfig>,
-    /// Per-client safe capacity the parent computed.
-    pub safe_capacity: Option<f64>,
-    /// Ask again after this many seconds (the parent's
-    /// `Grant::next_refresh_interval`), sooner than the lease says.
-    pub next_refresh_interval: Option<i64>,
-    /// The parent's `Grant::predecessor_out`.
-    pub predecessor_out: Option<f64>,
-    /// Until when it holds, on this server's clock (`None` from a parent
-    /// that does not say: for good).
-    pub predecessor_until: Option<Time>,
 }
 
 /// One (priority, Σ subclients, Σ wants) per band, highest first, always
@@ -452,6 +429,7 @@ impl ResourceShard {
             if let Some(s) = g.safe_capacity.filter(|s| s.is_finite() && *s >= 0.0) {
                 u.parent_safe = Some(s);
             }
+            u.parent_shadow = g.shadow;
             u.schedule.granted(now, &g.lease, g.next_refresh_interval);
             u.grants.note_own(capacity, g.lease.expiry);
             // The largest word stands: a later, smaller one (after a

@@ -27,8 +27,8 @@ impl EnvoyMetrics {
                 IntCounterVec::new(
                     Opts::new(
                         "doorman_server_envoy_descriptors_total",
-                        "Envoy descriptors (RLS: ok, over_limit, unmatched) and bucket \
-                         assignments (RLQS: assigned, unmatched), by protocol and result.",
+                        "Envoy descriptors (RLS: ok, over_limit, shadow_over_limit, unmatched) and bucket \
+                         assignments (RLQS: assigned, shadow_assigned, unmatched), by protocol and result.",
                     ),
                     &["protocol", "result"],
                 ),

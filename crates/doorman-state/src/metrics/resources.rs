@@ -4,8 +4,8 @@
 //! scrape they took far longer and far more memory):
 //!
 //! * per config template (label `template`, the identifier glob): capacity,
-//!   has, wants, clients, resources in learning mode, learning seconds left,
-//!   live resources; with `--metrics-per-resource` the first gauges get a
+//!   has, wants, clients, resources in learning mode and in shadow mode,
+//!   learning seconds left, live resources; with `--metrics-per-resource` the first gauges get a
 //!   `resource` label too, for at most `max` resources, the rest summed per
 //!   template under `resource="_other"`, so resource ids cannot explode the
 //!   number of series;
@@ -40,6 +40,7 @@ struct Sums {
     wants: f64,
     clients: f64,
     learning: f64,
+    shadow: f64,
 }
 
 impl Sums {
@@ -49,6 +50,7 @@ impl Sums {
         self.wants += g.wants;
         self.clients += g.requesters as f64;
         self.learning += f64::from(u8::from(g.learning));
+        self.shadow += f64::from(u8::from(g.shadow));
     }
 }
 
@@ -147,7 +149,7 @@ impl<'a> Writer<'a> {
 type SumValue = fn(&Sums) -> f64;
 
 /// The gauges that may be per resource: name, help, value.
-const SUMMED: [(&str, &str, SumValue); 5] = [
+const SUMMED: [(&str, &str, SumValue); 6] = [
     (
         "doorman_server_resource_capacity",
         "Capacity being shared, summed over the template's live resources.",
@@ -170,6 +172,11 @@ const SUMMED: [(&str, &str, SumValue); 5] = [
         "doorman_server_resource_learning_mode",
         "Resources in learning mode.",
         |s| s.learning,
+    ),
+    (
+        "doorman_server_resource_shadow",
+        "Resources in shadow mode: granted as usual, enforced by nobody.",
+        |s| s.shadow,
     ),
 ];
 

@@ -14,6 +14,7 @@ fn gauge(id: &str, template: &str, has: f64) -> ResourceGauge {
         learning: false,
         template: template.into(),
         learning_remaining: 0.0,
+        shadow: false,
         bands: vec![(0, 2.0 * has)],
         upstream: None,
     }
@@ -33,13 +34,17 @@ fn resources_are_summed_per_template_by_default() {
     let mut learning = gauge("db/b", "db/*", 2.5);
     learning.learning = true;
     learning.learning_remaining = 42.0;
-    let gauges = vec![gauge("db/a", "db/*", 1.0), learning, gauge("x", "*", 1.0)];
+    let mut shadow = gauge("x", "*", 1.0);
+    shadow.shadow = true;
+    let gauges = vec![gauge("db/a", "db/*", 1.0), learning, shadow];
     let text = Metrics::new().render(&scrape(gauges, ResourceSeries::PerTemplate));
     for line in [
         "doorman_server_resource_has{template=\"db/*\"} 3.5\n",
         "doorman_server_resource_capacity{template=\"db/*\"} 20\n",
         "doorman_server_resource_learning_mode{template=\"db/*\"} 1\n",
         "doorman_server_learning_seconds_left{template=\"db/*\"} 42\n",
+        "doorman_server_resource_shadow{template=\"db/*\"} 0\n",
+        "doorman_server_resource_shadow{template=\"*\"} 1\n",
         "doorman_server_resources{template=\"*\"} 1\n",
         "doorman_server_leases 3\n",
         "doorman_server_master_known 0\n",

@@ -17,6 +17,7 @@ pub(super) fn core(min_interval: Span) -> ServerCore {
             role: Role::Root,
             server_id: "me:1".into(),
             min_request_interval: min_interval,
+            shadow_all: false,
         },
         cfg,
     );

@@ -8,6 +8,7 @@ mod outstanding;
 mod pending;
 mod predecessor;
 mod push;
+mod shadow;
 mod shards;
 mod sweep;
 mod waiting;
@@ -58,6 +59,7 @@ fn core_with(min_interval: i64) -> ServerCore {
             role: Role::Root,
             server_id: "me:1".into(),
             min_request_interval: Span::secs(min_interval),
+            shadow_all: false,
         },
         cfg,
     );
@@ -532,6 +534,7 @@ mod intermediate {
                 role: Role::Intermediate,
                 server_id: "leaf:1".into(),
                 min_request_interval: Span::ZERO,
+                shadow_all: false,
             },
             cfg,
         );
@@ -574,6 +577,7 @@ mod intermediate {
             next_refresh_interval: None,
             predecessor_out: None,
             predecessor_until: None,
+            shadow: false,
         }
     }
 

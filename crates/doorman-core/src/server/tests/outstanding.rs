@@ -403,6 +403,7 @@ fn a_stale_expiry_key_does_not_forget_a_live_server() {
             role: Role::Root,
             server_id: "me:1".into(),
             min_request_interval: Span::ZERO,
+            shadow_all: false,
         },
         cfg(60),
     );

@@ -16,6 +16,7 @@ fn options(role: Role) -> CoreOptions {
         role,
         server_id: "me:1".into(),
         min_request_interval: Span::secs(1),
+        shadow_all: false,
     }
 }
 
