@@ -45,6 +45,9 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Ask a server for capacity once and print the lease.
     Get(cmd::get::Args),
+    /// Show the tree below a server (from the root: the whole tree), with
+    /// late and missing nodes marked (exit 1 if any).
+    Tree(cmd::tree::Args),
     /// Load-test any server that speaks doorman.Capacity.
     Loadtest(cmd::loadtest::Options),
     /// Check configuration files; push, get, list or roll back them in etcd;
@@ -90,6 +93,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Server(a) => cmd::server::run(*a).await,
             Command::Get(a) => cmd::get::run(a).await,
+            Command::Tree(a) => cmd::tree::run(a).await,
             Command::Demo(a) => cmd::demo::run(a).await,
             Command::Loadtest(o) => {
                 let json = o.json;

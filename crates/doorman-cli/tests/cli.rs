@@ -440,7 +440,7 @@ fn help_lists_exactly_the_subcommands() {
         .collect();
     assert_eq!(
         listed,
-        ["server", "demo", "get", "loadtest", "config", "help"],
+        ["server", "demo", "get", "tree", "loadtest", "config", "help"],
         "{help}"
     );
     for cmd in ["server", "demo", "get", "loadtest", "config"] {

@@ -38,5 +38,6 @@ pub mod limits;
 pub mod refusal;
 pub mod schedule;
 pub mod server;
+pub mod tree;
 
 pub use backoff::Backoff;

@@ -100,6 +100,7 @@ fn acquire(client_id: &str, id: &str, wants: f64) -> pb::GetCapacityRequest {
 
 fn serve(id: &str) -> pb::GetServerCapacityRequest {
     pb::GetServerCapacityRequest {
+        report: None,
         server_id: "leaf-1".into(),
         resource: vec![pb::ServerCapacityResourceRequest {
             resource_id: id.into(),

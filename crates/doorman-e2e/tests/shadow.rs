@@ -70,7 +70,7 @@ async fn our_client_counts_what_it_would_refuse_until_a_push_turns_shadow_off() 
     assert_eq!(gauge.would_refuse(), 3);
     let status = s.state.status(10);
     assert!(status.templates.iter().all(|t| t.shadow));
-    let page = doorman_http::render_html(&status);
+    let page = doorman_http::render_html(&status, None);
     assert!(page.contains("<b>shadow</b> (not enforced)"), "{page}");
     assert_eq!(
         sample(&s, r#"doorman_server_resource_shadow{template="*"}"#),

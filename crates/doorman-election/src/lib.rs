@@ -265,7 +265,17 @@ pub trait Election: Send + Sync + fmt::Debug + 'static {
     fn node_id(&self) -> Option<String> {
         None
     }
+
+    /// Lists the servers campaigning in this node's election, master
+    /// included, when the election can (etcd: every candidate's address);
+    /// `None` when it cannot. For the tree at a glance only.
+    fn replicas(&self) -> Option<ReplicasFuture> {
+        None
+    }
 }
+
+/// What [`Election::replicas`] returns: the addresses, or why not.
+pub type ReplicasFuture = Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send>>;
 
 /// Always master: one process per node.
 #[derive(Debug, Clone, Copy, Default)]

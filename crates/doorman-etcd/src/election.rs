@@ -25,8 +25,7 @@ use tokio::sync::watch;
 use tokio::time::{timeout, timeout_at, Instant};
 
 use doorman_election::{
-    Candidacy, Election, ElectionFuture, LeaseHorizon, MasterView, MastershipProof, SessionFlag,
-    StopGranting,
+    Candidacy, LeaseHorizon, MasterView, MastershipProof, SessionFlag, StopGranting,
 };
 
 use crate::horizon;
@@ -71,7 +70,7 @@ impl EtcdElection {
         (self.ttl.as_secs() as i64).max(1)
     }
 
-    async fn campaign_until_stopped(self, c: Candidacy) {
+    pub(crate) async fn campaign_until_stopped(self, c: Candidacy) {
         let Candidacy {
             me,
             out,
@@ -331,16 +330,6 @@ struct Roles<'a> {
 /// (well within a root's `HORIZON_RENEW_BEFORE`; about every upstream
 /// renewal for an intermediate).
 const HORIZON_CHECK: Duration = Duration::from_secs(1);
-
-impl Election for EtcdElection {
-    fn run(&self, c: Candidacy) -> ElectionFuture {
-        Box::pin(self.clone().campaign_until_stopped(c))
-    }
-
-    fn node_id(&self) -> Option<String> {
-        Some(self.key.clone())
-    }
-}
 
 /// A live etcd session: the client, the lease and its keep-alive stream,
 /// and the leader key once the campaign is won.

@@ -17,6 +17,7 @@ mod clock;
 mod election;
 mod error;
 mod horizon;
+mod replicas;
 
 pub use election::EtcdElection;
 

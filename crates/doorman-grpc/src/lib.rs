@@ -24,6 +24,7 @@ use doorman_core::action::Action;
 use doorman_core::server::{Grant, NotMaster, Who};
 use doorman_state::ServerState;
 use doorman_wire::convert::{self, client_response, redirect, served, server_response};
+use doorman_wire::tree::report_from_wire;
 use doorman_wire::validate;
 use layers::Caller;
 use stream::hub::{Hub, Outbox};
@@ -78,14 +79,21 @@ impl CapacityService {
     }
 
     /// A GetServerCapacity request from `caller`, validated and decided,
-    /// as [`CapacityService::get_capacity_grants`].
+    /// as [`CapacityService::get_capacity_grants`]; the tree report it
+    /// carries, checked first, is kept once this master has answered.
     fn get_server_capacity_grants(
         &self,
         caller: Option<&str>,
         req: &pb::GetServerCapacityRequest,
     ) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status> {
+        let report = req.report.as_ref().map(report_from_wire).transpose()?;
         let checked = validate::get_server_capacity(req);
-        self.decide("GetServerCapacity", caller, Action::Serve, checked)
+        let out = self.decide("GetServerCapacity", caller, Action::Serve, checked)?;
+        if let (Some(r), Ok(_)) = (report, &out.1) {
+            let now = self.state.now();
+            self.state.subtree.record(r, &req.server_id, now);
+        }
+        Ok(out)
     }
 
     /// A validated request; each entry left out is logged and counted by

@@ -1,6 +1,8 @@
 //! The HTTP boundary of a server: `/metrics` (Prometheus, rendered by
 //! [`doorman_state::metrics`]),
-//! `/debug/status` (HTML, `page.rs`), `/api/v1/status` (JSON), `/healthz`
+//! `/debug/status` (HTML, `page.rs`), `/api/v1/status` (JSON), the tree
+//! below the server (`/api/v1/tree` JSON, `/debug/tree` HTML,
+//! `tree_page.rs`), `/healthz`
 //! (the process lives) and `/readyz` (it can serve now, or why not). The
 //! pages and metrics are built by `build.rs` (own low-priority threads)
 //! from a snapshot taken step by step ([`ServerState::status`],
@@ -11,8 +13,10 @@
 
 pub mod build;
 pub mod gate;
+mod html;
 mod page;
 pub mod serve;
+mod tree_page;
 
 use std::sync::Arc;
 
@@ -25,6 +29,7 @@ use axum::Router;
 use serde::Deserialize;
 
 use doorman_core::server::Status;
+use doorman_core::tree::TreeNode;
 
 use build::Builder;
 use doorman_state::ServerState;
@@ -51,6 +56,8 @@ pub fn router(state: Arc<ServerState>) -> Router {
     let status = Router::new()
         .route("/api/v1/status", get(status_json))
         .route("/debug/status", get(status_html))
+        .route("/api/v1/tree", get(tree_json))
+        .route("/debug/tree", get(tree_html))
         .route("/", get(status_html))
         .route_layer(from_fn_with_state(pages.clone(), status_gate));
     health.merge(status).with_state(pages)
@@ -109,6 +116,19 @@ async fn status_html(
     Query(q): Query<StatusQuery>,
 ) -> Result<Html<String>, StatusCode> {
     let leases = q.leases.unwrap_or(DEFAULT_LEASES_SHOWN);
-    let page = pages.build(move |s| render_html(&s.status(leases))).await?;
+    let page = pages
+        .build(move |s| render_html(&s.status(leases), Some(&s.tree())))
+        .await?;
     Ok(Html(page))
+}
+
+/// This server's node and the nodes that report to it (`doorman tree`).
+async fn tree_json(State(pages): State<Builder>) -> Result<Json<TreeNode>, StatusCode> {
+    Ok(Json(pages.build(|s| s.tree()).await?))
+}
+
+/// The status page's tree section alone, for its live refresh.
+async fn tree_html(State(pages): State<Builder>) -> Result<Html<String>, StatusCode> {
+    let tree = pages.build(|s| s.tree()).await?;
+    Ok(Html(tree_page::render_tree(&tree)))
 }

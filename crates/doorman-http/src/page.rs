@@ -8,24 +8,17 @@
 use std::fmt::Write as _;
 
 use doorman_core::server::{ResourceStatus, Status};
+use doorman_core::tree::TreeNode;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use crate::html::{esc, num};
+use crate::tree_page::{render_tree, TREE_CSS};
 
-fn num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.3}")
-    }
-}
+/// Reloads the tree section from `/debug/tree` every 2 s.
+const TREE_REFRESH: &str = "<script>setInterval(function(){fetch('/debug/tree').then(function(r){return r.ok?r.text():null}).then(function(t){if(t!==null)document.getElementById('tree').innerHTML=t}).catch(function(){})},2000)</script>";
 
-/// Renders the status page.
-pub fn render_html(s: &Status) -> String {
+/// Renders the status page; with `tree`, the tree below this server
+/// too, refreshed live.
+pub fn render_html(s: &Status, tree: Option<&TreeNode>) -> String {
     let mut h = String::with_capacity(4096);
     let role = if s.is_master {
         "master".to_string()
@@ -40,12 +33,13 @@ pub fn render_html(s: &Status) -> String {
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>doorman {id}</title>\
          <style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;margin:.5em 0 1.5em}}\
          td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th{{background:#eee}}\
-         td.l,th.l{{text-align:left}}</style></head><body>\
+         td.l,th.l{{text-align:left}}{tree_css}</style></head><body>\
          <h1>doorman server {id}</h1><p>Role: <b>{role}</b> · \
          {leases} live leases · {unmatched} unmatched-resource requests</p>\
          <p>Tree: {tree}</p><p>Election: {election}</p>{parent}\
          <p>Config: {summary}</p><p>Version: {version}</p>",
-        tree = tree(s),
+        tree_css = TREE_CSS,
+        tree = level(s),
         election = election(s),
         parent = parent(s),
         id = esc(&s.server_id),
@@ -54,6 +48,13 @@ pub fn render_html(s: &Status) -> String {
         summary = esc(&s.config_summary),
         version = esc(s.config_version.as_deref().unwrap_or("(inline or none)")),
     );
+    if let Some(t) = tree {
+        let _ = write!(
+            h,
+            "<h2>The tree below</h2><div id=tree>{}</div>{TREE_REFRESH}",
+            render_tree(t)
+        );
+    }
     templates_table(&mut h, s);
     resources_table(&mut h, s);
     for r in &s.resources {
@@ -64,7 +65,7 @@ pub fn render_html(s: &Status) -> String {
 }
 
 /// "level 2, intermediate" (the level as far as the parent said it).
-fn tree(s: &Status) -> String {
+fn level(s: &Status) -> String {
     match s.level {
         Some(l) => format!("level <b>{l}</b>, {}", s.role),
         None => format!("level unknown (the parent has not said), {}", s.role),

@@ -48,6 +48,11 @@ pub enum TokenError {
 }
 
 impl BearerToken {
+    /// The `authorization` header's value (`Bearer …`), for an HTTP call.
+    pub fn header_value(&self) -> &str {
+        self.0.to_str().unwrap_or_default()
+    }
+
     /// A token given as text (printable ASCII, no spaces).
     pub fn new(token: &str) -> Result<BearerToken, TokenError> {
         let ok = !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic());

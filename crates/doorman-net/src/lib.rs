@@ -17,6 +17,7 @@ pub mod clock;
 pub mod connector;
 pub mod host;
 pub mod lease_stream;
+pub mod page;
 mod redirect;
 pub mod refusal;
 pub mod stream_link;

@@ -110,6 +110,39 @@ impl ClientTls {
         self.identity.is_some()
     }
 
+    /// The name servers' certificates are checked against, if set.
+    pub fn server_name(&self) -> Option<String> {
+        self.server_name.clone()
+    }
+
+    /// The same settings as a rustls client config (for the HTTP pages).
+    pub fn rustls_config(&self) -> Result<rustls::ClientConfig, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(&self.ca) {
+            roots
+                .add(c.map_err(|e| format!("the CA: {e}"))?)
+                .map_err(|e| format!("the CA: {e}"))?;
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots);
+        match &self.identity {
+            None => Ok(builder.with_no_client_auth()),
+            Some((cert, key)) => {
+                let certs = CertificateDer::pem_slice_iter(cert)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("the client certificate: {e}"))?;
+                let key = PrivateKeyDer::from_pem_slice(key)
+                    .map_err(|e| format!("the client key: {e}"))?;
+                builder
+                    .with_client_auth_cert(certs, key)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
     fn config(&self) -> ClientTlsConfig {
         let mut c = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&self.ca));
         if let Some((cert, key)) = &self.identity {

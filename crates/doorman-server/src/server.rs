@@ -104,6 +104,7 @@ pub async fn start(opts: ServerOptions) -> Result<RunningServer, StartError> {
         .clone()
         .unwrap_or_else(|| default_server_id(grpc_addr));
     let state = build_state(&opts, &server_id, config.clone());
+    state.subtree.set_node_id(&node_id(&opts, &server_id));
     install_loaded(&state, &loaded);
     let (stop, stop_rx) = watch::channel(false);
     // The gRPC server first: `RunningServer::wait` waits for it.
@@ -289,6 +290,9 @@ fn spawn_background(
     if !opts.election.is_standalone() {
         tasks.extend(spawn_election(opts, state, server_id, stop_rx));
     }
+    if opts.election.replicas().is_some() {
+        tasks.push(spawn_replicas(opts, state, stop_rx.clone()));
+    }
     if !opts.parent.is_empty() {
         tasks.push(spawn_upstream(opts, state, server_id, stop_rx.clone()));
     }
@@ -383,17 +387,48 @@ fn spawn_upstream(
     server_id: &str,
     stop: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    // Replicas of one node share their identity towards the parent, so
-    // a new master continues its predecessor's lease there.
-    let node_id = opts
-        .node_id
-        .clone()
-        .or_else(|| opts.election.node_id())
-        .unwrap_or_else(|| server_id.to_string());
+    let node_id = node_id(opts, server_id);
     let conn = doorman_net::Connector::new(opts.parent.clone(), opts.parent_timeout)
         .with_tls(opts.parent_tls.clone())
         .with_token(opts.parent_token.clone());
     tokio::spawn(crate::upstream::run(state.clone(), conn, node_id, stop))
+}
+
+/// The id this node goes by towards its parent (and in the tree):
+/// replicas of one node share it, so a new master continues its
+/// predecessor's lease there.
+fn node_id(opts: &ServerOptions, server_id: &str) -> String {
+    opts.node_id
+        .clone()
+        .or_else(|| opts.election.node_id())
+        .unwrap_or_else(|| server_id.to_string())
+}
+
+/// How often the election's servers are listed for the tree report.
+const REPLICAS_EVERY: Duration = Duration::from_secs(5);
+
+/// Lists the election's servers every [`REPLICAS_EVERY`] for the tree
+/// report (a failed listing keeps the last one).
+fn spawn_replicas(
+    opts: &ServerOptions,
+    state: &Arc<ServerState>,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let (election, state) = (opts.election.clone(), state.clone());
+    tokio::spawn(async move {
+        loop {
+            if let Some(listing) = election.replicas() {
+                match listing.await {
+                    Ok(list) => state.subtree.set_replicas(list),
+                    Err(e) => tracing::debug!("cannot list the election's servers: {e}"),
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(REPLICAS_EVERY) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    })
 }
 
 /// Access rules with no way to authenticate deny every request: say so at

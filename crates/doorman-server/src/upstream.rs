@@ -9,6 +9,7 @@
 //! redirects, deadlines, the stream's fallback to polling and back, and
 //! backoff with jitter are shared with the client library
 //! (`doorman_net::{Connector, StreamLink}`, `doorman_core::Backoff`).
+//! Each request carries this node's tree report (`ServerState::tree`).
 //!
 //! Must not: decide anything (the core does).
 
@@ -26,6 +27,7 @@ use tokio::sync::watch;
 
 use doorman_state::ServerState;
 use doorman_wire::convert::{upstream_grants, upstream_request};
+use doorman_wire::tree::report_to_wire;
 
 /// Runs until `stop` turns true.
 pub async fn run(
@@ -161,7 +163,8 @@ async fn ask_parent(
 ) {
     let ids: Vec<String> = chunk.iter().map(|a| a.resource_id.clone()).collect();
     conn.deadline_for(chunk.iter().filter_map(|a| a.has.as_ref()));
-    let req = upstream_request(node_id, chunk, sent_at);
+    let report = report_to_wire(&state.tree());
+    let req = upstream_request(node_id, chunk, (sent_at, Some(report)));
     let r = match link.call(conn, &req, |m| pushed(state, m, true)).await {
         Some(r) => r,
         None => conn.get_server_capacity(req).await,
@@ -182,6 +185,12 @@ async fn ask_parent(
             state.horizon_wake.notify_one();
             state.moved.note(ids.iter().map(String::as_str));
             answered(state, conn);
+            // On a lease stream the level comes only with the stream's
+            // opening, which may have been before the parent knew its
+            // own: ask Discovery, which says it, until this server knows.
+            if state.level().is_none() {
+                probe(state, conn).await;
+            }
         }
         Err((e, delay)) => {
             tracing::warn!(error = %e, retry_in = ?delay, "GetServerCapacity to the parent failed");

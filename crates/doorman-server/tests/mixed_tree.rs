@@ -28,6 +28,7 @@ fn band(priority: i64, num_clients: i64, wants: f64) -> pb::PriorityBandAggregat
 /// What the original intermediate sends for its clients' total.
 fn original(clients: i64, wants: f64) -> pb::GetServerCapacityRequest {
     pb::GetServerCapacityRequest {
+        report: None,
         server_id: "original-intermediate:15101".into(),
         resource: vec![pb::ServerCapacityResourceRequest {
             resource_id: "res".into(),
@@ -42,6 +43,7 @@ fn original(clients: i64, wants: f64) -> pb::GetServerCapacityRequest {
 /// What our intermediate sends for clients at the default priority 0.
 fn ours(clients: i64, wants: f64, has: Option<pb::Lease>) -> pb::GetServerCapacityRequest {
     pb::GetServerCapacityRequest {
+        report: None,
         server_id: "our-intermediate:6001".into(),
         resource: vec![pb::ServerCapacityResourceRequest {
             resource_id: "res".into(),
@@ -82,6 +84,7 @@ async fn bands_of_our_own_intermediates_keep_their_priority() {
     let s = server_with(&config().toml(), &clock).await;
     let mut c = client(s.grpc_addr).await;
     let high = |id: &str| pb::GetServerCapacityRequest {
+        report: None,
         server_id: id.into(),
         resource: vec![pb::ServerCapacityResourceRequest {
             resource_id: "res".into(),

@@ -66,6 +66,7 @@ async fn get_server_capacity_weights_bands_and_sends_the_algorithm() {
     // Like our intermediates: they claim the lease they hold (`has`) and
     // report what they handed out.
     let req = |id: &str, n: i64, wants: f64, has: Option<pb::Lease>| pb::GetServerCapacityRequest {
+        report: None,
         server_id: id.into(),
         resource: vec![pb::ServerCapacityResourceRequest {
             resource_id: "fair".into(),
@@ -293,6 +294,7 @@ async fn bad_requests_get_invalid_argument_naming_the_field() {
     );
     let e = c
         .get_server_capacity(pb::GetServerCapacityRequest {
+            report: None,
             server_id: "s".into(),
             resource: vec![pb::ServerCapacityResourceRequest {
                 resource_id: "fair".into(),

@@ -14,5 +14,6 @@ pub mod metrics;
 pub mod moved;
 pub mod parent_link;
 pub mod state;
+pub mod subtree;
 
 pub use state::{Clock, ServerState, Unready};

@@ -69,6 +69,8 @@ pub struct ServerState {
     level: AtomicU32,
     /// The resources whose grants may have moved, for the lease streams.
     pub moved: Moved,
+    /// The tree below this server, as its children report it.
+    pub subtree: crate::subtree::Subtree,
 }
 
 /// The TLS boundary's events, counted in this server's metrics.
@@ -104,6 +106,7 @@ impl ServerState {
             series: ResourceSeries::default(),
             level: AtomicU32::new(u32::MAX),
             moved: Moved::default(),
+            subtree: Default::default(),
         }
     }
 

@@ -215,6 +215,7 @@ pub async fn assert_redirects(standby: &str, master: Option<&str>) {
     assert_eq!(r.mastership, want);
     let r = c
         .get_server_capacity(pb::GetServerCapacityRequest {
+            report: None,
             server_id: "s".into(),
             resource: vec![],
         })

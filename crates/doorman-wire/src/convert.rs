@@ -215,14 +215,16 @@ pub fn bands_to_wire(bands: &[(i64, i64, f64)]) -> Vec<pb::PriorityBandAggregate
         .collect()
 }
 
-/// An intermediate server's bulk request to its parent, sent at `now`.
+/// An intermediate server's bulk request to its parent, sent at `now`,
+/// with its tree report (`crate::tree::report_to_wire`) if it sends one.
 pub fn upstream_request(
     node_id: &str,
     asks: &[UpstreamAsk],
-    now: Time,
+    (now, report): (Time, Option<pb::NodeReport>),
 ) -> pb::GetServerCapacityRequest {
     pb::GetServerCapacityRequest {
         server_id: node_id.to_string(),
+        report,
         resource: asks
             .iter()
             .map(|a| {

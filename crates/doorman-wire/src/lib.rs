@@ -11,4 +11,5 @@
 
 pub mod convert;
 pub mod legacy;
+pub mod tree;
 pub mod validate;

@@ -475,6 +475,7 @@ mod tests {
             wants: w,
         };
         let sreq = |bands| pb::GetServerCapacityRequest {
+            report: None,
             server_id: "s".into(),
             resource: vec![pb::ServerCapacityResourceRequest {
                 resource_id: "r".into(),
@@ -503,6 +504,7 @@ mod tests {
             "resource[0].wants[0].wants: must be a finite number from 0 to 1e15, got NaN"
         );
         let e = get_server_capacity(&pb::GetServerCapacityRequest {
+            report: None,
             server_id: String::new(),
             resource: vec![],
         })
@@ -526,6 +528,7 @@ mod tests {
                 proptest::prop_assert_eq!(e.code(), tonic::Code::InvalidArgument);
             }
             let sreq = pb::GetServerCapacityRequest {
+                report: None,
                 server_id: client.clone(),
                 resource: ids.iter().map(|id| pb::ServerCapacityResourceRequest {
                     resource_id: id.clone(),

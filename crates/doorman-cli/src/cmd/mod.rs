@@ -8,3 +8,4 @@ pub mod demo;
 pub mod get;
 pub mod loadtest;
 pub mod server;
+pub mod tree;

@@ -278,6 +278,7 @@ impl World {
         };
         let wants = convert::bands_to_wire(bands);
         let req = pb::GetServerCapacityRequest {
+            report: None,
             server_id: name,
             resource: vec![pb::ServerCapacityResourceRequest {
                 resource_id: DB.into(),
