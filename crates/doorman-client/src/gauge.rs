@@ -127,7 +127,7 @@ impl GaugeResource {
             return false;
         };
         let free = g.in_flight < g.capacity;
-        let shadowed = !free && self.shared.shadow();
+        let shadowed = !free && self.shared.shadow_applies();
         let ok = free || shadowed;
         if ok {
             g.in_flight += 1;
@@ -240,7 +240,7 @@ impl GaugeResource {
         let Limiter::Gauge(g) = &mut st.limiter else {
             return None;
         };
-        let shadowed = g.in_flight >= g.capacity && self.shared.shadow();
+        let shadowed = g.in_flight >= g.capacity && self.shared.shadow_applies();
         if g.in_flight >= g.capacity && !shadowed {
             return None;
         }

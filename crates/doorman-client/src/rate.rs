@@ -100,7 +100,7 @@ impl RateResource {
         if ok {
             return true;
         }
-        if self.shared.shadow() {
+        if self.shared.shadow_applies() {
             self.shared.would_have_refused();
             return true;
         }
@@ -205,7 +205,7 @@ impl RateResource {
         }
         drop(st);
         // Shadow mode: go ahead without the tokens, counted.
-        if self.shared.shadow() {
+        if self.shared.shadow_applies() {
             self.shared.would_have_refused();
             self.shared.lock().record_wait(now, blocked);
             return Ok(());

@@ -226,3 +226,25 @@ async fn a_lease_that_ended_while_nothing_ran_applies_no_more() {
     shared.publish((50.0, Mode::Lease), Some(end), None, None);
     assert_eq!((r.capacity(), r.mode()), (50.0, Mode::Lease));
 }
+
+#[tokio::test(start_paused = true)]
+async fn shadow_mode_lets_through_and_counts_but_never_lifts_a_refusal() {
+    let r = rate(0.0);
+    assert!(!r.try_acquire(), "enforced: no capacity, no permit");
+    r.shared.set_shadow(true);
+    for _ in 0..5 {
+        assert!(r.try_acquire());
+        r.wait_timeout(Duration::from_millis(1)).await.unwrap();
+    }
+    assert_eq!(r.would_refuse(), 10);
+    let denied = doorman_core::client::Refused::Unexplained {
+        message: "no".into(),
+        denied: true,
+    };
+    r.shared
+        .publish((0.0, Mode::Refused), None, None, Some(&denied));
+    assert!(!r.try_acquire(), "a refusal is not lifted by shadow mode");
+    let e = r.wait_timeout(Duration::from_millis(1)).await.unwrap_err();
+    assert!(matches!(e, AcquireError::PermissionDenied { .. }), "{e:?}");
+    assert_eq!(r.would_refuse(), 10);
+}

@@ -71,6 +71,7 @@ impl ClientShared {
         let closed = self.closed.load(Ordering::Acquire);
         for (id, r) in &st.resources {
             if closed {
+                r.set_shadow(false);
                 r.publish((0.0, Mode::Pessimistic), None, None, None);
                 continue;
             }

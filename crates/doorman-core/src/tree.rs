@@ -20,10 +20,16 @@ pub const MAX_REPORT_NODES: usize = 256;
 /// The most resources one node of a report lists (those with the most
 /// capacity); the rest are counted in `omitted_resources`.
 pub const MAX_REPORT_RESOURCES: usize = 16;
+/// The most levels a report holds below its sender.
+pub const MAX_REPORT_DEPTH: usize = 32;
+/// The most replicas one node of a report lists.
+pub const MAX_REPORT_REPLICAS: usize = 16;
+/// The most priority bands one resource of a report lists (the highest).
+pub const MAX_REPORT_BANDS: usize = 16;
 /// A late node that reported no upstream lease is missing after this
 /// long (one with leases: once they can all have run out).
 pub const NO_LEASE_MISSING_S: f64 = 60.0;
-/// A node missing for this long is forgotten.
+/// A node not heard from for this long is forgotten.
 pub const FORGET_AFTER_S: f64 = 600.0;
 
 /// How current a node's view is.
@@ -106,11 +112,7 @@ impl TreeNode {
     pub fn aged(mut self, elapsed: f64) -> TreeNode {
         let elapsed = elapsed.max(0.0);
         self.age_s += elapsed;
-        for r in &mut self.resources {
-            if let Some(left) = r.lease_left_s.as_mut() {
-                *left -= elapsed;
-            }
-        }
+        self.count_down(elapsed);
         let longest = self
             .resources
             .iter()
@@ -127,13 +129,25 @@ impl TreeNode {
         self
     }
 
+    /// Its upstream leases' time left, `elapsed` seconds later (the node
+    /// itself, not those below it).
+    pub fn count_down(&mut self, elapsed: f64) {
+        for r in &mut self.resources {
+            if let Some(left) = r.lease_left_s.as_mut() {
+                *left -= elapsed.max(0.0);
+            }
+        }
+    }
+
     /// This node with at most `max_nodes` nodes in all (itself
-    /// included, breadth first: the levels nearest it are kept) and at
-    /// most [`MAX_REPORT_RESOURCES`] resources each, most capacity first;
-    /// what is left out is counted in the omitted fields.
+    /// included, breadth first: the levels nearest it are kept, at most
+    /// [`MAX_REPORT_DEPTH`] below it) and at most [`MAX_REPORT_RESOURCES`]
+    /// resources each, most capacity first (each with its
+    /// [`MAX_REPORT_BANDS`] highest bands), [`MAX_REPORT_REPLICAS`]
+    /// replicas; what is left out is counted in the omitted fields.
     pub fn bounded(mut self, max_nodes: usize) -> TreeNode {
         let mut budget = max_nodes.saturating_sub(1);
-        bound_level(std::slice::from_mut(&mut self), &mut budget);
+        bound_level(std::slice::from_mut(&mut self), &mut budget, 0);
         self
     }
 
@@ -199,21 +213,36 @@ fn resource_of_status(r: &ResourceStatus) -> TreeResource {
     }
 }
 
+/// One node's own lists, bounded.
+fn bound_node(n: &mut TreeNode) {
+    n.resources
+        .sort_by(|a, b| b.capacity.total_cmp(&a.capacity).then(a.id.cmp(&b.id)));
+    if n.resources.len() > MAX_REPORT_RESOURCES {
+        let cut = (n.resources.len() - MAX_REPORT_RESOURCES) as u64;
+        n.omitted_resources = n.omitted_resources.saturating_add(cut);
+        n.resources.truncate(MAX_REPORT_RESOURCES);
+    }
+    for r in &mut n.resources {
+        r.bands.truncate(MAX_REPORT_BANDS);
+    }
+    n.replicas.truncate(MAX_REPORT_REPLICAS);
+}
+
 /// Bounds one level of nodes: their resources, then as many of their
 /// children as `budget` allows (the rest counted), then the next level.
-fn bound_level(level: &mut [TreeNode], budget: &mut usize) {
+fn bound_level(level: &mut [TreeNode], budget: &mut usize, depth: usize) {
     let mut next: Vec<&mut TreeNode> = Vec::new();
     for n in level.iter_mut() {
-        n.resources
-            .sort_by(|a, b| b.capacity.total_cmp(&a.capacity).then(a.id.cmp(&b.id)));
-        if n.resources.len() > MAX_REPORT_RESOURCES {
-            n.omitted_resources += (n.resources.len() - MAX_REPORT_RESOURCES) as u64;
-            n.resources.truncate(MAX_REPORT_RESOURCES);
-        }
-        let keep = n.children.len().min(*budget);
+        bound_node(n);
+        let room = if depth < MAX_REPORT_DEPTH { *budget } else { 0 };
+        let keep = n.children.len().min(room);
         *budget -= keep;
-        for dropped in n.children.drain(keep..) {
-            n.omitted_nodes += dropped.count() as u64 + dropped.omitted_nodes;
+        let dropped: Vec<TreeNode> = n.children.drain(keep..).collect();
+        for d in &dropped {
+            let below = d.walk().iter().fold(0u64, |s, (_, x)| {
+                s.saturating_add(1).saturating_add(x.omitted_nodes)
+            });
+            n.omitted_nodes = n.omitted_nodes.saturating_add(below);
         }
     }
     for n in level.iter_mut() {
@@ -224,7 +253,7 @@ fn bound_level(level: &mut [TreeNode], budget: &mut usize) {
     }
     // Each node's children form one slice; bound them level by level.
     let mut owned: Vec<TreeNode> = next.iter_mut().map(|n| std::mem::take(*n)).collect();
-    bound_level(&mut owned, budget);
+    bound_level(&mut owned, budget, depth + 1);
     for (slot, n) in next.into_iter().zip(owned) {
         *slot = n;
     }
@@ -287,6 +316,24 @@ mod tests {
         let omitted: u64 = b.walk().iter().map(|(_, n)| n.omitted_nodes).sum();
         assert_eq!(omitted, 10);
         assert_eq!(root.clone().bounded(1000), root);
+        // What a dropped node had itself left out is counted too.
+        let mut deep = node("m", vec![node("x", vec![])]);
+        deep.children[0].omitted_nodes = 5;
+        let b = node("r", vec![deep]).bounded(1);
+        assert_eq!(b.omitted_nodes, 7);
+    }
+
+    #[test]
+    fn a_report_is_never_deeper_than_the_bound() {
+        let mut chain = node("bottom", vec![]);
+        for i in 0..MAX_REPORT_DEPTH + 5 {
+            chain = node(&format!("n{i}"), vec![chain]);
+        }
+        let b = chain.bounded(1000);
+        let depth = b.walk().iter().map(|(d, _)| *d).max().unwrap();
+        assert_eq!(depth, MAX_REPORT_DEPTH);
+        let omitted: u64 = b.walk().iter().map(|(_, n)| n.omitted_nodes).sum();
+        assert_eq!(omitted, 5);
     }
 
     #[test]

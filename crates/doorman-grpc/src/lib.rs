@@ -80,18 +80,28 @@ impl CapacityService {
 
     /// A GetServerCapacity request from `caller`, validated and decided,
     /// as [`CapacityService::get_capacity_grants`]; the tree report it
-    /// carries, checked first, is kept once this master has answered.
+    /// carries is kept once this master has answered (under the
+    /// requester's owned id), or left out, logged and counted
+    /// (`reason="report"`) when out of bounds: the request is answered
+    /// all the same.
     fn get_server_capacity_grants(
         &self,
         caller: Option<&str>,
         req: &pb::GetServerCapacityRequest,
     ) -> Result<(Who, Result<Vec<Grant>, NotMaster>), Status> {
-        let report = req.report.as_ref().map(report_from_wire).transpose()?;
         let checked = validate::get_server_capacity(req);
         let out = self.decide("GetServerCapacity", caller, Action::Serve, checked)?;
-        if let (Some(r), Ok(_)) = (report, &out.1) {
-            let now = self.state.now();
-            self.state.subtree.record(r, &req.server_id, now);
+        if let (Some(report), Ok(_)) = (&req.report, &out.1) {
+            match report_from_wire(report) {
+                Ok(r) => {
+                    let now = self.state.now();
+                    self.state.subtree.record(r, &out.0.display_id(), now);
+                }
+                Err(why) => {
+                    self.state.metrics.rejected("GetServerCapacity", "report");
+                    tracing::warn!(who = %out.0, "tree report left out: {why}");
+                }
+            }
         }
         Ok(out)
     }

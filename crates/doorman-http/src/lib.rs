@@ -117,18 +117,21 @@ async fn status_html(
 ) -> Result<Html<String>, StatusCode> {
     let leases = q.leases.unwrap_or(DEFAULT_LEASES_SHOWN);
     let page = pages
-        .build(move |s| render_html(&s.status(leases), Some(&s.tree())))
+        .build(move |s| {
+            let status = s.status(leases);
+            render_html(&status, Some(&s.tree_of(&status)))
+        })
         .await?;
     Ok(Html(page))
 }
 
 /// This server's node and the nodes that report to it (`doorman tree`).
 async fn tree_json(State(pages): State<Builder>) -> Result<Json<TreeNode>, StatusCode> {
-    Ok(Json(pages.build(|s| s.tree()).await?))
+    Ok(Json(pages.build(|s| s.tree_of(&s.status(0))).await?))
 }
 
 /// The status page's tree section alone, for its live refresh.
 async fn tree_html(State(pages): State<Builder>) -> Result<Html<String>, StatusCode> {
-    let tree = pages.build(|s| s.tree()).await?;
+    let tree = pages.build(|s| s.tree_of(&s.status(0))).await?;
     Ok(Html(tree_page::render_tree(&tree)))
 }

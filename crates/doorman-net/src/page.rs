@@ -93,22 +93,55 @@ impl PageClient {
         let io = |e: std::io::Error| format!("{addr}: {e}");
         s.write_all(req.as_bytes()).await.map_err(io)?;
         let mut buf = Vec::new();
-        // A TLS peer may end without close_notify: keep what came.
-        let _ = s.read_to_end(&mut buf).await;
-        let text = String::from_utf8_lossy(&buf);
-        let (head, body) = text
-            .split_once("\r\n\r\n")
-            .ok_or_else(|| format!("{addr}: not an HTTP answer"))?;
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .ok_or_else(|| format!("{addr}: no status in {head:?}"))?;
-        Ok(Page {
-            status,
-            body: body.to_string(),
-        })
+        let read = (&mut s)
+            .take(MAX_PAGE_BYTES + 1)
+            .read_to_end(&mut buf)
+            .await;
+        match read {
+            Ok(_) => {}
+            // A TLS peer may end without close_notify: keep what came
+            // (Content-Length below says whether it is whole).
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {}
+            Err(e) => return Err(io(e)),
+        }
+        if buf.len() as u64 > MAX_PAGE_BYTES {
+            return Err(format!("{addr}: {path} is over {MAX_PAGE_BYTES} bytes"));
+        }
+        parse(&buf).map_err(|why| format!("{addr}: {path}: {why}"))
     }
+}
+
+/// The most bytes of a page read (`/debug/status` of 100 000 resources is
+/// about 30 MB).
+pub const MAX_PAGE_BYTES: u64 = 128 << 20;
+
+/// An HTTP/1.x answer: its status and body, whole as Content-Length says
+/// when it says.
+fn parse(buf: &[u8]) -> Result<Page, String> {
+    let end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("not an HTTP answer")?;
+    let head = String::from_utf8_lossy(&buf[..end]);
+    let body = &buf[end + 4..];
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("no status in {head:?}"))?;
+    let length = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse::<usize>().ok())?
+    });
+    if let Some(n) = length.filter(|n| *n != body.len()) {
+        return Err(format!("cut short: {} of {n} bytes", body.len()));
+    }
+    Ok(Page {
+        status,
+        body: String::from_utf8_lossy(body).into_owned(),
+    })
 }
 
 /// The host part of `host:port` (brackets of an IPv6 address dropped).
@@ -117,4 +150,20 @@ fn host_of(addr: &str) -> String {
     host.trim_start_matches('[')
         .trim_end_matches(']')
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_whole_or_an_error() {
+        let ok = parse(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi").unwrap();
+        assert_eq!((ok.status, ok.body.as_str()), (200, "hi"));
+        let e = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhi").unwrap_err();
+        assert_eq!(e, "cut short: 2 of 5 bytes");
+        let no_length = parse(b"HTTP/1.0 403 Forbidden\r\n\r\nno").unwrap();
+        assert_eq!((no_length.status, no_length.body.as_str()), (403, "no"));
+        assert!(parse(b"garbage").is_err());
+    }
 }

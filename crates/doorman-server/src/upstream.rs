@@ -187,8 +187,9 @@ async fn ask_parent(
             answered(state, conn);
             // On a lease stream the level comes only with the stream's
             // opening, which may have been before the parent knew its
-            // own: ask Discovery, which says it, until this server knows.
-            if state.level().is_none() {
+            // own: ask Discovery, which says it, until this server knows
+            // (a parent that says no level, the original, never streams).
+            if state.level().is_none() && link.is_open() {
                 probe(state, conn).await;
             }
         }

@@ -1,20 +1,24 @@
 //! The tree report of a GetServerCapacity request (`NodeReport`) to and
 //! from the core's [`TreeNode`]: sent as the sender bounded it, received
-//! only within the bounds (`INVALID_ARGUMENT` naming the field otherwise),
-//! with figures that are not finite and non-negative dropped.
+//! only within the same bounds (else why not, naming the field: the
+//! server drops the report and answers the request), with figures that
+//! are not finite and non-negative read as 0 and times clamped.
 //!
 //! Must not: decide anything (the report is informational).
 
-use doorman_core::tree::{TreeNode, TreeResource, MAX_REPORT_NODES, MAX_REPORT_RESOURCES};
+use doorman_core::limits::{has_control_chars, MAX_DURATION_SECS};
+use doorman_core::tree::{
+    TreeNode, TreeResource, MAX_REPORT_BANDS, MAX_REPORT_DEPTH, MAX_REPORT_NODES,
+    MAX_REPORT_REPLICAS, MAX_REPORT_RESOURCES,
+};
 use doorman_proto::doorman as pb;
-use tonic::Status;
 
 use crate::convert::bands_to_wire;
 
-/// The most levels a report may hold below its sender.
-pub const MAX_REPORT_DEPTH: usize = 32;
 /// The longest id or address in a report, bytes.
 pub const MAX_REPORT_TEXT: usize = 1024;
+/// The longest report interval a report may claim, seconds.
+pub const MAX_REPORT_INTERVAL_S: f64 = 3600.0;
 
 /// A node and the nodes below it, for the wire.
 pub fn report_to_wire(n: &TreeNode) -> pb::NodeReport {
@@ -27,8 +31,8 @@ pub fn report_to_wire(n: &TreeNode) -> pb::NodeReport {
         children: n.children.iter().map(report_to_wire).collect(),
         age_ms: Some((n.age_s * 1000.0).round() as i64),
         report_interval_ms: Some((n.report_interval_s * 1000.0).round() as i64),
-        omitted_nodes: Some(n.omitted_nodes as i64),
-        omitted_resources: Some(n.omitted_resources as i64),
+        omitted_nodes: Some(i64::try_from(n.omitted_nodes).unwrap_or(i64::MAX)),
+        omitted_resources: Some(i64::try_from(n.omitted_resources).unwrap_or(i64::MAX)),
     }
 }
 
@@ -45,47 +49,65 @@ fn resource_to_wire(r: &TreeResource) -> pb::ResourceReport {
 }
 
 /// A received report, checked: at most [`MAX_REPORT_NODES`] nodes,
-/// [`MAX_REPORT_DEPTH`] levels, [`MAX_REPORT_RESOURCES`] resources a
-/// node, ids of at most [`MAX_REPORT_TEXT`] bytes.
-pub fn report_from_wire(r: &pb::NodeReport) -> Result<TreeNode, Status> {
-    let nodes = count(r);
+/// [`MAX_REPORT_DEPTH`] levels, [`MAX_REPORT_RESOURCES`] resources,
+/// [`MAX_REPORT_BANDS`] bands a resource and [`MAX_REPORT_REPLICAS`]
+/// replicas a node, ids of at most [`MAX_REPORT_TEXT`] bytes without
+/// control characters; else why not, naming the field.
+pub fn report_from_wire(r: &pb::NodeReport) -> Result<TreeNode, String> {
+    let nodes = count(r, 0).ok_or(format!("report: more than {MAX_REPORT_DEPTH} levels deep"))?;
     if nodes > MAX_REPORT_NODES {
-        return Err(Status::invalid_argument(format!(
+        return Err(format!(
             "report: at most {MAX_REPORT_NODES} nodes, got {nodes}"
-        )));
-    }
-    node_from_wire(r, "report", 0)
-}
-
-fn count(r: &pb::NodeReport) -> usize {
-    1 + r.children.iter().map(count).sum::<usize>()
-}
-
-fn node_from_wire(r: &pb::NodeReport, field: &str, depth: usize) -> Result<TreeNode, Status> {
-    let bad = |why: String| Err(Status::invalid_argument(format!("{field}{why}")));
-    if depth > MAX_REPORT_DEPTH {
-        return bad(format!(": more than {MAX_REPORT_DEPTH} levels deep"));
-    }
-    if r.resources.len() > MAX_REPORT_RESOURCES {
-        let n = r.resources.len();
-        return bad(format!(
-            ".resources: at most {MAX_REPORT_RESOURCES}, got {n}"
         ));
     }
+    node_from_wire(r, "report")
+}
+
+/// Its nodes, or `None` past [`MAX_REPORT_DEPTH`] (counted before the
+/// rest is looked at).
+fn count(r: &pb::NodeReport, depth: usize) -> Option<usize> {
+    if depth > MAX_REPORT_DEPTH {
+        return None;
+    }
+    r.children
+        .iter()
+        .try_fold(1usize, |n, c| Some(n.saturating_add(count(c, depth + 1)?)))
+}
+
+/// Why a node's own lists are out of bounds, if they are.
+fn node_problem(r: &pb::NodeReport) -> Option<String> {
+    let too_many = |what: &str, n: usize, most: usize| {
+        (n > most).then(|| format!(".{what}: at most {most}, got {n}"))
+    };
     let texts = std::iter::once(&r.node_id)
         .chain(r.master.iter())
         .chain(r.replicas.iter())
         .chain(r.resources.iter().map(|x| &x.resource_id));
-    if texts.clone().any(|t| t.len() > MAX_REPORT_TEXT) {
-        return bad(format!(
-            ": an id or address longer than {MAX_REPORT_TEXT} bytes"
-        ));
+    too_many("resources", r.resources.len(), MAX_REPORT_RESOURCES)
+        .or_else(|| too_many("replicas", r.replicas.len(), MAX_REPORT_REPLICAS))
+        .or_else(|| {
+            let most = r.resources.iter().map(|x| x.wants.len()).max().unwrap_or(0);
+            too_many("resources.wants", most, MAX_REPORT_BANDS)
+        })
+        .or_else(|| {
+            let bad = |t: &String| t.len() > MAX_REPORT_TEXT || has_control_chars(t);
+            texts.clone().any(bad).then(|| {
+                format!(
+                    ": an id or address over {MAX_REPORT_TEXT} bytes or with control characters"
+                )
+            })
+        })
+}
+
+fn node_from_wire(r: &pb::NodeReport, field: &str) -> Result<TreeNode, String> {
+    if let Some(why) = node_problem(r) {
+        return Err(format!("{field}{why}"));
     }
     let children = r
         .children
         .iter()
         .enumerate()
-        .map(|(i, c)| node_from_wire(c, &format!("{field}.children[{i}]"), depth + 1))
+        .map(|(i, c)| node_from_wire(c, &format!("{field}.children[{i}]")))
         .collect::<Result<_, _>>()?;
     Ok(TreeNode {
         node_id: r.node_id.clone(),
@@ -95,7 +117,9 @@ fn node_from_wire(r: &pb::NodeReport, field: &str, depth: usize) -> Result<TreeN
         resources: r.resources.iter().map(resource_from_wire).collect(),
         children,
         age_s: seconds(r.age_ms).unwrap_or(0.0),
-        report_interval_s: seconds(r.report_interval_ms).unwrap_or(5.0),
+        report_interval_s: seconds(r.report_interval_ms)
+            .unwrap_or(5.0)
+            .min(MAX_REPORT_INTERVAL_S),
         freshness: Default::default(),
         omitted_nodes: r.omitted_nodes.unwrap_or(0).max(0) as u64,
         omitted_resources: r.omitted_resources.unwrap_or(0).max(0) as u64,
@@ -112,7 +136,9 @@ fn resource_from_wire(r: &pb::ResourceReport) -> TreeResource {
             .iter()
             .map(|b| (b.priority, b.num_clients.max(0), figure(Some(b.wants))))
             .collect(),
-        lease_left_s: r.lease_remaining_ms.map(|ms| ms as f64 / 1000.0),
+        lease_left_s: r
+            .lease_remaining_ms
+            .map(|ms| (ms as f64 / 1000.0).min(MAX_DURATION_SECS as f64)),
         learning: r.learning.unwrap_or(false),
         shadow: r.shadow.unwrap_or(false),
     }
@@ -180,11 +206,7 @@ mod tests {
             ..TreeNode::default()
         };
         let e = report_from_wire(&report_to_wire(&mid)).unwrap_err();
-        assert_eq!(e.code(), tonic::Code::InvalidArgument);
-        assert_eq!(
-            e.message(),
-            "report.children[1].resources: at most 16, got 17"
-        );
+        assert_eq!(e, "report.children[1].resources: at most 16, got 17");
         let wide = TreeNode {
             children: (0..MAX_REPORT_NODES)
                 .map(|i| leaf(&i.to_string()))
@@ -192,7 +214,24 @@ mod tests {
             ..TreeNode::default()
         };
         let e = report_from_wire(&report_to_wire(&wide)).unwrap_err();
-        assert_eq!(e.message(), "report: at most 256 nodes, got 257");
+        assert_eq!(e, "report: at most 256 nodes, got 257");
+        let mut deep = leaf("d");
+        for _ in 0..=MAX_REPORT_DEPTH {
+            deep = TreeNode {
+                children: vec![deep],
+                ..TreeNode::default()
+            };
+        }
+        let e = report_from_wire(&report_to_wire(&deep)).unwrap_err();
+        assert_eq!(e, "report: more than 32 levels deep");
+        let mut escape = leaf("e");
+        escape.replicas.push("\u{1b}[2J".into());
+        let e = report_from_wire(&report_to_wire(&escape)).unwrap_err();
+        assert!(e.starts_with("report: an id or address"), "{e}");
+        let mut bands = leaf("b");
+        bands.resources[0].bands = vec![(0, 1, 1.0); MAX_REPORT_BANDS + 1];
+        let e = report_from_wire(&report_to_wire(&bands)).unwrap_err();
+        assert_eq!(e, "report.resources.wants: at most 16, got 17");
         let mut nan = leaf("n");
         nan.resources[0].capacity = f64::NAN;
         let got = report_from_wire(&report_to_wire(&nan)).unwrap();

@@ -58,6 +58,14 @@ pub async fn run(a: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `s` with any control character shown as `?` (ids come from other
+/// servers; a terminal escape must not reach the terminal).
+fn shown(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 /// The tree as text, one node and its resources per block.
 pub fn draw(root: &TreeNode) -> String {
     let mut out = String::new();
@@ -79,7 +87,7 @@ fn node(out: &mut String, n: &TreeNode, prefix: &str, last: Option<bool>) {
         Freshness::Late => "LATE",
         Freshness::Missing => "MISSING",
     };
-    let master = n.master.as_deref().unwrap_or("unknown");
+    let master = shown(n.master.as_deref().unwrap_or("unknown"));
     let standbys: Vec<&str> = n
         .replicas
         .iter()
@@ -89,12 +97,13 @@ fn node(out: &mut String, n: &TreeNode, prefix: &str, last: Option<bool>) {
     let standbys = if standbys.is_empty() {
         "none known".into()
     } else {
-        standbys.join(", ")
+        shown(&standbys.join(", "))
     };
     let _ = writeln!(
         out,
         "{prefix}{branch}{} · level {level} · {fresh} ({:.1} s ago) · master {master} · standbys {standbys}",
-        n.node_id, n.age_s
+        shown(&n.node_id),
+        n.age_s
     );
     let bar = if n.children.is_empty() {
         "    "
@@ -127,7 +136,7 @@ fn resource_lines(out: &mut String, n: &TreeNode, indent: &str) {
         let _ = writeln!(
             out,
             "{indent}  {} capacity {} · has {} · wants {}{lease}{flags}",
-            r.id,
+            shown(&r.id),
             r.capacity,
             r.has,
             if bands.is_empty() {

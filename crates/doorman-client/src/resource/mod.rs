@@ -378,6 +378,14 @@ impl Shared {
         }
     }
 
+    /// Whether an acquisition without capacity goes ahead anyway: in
+    /// shadow mode, unless the acquisition is hopeless for another reason
+    /// (the server refuses the resource, the client is closed), which
+    /// shadow mode does not lift.
+    pub fn shadow_applies(&self) -> bool {
+        self.shadow() && self.hopeless().is_none()
+    }
+
     /// Counts an acquisition shadow mode let through that would have
     /// waited or been refused.
     pub fn would_have_refused(&self) {

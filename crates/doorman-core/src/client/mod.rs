@@ -419,6 +419,7 @@ impl ClientCore {
         for (id, why) in refused {
             if let Some(s) = self.resources.get_mut(id) {
                 s.refused = Some(why.clone());
+                s.shadow = false;
                 s.lease = None;
                 s.schedule.failed(now, None, later);
             }

@@ -233,6 +233,14 @@ impl super::ResourceShard {
             let Some(r) = self.resources.get_mut(&g.resource_id) else {
                 continue;
             };
+            // Shadow mode follows the parent's latest word, pushed or not.
+            let shadow_moved = r
+                .upstream
+                .as_mut()
+                .is_some_and(|u| std::mem::replace(&mut u.parent_shadow, g.shadow) != g.shadow);
+            if shadow_moved {
+                r.rebind_upstream(&g.resource_id);
+            }
             let Some(u) = r.upstream.as_mut() else {
                 continue;
             };
