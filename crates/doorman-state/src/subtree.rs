@@ -87,7 +87,7 @@ impl Subtree {
 impl ServerState {
     /// This node and the nodes below it, for the report upstream: bounded
     /// to `MAX_REPORT_NODES`, its own part rebuilt at most every
-    /// [`OWN_REPORT_EVERY`].
+    /// `OWN_REPORT_EVERY` (5 s).
     pub fn tree(&self) -> TreeNode {
         let now = self.now();
         let node = {
