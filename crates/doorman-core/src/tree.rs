@@ -73,6 +73,14 @@ impl TreeResource {
     pub fn wants(&self) -> f64 {
         self.bands.iter().map(|b| b.2).sum()
     }
+
+    /// Its modes beside the normal one: "learning", "shadow".
+    pub fn modes(&self) -> Vec<&'static str> {
+        [(self.learning, "learning"), (self.shadow, "shadow")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect()
+    }
 }
 
 /// One node of the tree and the nodes below it, as its parent last heard.
@@ -149,6 +157,15 @@ impl TreeNode {
         let mut budget = max_nodes.saturating_sub(1);
         bound_level(std::slice::from_mut(&mut self), &mut budget, 0);
         self
+    }
+
+    /// Its replicas other than its master (the standbys).
+    pub fn standbys(&self) -> Vec<&str> {
+        self.replicas
+            .iter()
+            .map(String::as_str)
+            .filter(|r| Some(*r) != self.master.as_deref())
+            .collect()
     }
 
     /// How many nodes it holds, itself included.

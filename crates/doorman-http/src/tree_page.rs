@@ -71,12 +71,7 @@ fn node(h: &mut String, n: &TreeNode) {
 /// "master A · standbys B, C" from the node's master and replicas.
 fn who(n: &TreeNode) -> String {
     let master = n.master.as_deref().unwrap_or("unknown");
-    let standbys: Vec<String> = n
-        .replicas
-        .iter()
-        .filter(|r| Some(r.as_str()) != n.master.as_deref())
-        .map(|r| esc(r))
-        .collect();
+    let standbys: Vec<String> = n.standbys().into_iter().map(esc).collect();
     let standbys = if standbys.is_empty() {
         "none known".to_string()
     } else {
@@ -127,17 +122,11 @@ fn bands(r: &TreeResource) -> String {
 }
 
 fn mode(r: &TreeResource) -> String {
-    let mut m = Vec::new();
-    if r.learning {
-        m.push("learning");
-    }
-    if r.shadow {
-        m.push("shadow");
-    }
-    if m.is_empty() {
+    let modes = r.modes();
+    if modes.is_empty() {
         "normal".into()
     } else {
-        m.join(", ")
+        modes.join(", ")
     }
 }
 

@@ -88,12 +88,7 @@ fn node(out: &mut String, n: &TreeNode, prefix: &str, last: Option<bool>) {
         Freshness::Missing => "MISSING",
     };
     let master = shown(n.master.as_deref().unwrap_or("unknown"));
-    let standbys: Vec<&str> = n
-        .replicas
-        .iter()
-        .map(String::as_str)
-        .filter(|r| Some(*r) != n.master.as_deref())
-        .collect();
+    let standbys = n.standbys();
     let standbys = if standbys.is_empty() {
         "none known".into()
     } else {
@@ -124,14 +119,16 @@ fn resource_lines(out: &mut String, n: &TreeNode, indent: &str) {
             .iter()
             .map(|(p, c, w)| format!("p{p} {w} ({c} clients)"))
             .collect();
-        let lease = r
-            .lease_left_s
-            .map_or(String::new(), |s| format!(" · lease {s:.0} s"));
-        let flags = match (r.learning, r.shadow) {
-            (true, true) => " · learning, shadow",
-            (true, false) => " · learning",
-            (false, true) => " · shadow",
-            (false, false) => "",
+        let lease = match r.lease_left_s {
+            Some(s) if s > 0.0 => format!(" · lease {s:.0} s"),
+            Some(_) => " · lease expired".into(),
+            None => String::new(),
+        };
+        let modes = r.modes();
+        let flags = if modes.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", modes.join(", "))
         };
         let _ = writeln!(
             out,
