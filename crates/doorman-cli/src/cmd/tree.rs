@@ -207,5 +207,15 @@ mod tests {
             lines[4].starts_with("    └── b · level 2 · MISSING"),
             "{text}"
         );
+        let mut gone = leaf("c", Freshness::Missing);
+        gone.resources = vec![TreeResource {
+            id: "db".into(),
+            lease_left_s: Some(-2.0),
+            shadow: true,
+            ..TreeResource::default()
+        }];
+        let text = draw(&gone);
+        let line = "db capacity 0 · has 0 · wants - · lease expired · shadow";
+        assert!(text.contains(line), "{text}");
     }
 }
