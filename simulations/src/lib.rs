@@ -25,8 +25,23 @@ pub fn run(
     scenario: scenario::Scenario,
     seed: u64,
 ) -> anyhow::Result<(engine::Sim, summary::Summary)> {
+    run_replaying(scenario, seed, None)
+}
+
+/// [`run`], with the listed nodes asking their parents at the times of
+/// `asks` (a real run's: `engine::AskTimes`) instead of on their own
+/// timers.
+pub fn run_replaying(
+    scenario: scenario::Scenario,
+    seed: u64,
+    asks: Option<&engine::AskTimes>,
+) -> anyhow::Result<(engine::Sim, summary::Summary)> {
     let t = Instant::now();
     let mut sim = engine::Sim::new(scenario, seed)?;
+    if let Some(asks) = asks {
+        sim.replay_asks(asks)
+            .map_err(|e| anyhow::anyhow!("--replay-asks: {e}"))?;
+    }
     sim.run();
     let summary = summary::summarize(&mut sim, seed, t.elapsed().as_secs_f64());
     Ok((sim, summary))

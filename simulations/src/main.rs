@@ -1,5 +1,5 @@
-//! `doorman-sim run FILE [--profile P] [--seed N | --seeds A..B --jobs J]
-//! --out DIR`, `doorman-sim all [--profile P] --out DIR` and
+//! `doorman-sim run FILE [--profile P] [--seed N [--replay-asks CSV] |
+//! --seeds A..B --jobs J] --out DIR`, `doorman-sim all [--profile P] --out DIR` and
 //! `doorman-sim compare SIM REAL [--out DIR] [--check]`.
 //!
 //! Must not: compute figures (`summary.rs`, `seeds.rs` and `compare/` do).
@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
+use doorman_sim::engine::AskTimes;
 use doorman_sim::scenario::{Scenario, OURS};
 use doorman_sim::summary::Summary;
 
@@ -45,6 +46,12 @@ enum Command {
         /// Runs in parallel (threads).
         #[arg(long, default_value_t = 1)]
         jobs: usize,
+        /// A real run's asks (`t,node`, `scripts/upstream-trace.py
+        /// --asks`): those nodes ask their parents at these times instead
+        /// of on their own timers (docs/sim-vs-real.md); writes
+        /// replay.json with what the replay did.
+        #[arg(long, conflicts_with = "seeds")]
+        replay_asks: Option<PathBuf>,
         #[arg(long)]
         out: PathBuf,
     },
@@ -100,8 +107,35 @@ fn load(file: &Path, profile: &str) -> anyhow::Result<Scenario> {
 }
 
 fn run_one(file: &Path, profile: &str, seed: u64, out: &Path) -> anyhow::Result<Summary> {
-    let (sim, summary) = doorman_sim::run(load(file, profile)?, seed)?;
+    run_replaying(file, profile, seed, None, out)
+}
+
+/// One run, replaying the asks of the file `asks` when given.
+fn run_replaying(
+    file: &Path,
+    profile: &str,
+    seed: u64,
+    asks: Option<&Path>,
+    out: &Path,
+) -> anyhow::Result<Summary> {
+    let asks = match asks {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("--replay-asks {}: {e}", p.display()))?;
+            let parsed = AskTimes::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--replay-asks {}: {e}", p.display()))?;
+            Some(parsed)
+        }
+        None => None,
+    };
+    let scenario = load(file, profile)?;
+    let (sim, summary) = doorman_sim::run_replaying(scenario, seed, asks.as_ref())?;
     doorman_sim::output::write_all(&sim, &summary, out)?;
+    if let Some(counts) = sim.replay_counts() {
+        let json = serde_json::to_string_pretty(&counts)?;
+        eprintln!("doorman-sim: replayed asks: {json}");
+        std::fs::write(out.join("replay.json"), json + "\n")?;
+    }
     Ok(summary)
 }
 
@@ -179,6 +213,7 @@ fn main() -> anyhow::Result<()> {
             seeds: Some(seeds),
             jobs,
             out,
+            ..
         } => {
             let _ = seed;
             let scenario = load(&file, &profile)?;
@@ -195,10 +230,11 @@ fn main() -> anyhow::Result<()> {
             file,
             profile,
             seed,
+            replay_asks,
             out,
             ..
         } => {
-            let s = run_one(&file, &profile, seed, &out)?;
+            let s = run_replaying(&file, &profile, seed, replay_asks.as_deref(), &out)?;
             let mishaps = doorman_sim::mishaps::report(std::slice::from_ref(&s));
             std::fs::write(out.join("mishaps.md"), mishaps)?;
             println!("{}", serde_json::to_string_pretty(&s)?);

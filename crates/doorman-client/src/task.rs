@@ -113,6 +113,13 @@ async fn refresh(
     let mut st = shared.lock();
     match backoff.outcome(r) {
         Ok(resp) => {
+            // When each answered request was sent: the simulator replays
+            // these (docs/sim-vs-real.md, "Each process's renewal phase").
+            tracing::debug!(
+                asked_s_ago = (now - sent_at).as_secs_f64(),
+                resources = ids.len(),
+                "the server answered"
+            );
             st.core.on_response(now, &ids, &grants(&resp, sent_at));
             for id in &ids {
                 if let Some(res) = st.resources.get(id) {

@@ -316,7 +316,7 @@ impl World {
                 host,
                 argv,
                 faketime: c.kind != Kind::Go,
-                env: Vec::new(),
+                env: answers_logged(t0.is_some() && c.kind == Kind::Rust),
                 stdin_closes: c.kind != Kind::Go,
             };
             let proc = Proc::start(spec, &self.dir, i, self.sink.clone())?;
@@ -472,4 +472,15 @@ impl World {
         self.etcd.stop();
         slow
     }
+}
+
+/// A replayed scenario's Rust clients log when each answered request was
+/// sent (`doorman_client::task` at debug), which
+/// `scripts/upstream-trace.py --asks` reads beside the servers' logs.
+fn answers_logged(on: bool) -> Vec<(String, String)> {
+    if !on {
+        return Vec::new();
+    }
+    let filter = "warn,doorman_client::task=debug";
+    vec![("RUST_LOG".into(), filter.into())]
 }

@@ -178,6 +178,7 @@ async fn ask_parent(
                     resource = %g.resource_id,
                     capacity = g.lease.capacity,
                     lasts_s = (g.lease.expiry - now).as_secs_f64(),
+                    asked_s_ago = (now - sent_at).as_secs_f64(),
                     "the parent answered"
                 );
             }

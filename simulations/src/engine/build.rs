@@ -71,6 +71,7 @@ fn node(
         unreachable_until: Time::ZERO,
         wake_gen: 0,
         poke: false,
+        replay: Default::default(),
         link: Link::new(tasks),
         stream: Default::default(),
         pusher: Default::default(),
@@ -139,6 +140,7 @@ fn clients(
                 link: Link::new(scenario.tasks.max(1)),
                 stream: Default::default(),
                 backoff: backoff(rng),
+                replay: Default::default(),
             });
         }
     }
@@ -199,6 +201,7 @@ impl Sim {
             keep_per_client,
             events_run: 0,
             rpcs: Default::default(),
+            replay: None,
             scenario,
         };
         sim.first_events();

@@ -31,6 +31,7 @@ use crate::scenario::Scenario;
 mod build;
 mod link;
 mod queue;
+mod replay;
 mod rng;
 mod rpc;
 mod sample;
@@ -40,7 +41,9 @@ pub mod tcp;
 mod world;
 
 pub use link::{Link, Reply, RpcMsg};
+pub use replay::{AskTimes, Counts as ReplayCount, ReplayCounts};
 pub use rng::Rng;
+pub use rpc::RpcCounts;
 
 /// Who makes an RPC: a client, or an intermediate node's master asking its
 /// parent.
@@ -87,6 +90,8 @@ enum Ev {
     /// A pushed grant reaches its holder, from (task, the holder's link
     /// epoch).
     Pushed(Caller, (usize, u64, u64), Grant),
+    /// The window after a caller's listed ask is over (`replay.rs`).
+    ReplayAsk(Caller, usize),
 }
 
 /// One node of the tree: a job of `tasks` replicas, at most one of which is
@@ -124,6 +129,7 @@ pub struct Node {
     wake_gen: u64,
     /// A wake-up asked for while the upstream call was busy.
     poke: bool,
+    replay: replay::Pinned,
     /// The master's connection to the parent.
     link: Link,
     /// Its lease stream to the parent.
@@ -163,6 +169,7 @@ struct SimClient {
     link: Link,
     stream: stream::Stream,
     backoff: Backoff,
+    replay: replay::Pinned,
 }
 
 /// One row of the time series.
@@ -293,25 +300,8 @@ pub struct Sim {
     pub events_run: u64,
     /// What the RPCs did.
     pub rpcs: RpcCounts,
-}
-
-/// Counts of RPC outcomes over a run.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct RpcCounts {
-    /// Discovery RPCs sent.
-    pub discovery: u64,
-    /// GetCapacity and GetServerCapacity RPCs sent.
-    pub capacity: u64,
-    /// RPCs that failed at their deadline (a node cut off).
-    pub timed_out: u64,
-    /// RPCs refused (a crashed task).
-    pub refused: u64,
-    /// Redirects answered by standbys.
-    pub redirects: u64,
-    /// New connections opened (one more round trip each).
-    pub connects: u64,
-    /// Grants pushed on lease streams.
-    pub pushes: u64,
+    /// What a replay of a real run's asks did (`None`: no replay).
+    replay: Option<ReplayCounts>,
 }
 
 /// The longest deadline of an RPC: the client library's default
@@ -420,6 +410,7 @@ impl Sim {
             Ev::Elect(node) => self.elect_random(node),
             Ev::PushPass(node, held) => self.push_pass(node, held),
             Ev::Pushed(caller, from, g) => self.pushed(caller, from, g),
+            Ev::ReplayAsk(caller, i) => self.replay_ask(caller, i),
         }
     }
 

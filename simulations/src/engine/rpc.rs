@@ -63,7 +63,8 @@ impl Sim {
         }
         let res = &self.scenario.resource;
         cl.core.set_wants(res, cl.wants, now);
-        if let Some(items) = cl.core.poll_request(now).filter(|i| !i.is_empty()) {
+        if let Some(items) = self.client_asks(c, now).filter(|i| !i.is_empty()) {
+            let cl = &mut self.clients[c];
             let ids: Vec<String> = items.iter().map(|i| i.resource_id.clone()).collect();
             let req = CapacityRequest {
                 who: Who::Client(cl.id.clone()),
@@ -75,6 +76,10 @@ impl Sim {
         }
         if !self.clients[c].link.busy() {
             self.schedule_client(c);
+            if self.clients[c].replay.waiting() {
+                let gen = self.clients[c].wake_gen;
+                self.push(now + super::replay::POLL, Ev::ClientWake(c, gen));
+            }
         }
     }
 
@@ -89,7 +94,8 @@ impl Sim {
             n.poke = true;
             return;
         }
-        if let Some(asks) = n.core.upstream_request(now).filter(|a| !a.is_empty()) {
+        if let Some(asks) = self.node_asks(node, now).filter(|a| !a.is_empty()) {
+            let n = &mut self.nodes[node];
             let ids: Vec<String> = asks.iter().map(|a| a.resource_id.clone()).collect();
             let req = CapacityRequest {
                 who: Who::Server(n.id.clone()),
@@ -113,6 +119,10 @@ impl Sim {
         }
         if !self.nodes[node].link.busy() {
             self.schedule_upstream(node, None);
+            if self.nodes[node].replay.waiting() {
+                let gen = self.nodes[node].wake_gen;
+                self.push(now + super::replay::POLL, Ev::UpstreamWake(node, gen));
+            }
         }
     }
 
@@ -205,4 +215,23 @@ fn log_answers(
             ),
         });
     }
+}
+
+/// Counts of RPC outcomes over a run.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct RpcCounts {
+    /// Discovery RPCs sent.
+    pub discovery: u64,
+    /// GetCapacity and GetServerCapacity RPCs sent.
+    pub capacity: u64,
+    /// RPCs that failed at their deadline (a node cut off).
+    pub timed_out: u64,
+    /// RPCs refused (a crashed task).
+    pub refused: u64,
+    /// Redirects answered by standbys.
+    pub redirects: u64,
+    /// New connections opened (one more round trip each).
+    pub connects: u64,
+    /// Grants pushed on lease streams.
+    pub pushes: u64,
 }

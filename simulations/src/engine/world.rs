@@ -154,6 +154,7 @@ impl Sim {
         n.pusher.seen = None;
         n.backoff = b;
         n.poke = false;
+        n.replay.new_master(self.replay.as_mut());
         self.schedule_upstream(node, Some(now));
     }
 

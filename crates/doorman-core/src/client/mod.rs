@@ -311,6 +311,15 @@ impl ClientCore {
         {
             return None;
         }
+        Some(self.poll_request_now(now))
+    }
+
+    /// The request [`ClientCore::poll_request`] would make at `now` if a
+    /// resource were due: every resource the minimum interval allows (an
+    /// acknowledgement at once), marked sent. The simulator replays a real
+    /// client's requests with it (`doorman-sim run --replay-asks`).
+    pub fn poll_request_now(&mut self, now: Time) -> Vec<RequestItem> {
+        let min = self.opts.min_refresh_interval;
         let mut items = Vec::new();
         for (id, s) in self.resources.iter_mut() {
             // A refused resource rides along only once its own retry is due;
@@ -328,7 +337,7 @@ impl ClientCore {
             s.schedule.sent(now);
             s.sent_wants = Some(s.wants);
         }
-        Some(items)
+        items
     }
 
     /// Applies a response to the request for `requested`. Resources the

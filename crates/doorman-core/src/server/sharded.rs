@@ -349,6 +349,16 @@ pub trait Sharded: ShardAccess {
         if !due {
             return None;
         }
+        self.upstream_request_now(now)
+    }
+
+    /// One bulk request at `now` for every resource with clients that the
+    /// minimum interval and a new master's hold allow, due or not, sorted
+    /// by id: a node made to renew from its parent at a given moment (the
+    /// simulator replaying when a real tree's nodes asked, `doorman-sim
+    /// run --replay-asks`). Marks them sent, as [`Sharded::upstream_request`]
+    /// does.
+    fn upstream_request_now(&mut self, now: Time) -> Option<Vec<UpstreamAsk>> {
         let mut asks = Vec::new();
         for i in 0..self.shard_count() {
             asks.extend(self.with_shard(i, |n, s| s.upstream_asks(n, now)));

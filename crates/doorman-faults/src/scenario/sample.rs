@@ -185,6 +185,7 @@ pub fn write(
         .collect();
     let real = serde_json::json!({
         "t0_unix_s": crate::clock::wall() - (mono() - t0),
+        "t0_mono_s": t0,
         "over_capacity_s": over_s,
         "over_capacity_by": over_by,
         "audited": "every change and every 100 ms, from each client's reports",
