@@ -142,6 +142,38 @@ fn a_listed_ask_inside_the_minimum_interval_goes_as_soon_as_it_may() {
 }
 
 #[test]
+fn after_a_failed_call_a_node_asks_again_when_the_real_one_did() {
+    let cut = format!(
+        "{SCENARIO}\n[[events]]\nat = 20\nkind = \"unreachable\"\nnode = \"n0\"\nuntil = 35\n"
+    );
+    let run_cut = |asks: Option<&AskTimes>| {
+        let scenario = Scenario::parse(&cut).unwrap();
+        doorman_sim::run_replaying(scenario, 3, asks).unwrap().0
+    };
+    let plain = answered(&run_cut(None), "n0");
+    // The real node's answered asks: the same before the cut, then its
+    // first after the cut at 37.3 s (its retries in between failed).
+    let mut csv = String::from("t,who\n");
+    for t in plain.iter().filter(|&&t| t < 20.0) {
+        csv += &format!("{t:.3},n0\n");
+    }
+    csv += "37.3,n0\n";
+    let got = answered(&run_cut(Some(&asks(&csv))), "n0");
+    let after: Vec<f64> = got.into_iter().filter(|&t| t > 20.0).collect();
+    // Asked when the listed ask's window ends (37.4 s), answered after
+    // the link's reconnect (Discovery and a new connection).
+    assert!(
+        after.first().is_some_and(|&t| t > 37.4 && t < 38.0),
+        "the first answer after the cut follows the listed ask: {after:?}"
+    );
+    let own: Vec<&f64> = plain.iter().filter(|&&t| t > 20.0).collect();
+    assert!(
+        own.first().is_some_and(|&&t| t < 37.0),
+        "on its own it retried sooner: {own:?}"
+    );
+}
+
+#[test]
 fn a_bad_ask_file_is_refused_with_its_line() {
     let err = |csv: &str| AskTimes::parse(csv).unwrap_err();
     assert!(

@@ -23,6 +23,13 @@
 //!   W lets an ask the real node made because a child's ask had just
 //!   moved its wants come here the same way, a few milliseconds later,
 //!   after the simulated network's delays;
+//! * after a call of its own failed, it asks again only at a listed time
+//!   (failed asks are not listed: the next is the real one's first ask
+//!   answered after it), not on its backoff: each side's retries follow
+//!   a jittered backoff, and when the first ask after a cut leaves
+//!   decides whether the leases below run out (a simulated retry sent
+//!   7 ms before a cut ended waited a second for TCP's next SYN, and its
+//!   clients' leases ran out; the real one's went after the cut);
 //! * a listed ask still waiting when the next listed time comes, or a new
 //!   master is elected, is dropped; a listed time at which a node has no
 //!   master is skipped.
@@ -129,6 +136,8 @@ pub(super) struct Pinned {
     cursor: usize,
     /// A listed ask to send at the next wake-up.
     force: Option<usize>,
+    /// Its last call failed: it retries only at listed times.
+    retrying: bool,
 }
 
 impl Pinned {
@@ -142,6 +151,17 @@ impl Pinned {
     /// A listed ask waits to go: the caller looks again in [`POLL`].
     pub fn waiting(&self) -> bool {
         self.force.is_some()
+    }
+
+    /// A call of the caller's ended (`ok`: answered).
+    pub fn call_ended(&mut self, ok: bool) {
+        self.retrying = self.on && !ok;
+    }
+
+    /// The caller's own asks wait for a listed time: it retries after a
+    /// failed call only when the real one did.
+    pub fn holds_own(&self) -> bool {
+        self.retrying && self.force.is_none()
     }
 
     /// The first listed time within the window of `now` not yet matched.
@@ -178,6 +198,9 @@ impl Pinned {
             }
             self.listed[i].1 = asks.is_some();
             return asks;
+        }
+        if self.retrying {
+            return None;
         }
         let asks = own(core);
         if asks.is_some() {

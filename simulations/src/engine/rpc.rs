@@ -75,7 +75,9 @@ impl Sim {
             self.run_step(Caller::Client(c), step);
         }
         if !self.clients[c].link.busy() {
-            self.schedule_client(c);
+            if !self.clients[c].replay.holds_own() {
+                self.schedule_client(c);
+            }
             if self.clients[c].replay.waiting() {
                 let gen = self.clients[c].wake_gen;
                 self.push(now + super::replay::POLL, Ev::ClientWake(c, gen));
@@ -118,7 +120,9 @@ impl Sim {
             self.run_step(Caller::Node(node), step);
         }
         if !self.nodes[node].link.busy() {
-            self.schedule_upstream(node, None);
+            if !self.nodes[node].replay.holds_own() {
+                self.schedule_upstream(node, None);
+            }
             if self.nodes[node].replay.waiting() {
                 let gen = self.nodes[node].wake_gen;
                 self.push(now + super::replay::POLL, Ev::UpstreamWake(node, gen));
@@ -161,10 +165,12 @@ impl Sim {
                     let items = a.grants.iter().map(|g| client_grant(g, a.sent_at));
                     items.collect::<Vec<GrantItem>>()
                 });
+                let ok = r.is_ok();
                 match cl.backoff.outcome(r) {
                     Ok(g) => cl.core.on_response(now, &ids, &g),
                     Err((_, d)) => cl.core.on_failure(now, &ids, Span::from_duration(d)),
                 }
+                cl.replay.call_ended(ok);
                 // Wants may have moved during the call: the loop looks at once.
                 let gen = cl.wake_gen;
                 self.client_wake(c, gen);
@@ -187,6 +193,7 @@ impl Sim {
                     }
                 };
                 let poke = std::mem::take(&mut n.poke);
+                n.replay.call_ended(answered);
                 if answered {
                     self.upstream_answered(node);
                 }
