@@ -64,9 +64,9 @@ fn a_listed_ask_off_the_nodes_own_phase_is_made_and_restarts_its_timer() {
     let sim = run(Some(&replay));
     let got = answered(&sim, "n0");
     for t in listed {
-        // Made when the 100 ms window is over, answered after the
-        // simulated network's round trip (2–10 ms).
-        let at = t + 0.1;
+        // Made when a node's 20 ms wait for an ask of its own is over,
+        // answered after the simulated network's round trip (2–10 ms).
+        let at = t + 0.02;
         assert!(
             got.iter().any(|&a| a > at && a < at + 0.02),
             "an answer just after {at:.3} s: {got:?}"
@@ -115,9 +115,9 @@ fn the_replay_leaves_the_plan_as_it_was() {
 fn a_client_asks_at_its_listed_times() {
     let plain = run(None);
     // This client asks every 2 s (its leaf's refresh interval), at
-    // 19.25 s among others. A listed ask goes 100 ms after its time and
-    // restarts the client's timer: 20.51 s, then its own at 22.51 s, then
-    // 23.71 s, each more than the minimum interval (1 s) after the last.
+    // 19.25 s among others. A client's listed ask goes at its time and
+    // restarts its timer: 20.41 s, then its own at 22.41 s, then 23.61 s,
+    // each more than the minimum interval (1 s) after the last.
     let replay = asks("t,who\n20.41,n0/c0\n23.61,n0/c0\n");
     let sim = run(Some(&replay));
     let c = sim.replay_counts().unwrap().clients;
@@ -160,10 +160,10 @@ fn after_a_failed_call_a_node_asks_again_when_the_real_one_did() {
     csv += "37.3,n0\n";
     let got = answered(&run_cut(Some(&asks(&csv))), "n0");
     let after: Vec<f64> = got.into_iter().filter(|&t| t > 20.0).collect();
-    // Asked when the listed ask's window ends (37.4 s), answered after
+    // Asked when the listed ask's wait ends (37.32 s), answered after
     // the link's reconnect (Discovery and a new connection).
     assert!(
-        after.first().is_some_and(|&t| t > 37.4 && t < 38.0),
+        after.first().is_some_and(|&t| t > 37.32 && t < 38.0),
         "the first answer after the cut follows the listed ask: {after:?}"
     );
     let own: Vec<&f64> = plain.iter().filter(|&&t| t > 20.0).collect();

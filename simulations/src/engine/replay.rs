@@ -8,10 +8,11 @@
 //! `scripts/upstream-trace.py --asks` writes it from the real servers' and
 //! clients' logs.
 //!
-//! Rules for a replayed caller, with W = [`WINDOW`]:
+//! Rules for a replayed caller, with M = [`MATCH`] and its wait W (none
+//! for a client, [`NODE_WAIT`] for every node):
 //! * it asks on its own as before (its refresh timer, an early refresh on
-//!   moved wants, retries); an ask within W of a listed time not yet
-//!   matched matches it;
+//!   moved wants, retries); an ask from M before a listed time not yet
+//!   matched to W after it matches it;
 //! * a listed time that no ask matched by W after it makes it ask then
 //!   (`Sharded::upstream_request_now`, `ClientCore::poll_request_now`:
 //!   everything it holds, due or not), or as soon as it can after that:
@@ -19,10 +20,16 @@
 //!   minimum interval after an ask of its own, or before a new master's
 //!   hold ends, or with nothing to ask for yet (the simulated clients came
 //!   back later than the real ones), looked at every [`POLL`]. Its refresh
-//!   timer then starts again from there, as the real one's did. Waiting
-//!   W lets an ask the real node made because a child's ask had just
-//!   moved its wants come here the same way, a few milliseconds later,
-//!   after the simulated network's delays;
+//!   timer then starts again from there, as the real one's did. A node's
+//!   wait lets an ask the real one made because a child's ask had just
+//!   moved its wants come here the same way, after the simulated
+//!   network's 1–5 ms. Every node waits the same, so that a parent's and
+//!   a child's asks keep their real order (a longer wait for a region
+//!   than for its datacenters put a region's renewal after its
+//!   datacenter's, which then got the region's old lease: seed 4's cut at
+//!   660 s dipped 8 s early). A client has no child and asks at the listed
+//!   time itself (a wait of 100 ms sent asks the real clients made 74 ms
+//!   before a cut after it);
 //! * after a call of its own failed, it asks again only at a listed time
 //!   (failed asks are not listed: the next is the real one's first ask
 //!   answered after it), not on its backoff: each side's retries follow
@@ -34,8 +41,8 @@
 //!   master is elected, is dropped; a listed time at which a node has no
 //!   master is skipped.
 //!
-//! So an ask the real process made has one here within W, or is counted
-//! as skipped; an extra ask of the simulated one's own stays (the real
+//! So an ask the real process made has one here within W, or later as
+//! counted; an extra ask of the simulated one's own stays (the real
 //! one did not make it) and its phase is pinned again at the next listed
 //! ask. Every case is counted ([`ReplayCounts`], `replay.json`).
 //!
@@ -90,11 +97,16 @@ impl AskTimes {
     }
 }
 
-/// How far an ask of a caller's own may be from a listed time to count as
-/// that ask, and how long a listed ask waits for one: more than a chain
-/// of a few simulated RPC delays (1–5 ms each in `real-tree.toml`), far
-/// less than the minimum interval between two asks (1 s).
-pub(super) const WINDOW: Span = Span::from_millis(100);
+/// How long before a listed time an ask of a caller's own matches it:
+/// the simulated timer a little ahead of the real one (far less than the
+/// minimum interval between two asks, 1 s, which a listed ask sent just
+/// after an own one would have to wait).
+pub(super) const MATCH: Span = Span::from_millis(100);
+
+/// How long a node's listed ask waits for one of its own: more than a
+/// simulated RPC delay (1–5 ms in `real-tree.toml`), so that a child's
+/// ask that moved its wants arrives first.
+pub(super) const NODE_WAIT: Span = Span::from_millis(20);
 
 /// What the replay did over a run (`replay.json` beside the run's files).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -136,6 +148,8 @@ pub(super) struct Pinned {
     cursor: usize,
     /// A listed ask to send at the next wake-up.
     force: Option<usize>,
+    /// How long a listed ask waits for one of its own.
+    wait: Span,
     /// Its last call failed: it retries only at listed times.
     retrying: bool,
 }
@@ -169,12 +183,12 @@ impl Pinned {
         while self
             .listed
             .get(self.cursor)
-            .is_some_and(|&(t, _)| t + WINDOW < now)
+            .is_some_and(|&(t, _)| t + self.wait < now)
         {
             self.cursor += 1;
         }
         (self.cursor..self.listed.len())
-            .take_while(|&i| self.listed[i].0 <= now + WINDOW)
+            .take_while(|&i| self.listed[i].0 <= now + MATCH)
             .find(|&i| !self.listed[i].1)
     }
 
@@ -192,7 +206,7 @@ impl Pinned {
         if let Some(i) = self.force.take() {
             let asks = forced(core);
             match &asks {
-                Some(_) if now == self.listed[i].0 + WINDOW => counts.after_window += 1,
+                Some(_) if now == self.listed[i].0 + self.wait => counts.after_window += 1,
                 Some(_) => counts.later += 1,
                 None => self.force = Some(i),
             }
@@ -220,14 +234,18 @@ impl Sim {
     pub fn replay_asks(&mut self, asks: &AskTimes) -> Result<(), String> {
         for (who, times) in &asks.by_caller {
             let caller = self.caller_named(who)?;
+            let wait = match caller {
+                Caller::Client(_) => Span::ZERO,
+                Caller::Node(_) => NODE_WAIT,
+            };
             let start = self.start;
             let at = |t: f64| (start + Span::from_millis((t * 1000.0).round() as i64)).max(start);
             let listed: Vec<(Time, bool)> = times.iter().map(|&t| (at(t), false)).collect();
             for (i, &(t, _)) in listed.iter().enumerate() {
-                self.push(t + WINDOW, Ev::ReplayAsk(caller, i));
+                self.push(t + wait, Ev::ReplayAsk(caller, i));
             }
             let pinned = self.pinned_mut(caller);
-            (pinned.on, pinned.listed) = (true, listed);
+            (pinned.on, pinned.listed, pinned.wait) = (true, listed, wait);
         }
         self.replay = Some(ReplayCounts::default());
         Ok(())
