@@ -4,8 +4,13 @@
 # runs it (`doorman-sim run`, which also writes the schedule it realised,
 # `plan.json`), then the fault harness replays that plan on real `doorman`
 # processes, a real etcd and real clients in network namespaces
-# (`doorman-faults scenario`, as root), and `doorman-sim compare` sets
-# the two side by side and checks the targets (exit status 1 when missed).
+# (`doorman-faults scenario`, as root). The simulator then runs the seed
+# again with each node asking its parent when the real one did
+# (`scripts/upstream-trace.py --asks`, `doorman-sim run --replay-asks`:
+# both trees renew in the same phase; docs/sim-vs-real.md), and
+# `doorman-sim compare` sets that run beside the real one and checks the
+# targets (exit status 1 when missed). The first simulated run, on its own
+# phases, is compared too, for the record (`OUT/unpinned`, not gated).
 #
 #   scripts/sim-vs-real.sh [--scenario FILE] [--profile P] [--seeds "1 2 3"] [--out DIR]
 #
@@ -40,14 +45,23 @@ SUDO=""
 # image's artefacts).
 cargo build --release --quiet -p doorman-faults -p doorman-cli -p doorman-sim --bins
 rm -rf "$out"
-mkdir -p "$out/sim" "$out/real"
+mkdir -p "$out/sim" "$out/real" "$out/pinned"
 for seed in $seeds; do
   echo "sim-vs-real: seed $seed: simulated" >&2
   target/release/doorman-sim run "$scenario" --profile "$profile" --seed "$seed" \
     --out "$out/sim/seed-$seed" >/dev/null
   echo "sim-vs-real: seed $seed: real processes" >&2
+  real="$out/real/seed-$seed"
   $SUDO target/release/doorman-faults scenario "$scenario" --profile "$profile" \
-    --sim "$out/sim/seed-$seed" --out "$out/real/seed-$seed" \
+    --sim "$out/sim/seed-$seed" --out "$real" \
     --doorman target/release/doorman
+  echo "sim-vs-real: seed $seed: simulated on the real run's phases" >&2
+  python3 scripts/upstream-trace.py "$real" --out "$real/upstream.csv" --asks "$real/asks.csv"
+  target/release/doorman-sim run "$scenario" --profile "$profile" --seed "$seed" \
+    --replay-asks "$real/asks.csv" --out "$out/pinned/seed-$seed" >/dev/null
+  # The replay changes no draw of the world's: the same plan, or the two
+  # runs are not of one hour.
+  cmp "$out/sim/seed-$seed/plan.json" "$out/pinned/seed-$seed/plan.json"
 done
-target/release/doorman-sim compare "$out/sim" "$out/real" --out "$out" --check
+target/release/doorman-sim compare "$out/sim" "$out/real" --out "$out/unpinned" >/dev/null
+target/release/doorman-sim compare "$out/pinned" "$out/real" --out "$out" --check

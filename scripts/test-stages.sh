@@ -204,8 +204,9 @@ harness_wait() {
 # The simulator against the real tree (docs/sim-vs-real.md): the table's
 # simulated runs as they were measured (scripts/sim-table-hashes.sh: a
 # change that moves them forces a re-measure); the real-tree scenario's
-# short profile simulated, replayed on real processes, and compared; fails
-# when the two disagree beyond the targets. Then the
+# short profile simulated, replayed on real processes, simulated again on
+# the real run's phases, and compared; fails when the two disagree beyond
+# the targets. Then the
 # original Go Doorman next to ours (`doorman-faults interop`, on a host of
 # the harness's network: the original binds every interface): its Go
 # client library and doorman_client against our leaf, mixed trees both

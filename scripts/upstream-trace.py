@@ -2,7 +2,7 @@
 """A real run's upstream.csv, the simulator's format: every answer a node's
 master got from its parent, from the servers' logs.
 
-    scripts/upstream-trace.py REAL_SEED_DIR [--out FILE]
+    scripts/upstream-trace.py REAL_SEED_DIR [--out FILE] [--asks FILE]
 
 REAL_SEED_DIR is one seed of `doorman-faults scenario` (e.g.
 target/sim-vs-real/short/real/seed-1): its `<node>-<replica>.log` files
@@ -12,7 +12,12 @@ turns on for `doorman_server::upstream`), each replica's `.clock` offset
 and `real.json`'s `t0_unix_s`.
 Writes `t,node,resource,capacity,lasts_s` (seconds since t0) to FILE or
 stdout, in time order: set it beside the simulated run's upstream.csv to
-see when each node renewed on either side.
+see when each node renewed on either side. With --asks, also writes
+`t,who`: when each answered ask of a node (its servers' logs) or a client
+(`<leaf>-c<k>.log`, whose lines the harness's replays log at debug, placed
+by `real.json`'s `t0_mono_s`) was sent (the answer's time less its
+`asked_s_ago`), one line per ask, which `doorman-sim run --replay-asks`
+replays (docs/sim-vs-real.md, "Each process's renewal phase").
 """
 
 import argparse
@@ -23,6 +28,12 @@ import re
 import sys
 
 LOG = re.compile(r"^(?P<node>.+)-(?P<replica>\d+)\.log$")
+# A client process's log (`doorman-faults client`, stamped with monotonic
+# seconds): `<leaf>-c<k>.log`, the plan's client `<leaf>/c<k>`.
+CLIENT_LOG = re.compile(r"^(?P<leaf>.+)-c(?P<k>\d+)\.log$")
+CLIENT_ANSWER = re.compile(
+    r"^\s*(?P<t>\d+(?:\.\d+)?)\s+DEBUG doorman_client::task: the server answered "
+    r"asked_s_ago=(?P<ago>[0-9.e+-]+)")
 
 
 def offset(clock_file: pathlib.Path) -> float:
@@ -73,13 +84,16 @@ def answers(path: pathlib.Path, node: str, t0: float, skew: float):
             continue
         ts = datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
         t = ts.timestamp() - (skew if i >= last_start else 0.0) - t0
-        yield (t, node, e["resource"], float(e["capacity"]), float(e["lasts_s"]))
+        ago = e.get("asked_s_ago")
+        asked = None if ago is None else t - float(ago)
+        yield (t, node, e["resource"], float(e["capacity"]), float(e["lasts_s"]), asked)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=pathlib.Path)
     ap.add_argument("--out", type=pathlib.Path)
+    ap.add_argument("--asks", type=pathlib.Path)
     a = ap.parse_args()
     real = json.loads((a.dir / "real.json").read_text())
     t0 = real.get("t0_unix_s")
@@ -94,14 +108,48 @@ def main() -> None:
             continue
         skew = offset(log.with_suffix(".clock"))
         rows.extend(answers(log, m.group("node"), t0, skew))
-    rows.sort()
+    rows.sort(key=lambda r: r[:5])
     out = ["t,node,resource,capacity,lasts_s"]
-    out += [f"{t:.3f},{n},{r},{c:.3f},{l:.3f}" for t, n, r, c, l in rows]
+    out += [f"{t:.3f},{n},{r},{c:.3f},{l:.3f}" for t, n, r, c, l, _ in rows]
     text = "\n".join(out) + "\n"
     if a.out:
         a.out.write_text(text)
     else:
         sys.stdout.write(text)
+    if a.asks:
+        a.asks.write_text(asks_csv(rows, client_asks(a.dir, real)))
+
+
+def client_asks(d: pathlib.Path, real: dict):
+    """`(t, client)` for every answered request in the client logs."""
+    t0 = real.get("t0_mono_s")
+    if t0 is None:
+        sys.exit("upstream-trace: --asks: no t0_mono_s in real.json (a run older than the field)")
+    out = []
+    for log in sorted(d.glob("*.log")):
+        m = CLIENT_LOG.match(log.name)
+        if not m:
+            continue
+        who = f"{m.group('leaf')}/c{m.group('k')}"
+        for line in log.read_text().splitlines():
+            a = CLIENT_ANSWER.match(line)
+            if a:
+                out.append((float(a.group("t")) - float(a.group("ago")) - t0, who))
+    if not out:
+        sys.exit(f"upstream-trace: --asks: no client log in {d} says when it asked "
+                 "(clients older than the debug line, or not a replayed scenario)")
+    return out
+
+
+def asks_csv(rows, clients) -> str:
+    """One `t,who` line per ask: an ask answered for several resources
+    logs a line for each, with the same send time (to the millisecond)."""
+    missing = [r for r in rows if r[5] is None]
+    if missing:
+        sys.exit(f"upstream-trace: --asks: {len(missing)} answers have no asked_s_ago "
+                 f"(servers older than the field), e.g. {missing[0][1]} at {missing[0][0]:.3f} s")
+    asks = sorted({(round(r[5], 3), r[1]) for r in rows} | {(round(t, 3), c) for t, c in clients})
+    return "t,who\n" + "".join(f"{t:.3f},{n}\n" for t, n in asks)
 
 
 if __name__ == "__main__":

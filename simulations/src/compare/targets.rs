@@ -27,11 +27,13 @@ pub const MARK_EDGE_S: f64 = 2.0;
 /// What the gate on a dip's start allows: a refresh interval of the
 /// real-tree scenarios (8 s) and a second of sampling. A cut's dip starts
 /// when the leases below it end, which is where the cut falls in the
-/// parent's renewal cycle; the replay pins every cycle at the start, not
-/// after an early ask, an election or a retry (docs/sim-vs-real.md,
-/// "Left open"), so the two sides can be a cycle apart, and CI's run
-/// was (82 / 88 s at 0b1b769). [`MARK_EDGE_S`] is what pinned cycles
-/// would allow; the doc's table shows the starts against it.
+/// parent's renewal cycle. On its own phases the simulator can be a cycle
+/// apart (CI's run was: 82 / 88 s at 0b1b769); replaying the real run's
+/// asks (`doorman-sim run --replay-asks`) pins every cycle, and the
+/// starts then agree to the second in all but two cases of the doc's
+/// table (4 s, and a dip on one side only; not traced yet:
+/// docs/sim-vs-real.md). [`MARK_EDGE_S`] is where the gate would go once
+/// they are understood.
 pub const DIP_START_S: f64 = 9.0;
 
 /// Seconds out of the band from settle: the real run within this share of
