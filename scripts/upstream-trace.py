@@ -47,6 +47,10 @@ def offset(clock_file: pathlib.Path) -> float:
     return float(m.group(1))
 
 
+# Asks the parent answered with no grant, `(asked, node)`, as answers()
+# reads them (servers that log them: after 7ffbfed).
+GRANTLESS = []
+
 # The harness starts the servers this long before t0 (scenario/mod.rs).
 SERVERS_LEAD = 1.0
 
@@ -80,10 +84,15 @@ def answers(path: pathlib.Path, node: str, t0: float, skew: float):
             e = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if e.get("message") != "the parent answered":
+        message = e.get("message")
+        if message not in ("the parent answered", "the parent answered with no grant"):
             continue
         ts = datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
         t = ts.timestamp() - (skew if i >= last_start else 0.0) - t0
+        if message != "the parent answered":
+            # An ask answered with no grant: an ask all the same.
+            GRANTLESS.append((t - float(e["asked_s_ago"]), node))
+            continue
         ago = e.get("asked_s_ago")
         asked = None if ago is None else t - float(ago)
         yield (t, node, e["resource"], float(e["capacity"]), float(e["lasts_s"]), asked)
@@ -148,7 +157,8 @@ def asks_csv(rows, clients) -> str:
     if missing:
         sys.exit(f"upstream-trace: --asks: {len(missing)} answers have no asked_s_ago "
                  f"(servers older than the field), e.g. {missing[0][1]} at {missing[0][0]:.3f} s")
-    asks = sorted({(round(r[5], 3), r[1]) for r in rows} | {(round(t, 3), c) for t, c in clients})
+    asks = {(round(r[5], 3), r[1]) for r in rows} | {(round(t, 3), n) for t, n in GRANTLESS}
+    asks = sorted(asks | {(round(t, 3), c) for t, c in clients})
     return "t,who\n" + "".join(f"{t:.3f},{n}\n" for t, n in asks)
 
 

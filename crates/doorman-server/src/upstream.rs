@@ -173,6 +173,14 @@ async fn ask_parent(
     match backoff.outcome(r) {
         Ok(resp) => {
             let grants = upstream_grants(&resp, (sent_at, now));
+            if grants.is_empty() {
+                // An answer all the same (a new master holding its own
+                // first ask): the simulator replays when it was asked.
+                tracing::debug!(
+                    asked_s_ago = (now - sent_at).as_secs_f64(),
+                    "the parent answered with no grant"
+                );
+            }
             for g in &grants {
                 tracing::debug!(
                     resource = %g.resource_id,
