@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use doorman_core::limits::MAX_RESOURCES_PER_REQUEST;
-use doorman_core::server::UpstreamAsk;
+use doorman_core::server::{UpstreamAsk, UpstreamGrant};
 use doorman_core::Backoff;
 use doorman_lease::{Span, Time};
 use doorman_net::{Connector, Incoming, StreamLink};
@@ -149,6 +149,26 @@ fn pushed(state: &ServerState, m: &pb::GetServerCapacityResponse, asking: bool) 
     state.moved.note(moved.iter().map(String::as_str));
 }
 
+/// Logs (debug) what the parent answered to the request sent at
+/// `sent_at`, and when it was sent: `scripts/upstream-trace.py` reads
+/// these lines for the simulator (docs/sim-vs-real.md).
+fn log_answer(grants: &[UpstreamGrant], (sent_at, now): (Time, Time)) {
+    let asked_s_ago = (now - sent_at).as_secs_f64();
+    if grants.is_empty() {
+        // An answer all the same (a new master holding its own first ask).
+        tracing::debug!(asked_s_ago, "the parent answered with no grant");
+    }
+    for g in grants {
+        tracing::debug!(
+            resource = %g.resource_id,
+            capacity = g.lease.capacity,
+            lasts_s = (g.lease.expiry - now).as_secs_f64(),
+            asked_s_ago,
+            "the parent answered"
+        );
+    }
+}
+
 /// One GetServerCapacity for `chunk`, asked for at `sent_at` (on the lease
 /// stream if one is open); the answer or the failure goes to the core.
 async fn ask_parent(
@@ -173,23 +193,7 @@ async fn ask_parent(
     match backoff.outcome(r) {
         Ok(resp) => {
             let grants = upstream_grants(&resp, (sent_at, now));
-            if grants.is_empty() {
-                // An answer all the same (a new master holding its own
-                // first ask): the simulator replays when it was asked.
-                tracing::debug!(
-                    asked_s_ago = (now - sent_at).as_secs_f64(),
-                    "the parent answered with no grant"
-                );
-            }
-            for g in &grants {
-                tracing::debug!(
-                    resource = %g.resource_id,
-                    capacity = g.lease.capacity,
-                    lasts_s = (g.lease.expiry - now).as_secs_f64(),
-                    asked_s_ago = (now - sent_at).as_secs_f64(),
-                    "the parent answered"
-                );
-            }
+            log_answer(&grants, (sent_at, now));
             state.core().upstream_response(now, &ids, &grants);
             state.horizon_wake.notify_one();
             state.moved.note(ids.iter().map(String::as_str));
