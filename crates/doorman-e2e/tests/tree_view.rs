@@ -3,7 +3,8 @@
 //! client. The root's `/api/v1/tree` shows the middle node (its master and
 //! standby from the election) and the leaf below it with the client's
 //! wants and the lease it holds; a killed leaf turns late there, then
-//! missing once its lease can have run out.
+//! missing once its lease can have run out (12 s leases: late at 3 s,
+//! missing at up to 12 s, so the test sees both).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ const MID: &str = "/tree-view/mid";
 
 fn root() -> IsolatedServer {
     let cfg = TestConfig::new()
-        .resource(Resource::fair("*", 100.0).lease(6).refresh(1).learning(0))
+        .resource(Resource::fair("*", 100.0).lease(12).refresh(1).learning(0))
         .parse();
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.http = Some(
@@ -82,8 +83,11 @@ async fn the_root_sees_every_node_below_it_and_which_are_late_or_missing() {
     assert!(mid.replicas.contains(&master), "{mid:?}");
     assert_eq!(seen.level, Some(0));
 
-    drop(client);
+    // The leaf dies while its client still wants: it has refreshed within
+    // a second, so its lease has more than the 3 s it takes to turn late
+    // left, and the root sees it late before missing.
     leaf.kill();
+    drop(client);
     let is = |f| move |t: &TreeNode| leaf_of(t).map(|l| l.freshness) == Some(f);
     until("the killed leaf is late", limit, &root, is(Freshness::Late)).await;
     let gone = until("then missing", limit, &root, is(Freshness::Missing)).await;
