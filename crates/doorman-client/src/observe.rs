@@ -4,7 +4,7 @@
 //!
 //! Must not: decide anything (the core does) or do I/O.
 
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use doorman_core::client::Mode;
 use doorman_core::server::GrantNote;
@@ -40,6 +40,10 @@ pub struct CapacityState {
     pub phase: Phase,
     /// What the server said about the grant, if anything.
     pub note: Option<String>,
+    /// Since when this state applies: when the resource applied its
+    /// capacity (a lease's end, when it ran out). A watcher woken late
+    /// still knows when the change took effect.
+    pub since: Instant,
 }
 
 impl CapacityState {
@@ -50,6 +54,7 @@ impl CapacityState {
         mode: Mode,
         expiry_ms: Option<i64>,
         note: Option<String>,
+        since: Instant,
     ) -> Self {
         let learning = note.as_deref().and_then(GrantNote::parse);
         let phase = match (mode, learning) {
@@ -71,7 +76,25 @@ impl CapacityState {
             mode,
             phase,
             note,
+            since,
         }
+    }
+
+    /// The same state, whenever each began (`since` aside).
+    pub(crate) fn same_as(&self, other: &CapacityState) -> bool {
+        (
+            self.capacity,
+            self.lease_expiry,
+            self.mode,
+            self.phase,
+            &self.note,
+        ) == (
+            other.capacity,
+            other.lease_expiry,
+            other.mode,
+            other.phase,
+            &other.note,
+        )
     }
 }
 

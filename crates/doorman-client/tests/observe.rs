@@ -1,12 +1,12 @@
 //! What an application can watch, against real servers: a resource's
 //! capacity, lease expiry and phase through `capacity_watch()` (leased,
-//! learning-zero, fallback when the server dies), and the client's
-//! connection state.
+//! learning-zero, fallback when the server dies), when each state began,
+//! and the client's connection state.
 
 // Times itself: the clock rule of clippy.toml is for the library.
 #![allow(clippy::disallowed_methods)]
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use doorman_client::{Client, Fallback, Mode, Phase, RateOptions};
 use doorman_server::server::{ConfigSource, ServerOptions};
@@ -14,14 +14,16 @@ use doorman_testkit::config::{Resource, TestConfig};
 use doorman_testkit::IsolatedServer;
 
 fn server(learning: i64) -> IsolatedServer {
-    let cfg = TestConfig::new()
-        .resource(
-            Resource::fair("*", 100.0)
-                .lease(4)
-                .refresh(1)
-                .learning(learning),
-        )
-        .parse();
+    server_with(
+        Resource::fair("*", 100.0)
+            .lease(4)
+            .refresh(1)
+            .learning(learning),
+    )
+}
+
+fn server_with(resource: Resource) -> IsolatedServer {
+    let cfg = TestConfig::new().resource(resource).parse();
     let mut o = ServerOptions::new("127.0.0.1:0".parse().unwrap(), ConfigSource::Inline(cfg));
     o.min_request_interval = Duration::ZERO;
     IsolatedServer::start(o).expect("server starts")
@@ -89,5 +91,37 @@ async fn a_new_master_in_learning_mode_shows_as_learning_zero() {
     );
     assert_eq!((st.capacity, st.mode), (0.0, Mode::Lease));
     assert!(st.note.unwrap().starts_with("learning mode"));
+    c.close().await;
+}
+
+/// A watcher that reads late still learns when the capacity took effect
+/// (the fault harness's auditor dates what a client used by it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_says_when_it_began_not_when_it_was_read() {
+    let s = server_with(
+        Resource::fair("*", 100.0)
+            .lease(120)
+            .refresh(60)
+            .learning(0),
+    );
+    let c = client(&s).await;
+    let start = Instant::now();
+    let r = c.rate_resource("since", RateOptions::wants(30.0)).unwrap();
+    let rx = r.capacity_watch();
+    let deadline = start + Duration::from_secs(10);
+    while r.capacity() != 30.0 {
+        assert!(Instant::now() < deadline, "no lease in 10 s");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let applied = Instant::now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let st = rx.borrow().clone();
+    assert_eq!((st.capacity, st.phase), (30.0, Phase::Leased));
+    assert!(
+        st.since >= start && st.since <= applied,
+        "began {:?} after the start, seen applied {:?} after it",
+        st.since.saturating_duration_since(start),
+        applied - start
+    );
     c.close().await;
 }

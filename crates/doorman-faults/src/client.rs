@@ -4,7 +4,7 @@
 //! connection, as many hosts' worth of clients would be) and reports on
 //! standard output, one JSON line each, every change of what a client
 //! uses, and every second what it uses anyway (the auditor knows it is
-//! alive): `{"t": <monotonic s>, "i": <client index>, "cap": <capacity>,
+//! alive): `{"t": <monotonic s: when the library applied it>, "i": <client index>, "cap": <capacity>,
 //! "mode": "lease"|…, "expiry_ms": <its lease's end on its lease clock,
 //! or null>, "wall_ms": <its wall clock>, "cont": <reported on SIGCONT>}`.
 //! The wall clock is the one libfaketime sets for this process: the
@@ -175,7 +175,9 @@ async fn watch(one: Arc<One>, liar: bool) {
     let mut w = one.resource.capacity_watch();
     loop {
         let s = w.borrow_and_update().clone();
-        report(&one, s.capacity, s.mode, s.lease_expiry, liar, false);
+        // When the library applied it, not when this task woke.
+        let at = mono() - s.since.elapsed().as_secs_f64();
+        report(&one, (at, s.capacity, s.mode), s.lease_expiry, liar, false);
         if w.changed().await.is_err() {
             return;
         }
@@ -193,7 +195,7 @@ async fn beat(ones: Vec<Arc<One>>, liar: bool) {
         };
         for one in &ones {
             let (cap, mode) = (one.resource.capacity(), one.resource.mode());
-            report(one, cap, mode, None, liar, resumed);
+            report(one, (mono(), cap, mode), None, liar, resumed);
         }
     }
 }
@@ -207,10 +209,10 @@ impl tracing_subscriber::fmt::time::FormatTime for MonoTimer {
     }
 }
 
+/// Prints what client `one` used from `t` (monotonic s) on.
 fn report(
     one: &One,
-    cap: f64,
-    mode: Mode,
+    (t, cap, mode): (f64, f64, Mode),
     expiry: Option<std::time::SystemTime>,
     liar: bool,
     cont: bool,
@@ -230,7 +232,7 @@ fn report(
             .map(|d| d.as_millis() as u64)
     };
     let line = serde_json::json!({
-        "t": mono(),
+        "t": t,
         "i": one.index,
         "cap": used,
         "mode": mode.name(),

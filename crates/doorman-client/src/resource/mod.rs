@@ -196,6 +196,7 @@ impl Shared {
                 Mode::Pessimistic,
                 None,
                 None,
+                origin.into_std(),
             )),
             lease_end: AtomicU64::new(NO_END),
             after_end: Mutex::new((0.0, Mode::Pessimistic)),
@@ -237,6 +238,7 @@ impl Shared {
         if end == NO_END || crate::clock::instant() < self.origin + Duration::from_millis(end) {
             return;
         }
+        let ended = self.end_instant().into_std();
         self.lease_end.store(NO_END, Ordering::Release);
         let (capacity, mode) = *after;
         self.apply(capacity, mode);
@@ -244,14 +246,19 @@ impl Shared {
             m.applied(capacity, mode);
         }
         let expiry = self.watch.borrow().lease_expiry;
-        let state = CapacityState::new(self.capacity_now(), mode, None, self.note());
+        let mut state = CapacityState::new(self.capacity_now(), mode, None, self.note(), ended);
+        state.lease_expiry = expiry.filter(|_| mode == Mode::Lease);
+        self.watch_send(state);
+    }
+
+    /// Tells the resource's watchers `state`, if it differs from what they
+    /// have (whenever it began).
+    fn watch_send(&self, state: CapacityState) {
         self.watch.send_if_modified(|s| {
-            let next = CapacityState {
-                lease_expiry: expiry.filter(|_| mode == Mode::Lease),
-                ..state.clone()
-            };
-            let changed = *s != next;
-            *s = next;
+            let changed = !s.same_as(&state);
+            if changed {
+                *s = state;
+            }
             changed
         });
     }
@@ -290,6 +297,7 @@ impl Shared {
         refused: Option<&Refused>,
     ) {
         self.set_refused(refused);
+        let since;
         {
             let mut after = self.after_end.lock().unwrap_or_else(|e| e.into_inner());
             let ms = end.map_or(NO_END, |e| {
@@ -298,14 +306,11 @@ impl Shared {
             });
             *after = end.map_or((capacity, mode), |e| e.after);
             self.lease_end.store(ms, Ordering::Release);
+            since = crate::clock::instant().into_std();
             self.apply(capacity, mode);
         }
-        let state = CapacityState::new(self.capacity_now(), mode, expiry_ms, self.note());
-        self.watch.send_if_modified(|s| {
-            let changed = *s != state;
-            *s = state;
-            changed
-        });
+        let state = CapacityState::new(self.capacity_now(), mode, expiry_ms, self.note(), since);
+        self.watch_send(state);
     }
 
     /// A receiver of the resource's [`CapacityState`].
