@@ -6,7 +6,7 @@
 //! uses, and every second what it uses anyway (the auditor knows it is
 //! alive): `{"t": <monotonic s: when the library applied it>, "i": <client index>, "cap": <capacity>,
 //! "mode": "lease"|…, "expiry_ms": <its lease's end on its lease clock,
-//! or null>, "wall_ms": <its wall clock>, "cont": <reported on SIGCONT>}`.
+//! or null>, "wall_ms": <its wall clock at t>, "cont": <reported on SIGCONT>}`.
 //! The wall clock is the one libfaketime sets for this process: the
 //! auditor checks that the offsets it set took effect. On SIGCONT it
 //! reports at once (a process resumed after a stop). It reads
@@ -231,13 +231,16 @@ fn report(
             .ok()
             .map(|d| d.as_millis() as u64)
     };
+    // Its wall clock at `t`, read now: what libfaketime set shows either way.
+    let age = std::time::Duration::from_secs_f64((mono() - t).max(0.0));
+    let wall = std::time::SystemTime::now() - age;
     let line = serde_json::json!({
         "t": t,
         "i": one.index,
         "cap": used,
         "mode": mode.name(),
         "expiry_ms": expiry.and_then(ms),
-        "wall_ms": ms(std::time::SystemTime::now()),
+        "wall_ms": ms(wall),
         "cont": cont,
     });
     println!("{line}");
