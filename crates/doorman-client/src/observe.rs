@@ -40,9 +40,10 @@ pub struct CapacityState {
     pub phase: Phase,
     /// What the server said about the grant, if anything.
     pub note: Option<String>,
-    /// Since when this state applies: when the resource applied its
-    /// capacity (a lease's end, when it ran out). A watcher woken late
-    /// still knows when the change took effect.
+    /// Since when its capacity (and mode) apply: when the resource applied
+    /// them (a lease's end, when it ran out); a renewal at the same
+    /// capacity keeps the time. A watcher woken late, after several
+    /// changes, still knows when the capacity it reads took effect.
     pub since: Instant,
 }
 

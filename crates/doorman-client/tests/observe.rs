@@ -125,3 +125,20 @@ async fn a_state_says_when_it_began_not_when_it_was_read() {
     );
     c.close().await;
 }
+
+/// A renewal at the same capacity is a new state (a later expiry) but
+/// keeps `since`: the capacity has applied since the first grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_at_the_same_capacity_keeps_since() {
+    let s = server(0);
+    let c = client(&s).await;
+    let r = c
+        .rate_resource("renewed", RateOptions::wants(30.0))
+        .unwrap();
+    let mut rx = r.capacity_watch();
+    let first = until(&mut rx, |st| st.phase == Phase::Leased).await;
+    let renewed = until(&mut rx, |st| st.lease_expiry > first.lease_expiry).await;
+    assert_eq!((renewed.capacity, renewed.phase), (30.0, Phase::Leased));
+    assert_eq!(renewed.since, first.since, "{first:?} then {renewed:?}");
+    c.close().await;
+}

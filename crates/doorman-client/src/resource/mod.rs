@@ -252,14 +252,20 @@ impl Shared {
     }
 
     /// Tells the resource's watchers `state`, if it differs from what they
-    /// have (whenever it began).
-    fn watch_send(&self, state: CapacityState) {
+    /// have (whenever it began). Its `since` is when its capacity and mode
+    /// took effect: a renewal at the same capacity keeps the earlier time,
+    /// so a watcher that wakes after a lowering and the renewal behind it
+    /// still learns when the lowering applied.
+    fn watch_send(&self, mut state: CapacityState) {
         self.watch.send_if_modified(|s| {
-            let changed = !s.same_as(&state);
-            if changed {
-                *s = state;
+            if s.same_as(&state) {
+                return false;
             }
-            changed
+            if (s.capacity, s.mode) == (state.capacity, state.mode) {
+                state.since = s.since;
+            }
+            *s = state;
+            true
         });
     }
 
@@ -306,8 +312,10 @@ impl Shared {
             });
             *after = end.map_or((capacity, mode), |e| e.after);
             self.lease_end.store(ms, Ordering::Release);
-            since = crate::clock::instant().into_std();
             self.apply(capacity, mode);
+            // After applying: a reader of `capacity()` at any time before
+            // `since` may have seen the old capacity, none after it.
+            since = crate::clock::instant().into_std();
         }
         let state = CapacityState::new(self.capacity_now(), mode, expiry_ms, self.note(), since);
         self.watch_send(state);
