@@ -4,9 +4,10 @@
 //! connection, as many hosts' worth of clients would be) and reports on
 //! standard output, one JSON line each, every change of what a client
 //! uses, and every second what it uses anyway (the auditor knows it is
-//! alive): `{"t": <monotonic s: when the library applied it>, "i": <client index>, "cap": <capacity>,
-//! "mode": "lease"|…, "expiry_ms": <its lease's end on its lease clock,
-//! or null>, "wall_ms": <its wall clock at t>, "cont": <reported on SIGCONT>}`.
+//! alive): `{"t": <monotonic s: when the library applied it>, "i":
+//! <client index>, "cap": <capacity>, "mode": "lease"|…, "expiry_ms":
+//! <its lease's end on its lease clock, or null>, "wall_ms": <its wall
+//! clock, on heartbeats>, "cont": <reported on SIGCONT>}`.
 //! The wall clock is the one libfaketime sets for this process: the
 //! auditor checks that the offsets it set took effect. On SIGCONT it
 //! reports at once (a process resumed after a stop). It reads
@@ -170,14 +171,19 @@ async fn read_input(ones: &[Arc<One>]) {
     }
 }
 
-/// Reports every change of what client `one` uses.
+/// Reports every change of what client `one` uses, dated when the library
+/// applied it, not when this task woke (a renewal at the same capacity is
+/// no change: the heartbeat says it is still in use).
 async fn watch(one: Arc<One>, liar: bool) {
     let mut w = one.resource.capacity_watch();
+    let mut last = None;
     loop {
         let s = w.borrow_and_update().clone();
-        // When the library applied it, not when this task woke.
-        let at = mono() - s.since.elapsed().as_secs_f64();
-        report(&one, (at, s.capacity, s.mode), s.lease_expiry, liar, false);
+        if last != Some((s.capacity, s.mode)) {
+            last = Some((s.capacity, s.mode));
+            let at = mono() - s.since.elapsed().as_secs_f64();
+            report(&one, (at, s.capacity, s.mode), s.lease_expiry, liar, None);
+        }
         if w.changed().await.is_err() {
             return;
         }
@@ -195,7 +201,7 @@ async fn beat(ones: Vec<Arc<One>>, liar: bool) {
         };
         for one in &ones {
             let (cap, mode) = (one.resource.capacity(), one.resource.mode());
-            report(one, (mono(), cap, mode), None, liar, resumed);
+            report(one, (mono(), cap, mode), None, liar, Some(resumed));
         }
     }
 }
@@ -209,13 +215,16 @@ impl tracing_subscriber::fmt::time::FormatTime for MonoTimer {
     }
 }
 
-/// Prints what client `one` used from `t` (monotonic s) on.
+/// Prints what client `one` used from `t` (monotonic s) on. A heartbeat
+/// (`beat`: whether on SIGCONT) is of now and carries the wall clock read
+/// with it; a change is dated earlier, and a wall clock read now could be
+/// from after a step of it.
 fn report(
     one: &One,
     (t, cap, mode): (f64, f64, Mode),
     expiry: Option<std::time::SystemTime>,
     liar: bool,
-    cont: bool,
+    beat: Option<bool>,
 ) {
     let mut last = one.last_lease.lock().unwrap_or_else(|e| e.into_inner());
     if mode == Mode::Lease {
@@ -231,17 +240,15 @@ fn report(
             .ok()
             .map(|d| d.as_millis() as u64)
     };
-    // Its wall clock at `t`, read now: what libfaketime set shows either way.
-    let age = std::time::Duration::from_secs_f64((mono() - t).max(0.0));
-    let wall = std::time::SystemTime::now() - age;
+    let wall = beat.and_then(|_| ms(std::time::SystemTime::now()));
     let line = serde_json::json!({
         "t": t,
         "i": one.index,
         "cap": used,
         "mode": mode.name(),
         "expiry_ms": expiry.and_then(ms),
-        "wall_ms": ms(wall),
-        "cont": cont,
+        "wall_ms": wall,
+        "cont": beat == Some(true),
     });
     println!("{line}");
 }

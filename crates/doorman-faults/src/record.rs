@@ -159,6 +159,9 @@ pub fn silences(p: &Proc, reports: &[Report], until: f64) -> Vec<(u64, f64, f64)
     };
     let mut out = Vec::new();
     for (i, mut ts) in by_client {
+        // A change is dated when it applied, and may be printed after
+        // heartbeats of later times (a lease that ended while stopped).
+        ts.sort_by(f64::total_cmp);
         ts.push(until);
         for w in ts.windows(2) {
             let gap = quiet(w[0], w[1]);
