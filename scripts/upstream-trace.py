@@ -47,10 +47,6 @@ def offset(clock_file: pathlib.Path) -> float:
     return float(m.group(1))
 
 
-# Asks the parent answered with no grant, `(asked, node)`, as answers()
-# reads them (servers that log them: after 7ffbfed).
-GRANTLESS = []
-
 # The harness starts the servers this long before t0 (scenario/mod.rs).
 SERVERS_LEAD = 1.0
 
@@ -70,8 +66,9 @@ def first_server_line(d: pathlib.Path) -> float:
     return first
 
 
-def answers(path: pathlib.Path, node: str, t0: float, skew: float):
-    """The log's answers. A replica started again (a lost master comes
+def answers(path: pathlib.Path, node: str, t0: float, skew: float, grantless: list):
+    """The log's answers; those with no grant (servers after 7ffbfed log
+    them) go to `grantless` as `(asked, node)`: an ask all the same. A replica started again (a lost master comes
     back as a standby) appends to its log with the wall clock of its
     `.clock` file, which then says only the last start's offset: the
     lines before the last start are taken as unskewed (every replica of
@@ -90,8 +87,7 @@ def answers(path: pathlib.Path, node: str, t0: float, skew: float):
         ts = datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
         t = ts.timestamp() - (skew if i >= last_start else 0.0) - t0
         if message != "the parent answered":
-            # An ask answered with no grant: an ask all the same.
-            GRANTLESS.append((t - float(e["asked_s_ago"]), node))
+            grantless.append((t - float(e["asked_s_ago"]), node))
             continue
         ago = e.get("asked_s_ago")
         asked = None if ago is None else t - float(ago)
@@ -110,13 +106,13 @@ def main() -> None:
         t0 = first_server_line(a.dir) + SERVERS_LEAD
         print(f"upstream-trace: no t0_unix_s in real.json (an older run): t0 taken as the first "
               f"server log line + {SERVERS_LEAD} s, to about 20 ms", file=sys.stderr)
-    rows = []
+    rows, grantless = [], []
     for log in sorted(a.dir.glob("*.log")):
         m = LOG.match(log.name)
         if not m:
             continue
         skew = offset(log.with_suffix(".clock"))
-        rows.extend(answers(log, m.group("node"), t0, skew))
+        rows.extend(answers(log, m.group("node"), t0, skew, grantless))
     rows.sort(key=lambda r: r[:5])
     out = ["t,node,resource,capacity,lasts_s"]
     out += [f"{t:.3f},{n},{r},{c:.3f},{l:.3f}" for t, n, r, c, l, _ in rows]
@@ -126,7 +122,7 @@ def main() -> None:
     else:
         sys.stdout.write(text)
     if a.asks:
-        a.asks.write_text(asks_csv(rows, client_asks(a.dir, real)))
+        a.asks.write_text(asks_csv(rows, grantless, client_asks(a.dir, real)))
 
 
 def client_asks(d: pathlib.Path, real: dict):
@@ -150,16 +146,18 @@ def client_asks(d: pathlib.Path, real: dict):
     return out
 
 
-def asks_csv(rows, clients) -> str:
-    """One `t,who` line per ask: an ask answered for several resources
-    logs a line for each, with the same send time (to the millisecond)."""
+def asks_csv(rows, grantless, clients) -> str:
+    """One `t,who` line per ask (the nodes' answered with grants, `rows`,
+    and with none, `grantless`; the clients'): an ask answered for several
+    resources logs a line for each, with the same send time (to the
+    millisecond)."""
     missing = [r for r in rows if r[5] is None]
     if missing:
         sys.exit(f"upstream-trace: --asks: {len(missing)} answers have no asked_s_ago "
                  f"(servers older than the field), e.g. {missing[0][1]} at {missing[0][0]:.3f} s")
-    asks = {(round(r[5], 3), r[1]) for r in rows} | {(round(t, 3), n) for t, n in GRANTLESS}
-    asks = sorted(asks | {(round(t, 3), c) for t, c in clients})
-    return "t,who\n" + "".join(f"{t:.3f},{n}\n" for t, n in asks)
+    asks = {(round(r[5], 3), r[1]) for r in rows}
+    asks |= {(round(t, 3), who) for t, who in grantless + clients}
+    return "t,who\n" + "".join(f"{t:.3f},{n}\n" for t, n in sorted(asks))
 
 
 if __name__ == "__main__":
