@@ -303,7 +303,6 @@ impl Shared {
         refused: Option<&Refused>,
     ) {
         self.set_refused(refused);
-        let since;
         {
             let mut after = self.after_end.lock().unwrap_or_else(|e| e.into_inner());
             let ms = end.map_or(NO_END, |e| {
@@ -313,10 +312,10 @@ impl Shared {
             *after = end.map_or((capacity, mode), |e| e.after);
             self.lease_end.store(ms, Ordering::Release);
             self.apply(capacity, mode);
-            // After applying: a reader of `capacity()` at any time before
-            // `since` may have seen the old capacity, none after it.
-            since = crate::clock::instant().into_std();
         }
+        // After applying: a reader of `capacity()` at any time before
+        // `since` may have seen the old capacity, none after it.
+        let since = crate::clock::instant().into_std();
         let state = CapacityState::new(self.capacity_now(), mode, expiry_ms, self.note(), since);
         self.watch_send(state);
     }
