@@ -129,7 +129,8 @@ async fn a_state_says_when_it_began_not_when_it_was_read() {
 }
 
 /// A renewal at the same capacity is a new state (a later expiry) but
-/// keeps `since`: the capacity has applied since the first grant.
+/// keeps `since`: the capacity has applied since the first grant; and it
+/// is no change in `capacity_changes()`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_at_the_same_capacity_keeps_since() {
     let s = server(0);
@@ -137,10 +138,26 @@ async fn a_renewal_at_the_same_capacity_keeps_since() {
     let r = c
         .rate_resource("renewed", RateOptions::wants(30.0))
         .unwrap();
+    let mut changes = r.capacity_changes();
     let mut rx = r.capacity_watch();
     let first = until(&mut rx, |st| st.phase == Phase::Leased).await;
     let renewed = until(&mut rx, |st| st.lease_expiry > first.lease_expiry).await;
     assert_eq!((renewed.capacity, renewed.phase), (30.0, Phase::Leased));
     assert_eq!(renewed.since, first.since, "{first:?} then {renewed:?}");
+    // The feed of every change has the grant, dated as the watch dated
+    // it, and nothing for the renewal.
+    let seen: Vec<_> = std::iter::from_fn(|| changes.try_recv().ok())
+        .map(|st| (st.capacity, st.mode, st.since))
+        .collect();
+    assert_eq!(
+        seen.last(),
+        Some(&(30.0, Mode::Lease, first.since)),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|x| x.1 == Mode::Lease).count(),
+        1,
+        "{seen:?}"
+    );
     c.close().await;
 }

@@ -8,7 +8,8 @@
 //! learning longer than a lease plus the horizon's lead and margin, a
 //! server not stopping within 2 s of SIGTERM, a lost config watch without
 //! an etcd fault, a process that exited by itself, a client silent while
-//! it ran, and a wall clock that did not read back the offset set.
+//! it ran or that missed changes of its own, and a wall clock that did not
+//! read back the offset set.
 //!
 //! Must not: run anything.
 
@@ -129,7 +130,8 @@ fn watches(h: &Happened) -> Vec<String> {
     out
 }
 
-/// Clients of ours (and mass clients) that ran without reporting.
+/// Clients of ours (and mass clients) that ran without reporting, or
+/// missed changes of their own.
 fn silent(w: &World, h: &Happened) -> Vec<String> {
     let mut out = Vec::new();
     for c in w.clients.iter().chain(&w.mass) {
@@ -147,6 +149,13 @@ fn silent(w: &World, h: &Happened) -> Vec<String> {
                 "{} (client {i}) reported nothing for {secs:.1} s from {:.1} s while it ran",
                 c.spec.name,
                 from - h.start
+            ));
+        }
+        for (i, at, n) in crate::record::lost(&mine).into_iter().take(3) {
+            out.push(format!(
+                "{} (client {i}) fell {n} changes behind at {:.1} s: what it used is unknown",
+                c.spec.name,
+                at - h.start
             ));
         }
     }

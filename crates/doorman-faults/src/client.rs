@@ -7,7 +7,8 @@
 //! alive): `{"t": <monotonic s: when the library applied it>, "i":
 //! <client index>, "cap": <capacity>, "mode": "lease"|…, "expiry_ms":
 //! <its lease's end on its lease clock, or null>, "wall_ms": <its wall
-//! clock, on heartbeats>, "cont": <reported on SIGCONT>}`.
+//! clock, on heartbeats>, "cont": <reported on SIGCONT>}`, or
+//! `{"t", "i", "lost": <changes it fell too far behind to see>}`.
 //! The wall clock is the one libfaketime sets for this process: the
 //! auditor checks that the offsets it set took effect. On SIGCONT it
 //! reports at once (a process resumed after a stop). It reads
@@ -29,10 +30,11 @@ use std::time::Duration;
 
 use clap::Args as ClapArgs;
 use doorman_client::{
-    BearerToken, Client, ClientTls, Fallback, Mode, RateOptions, RateResource, Wants,
+    BearerToken, CapacityState, Client, ClientTls, Fallback, Mode, RateOptions, RateResource, Wants,
 };
 use tokio::io::AsyncBufReadExt;
 use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::clock::mono;
 
@@ -172,20 +174,30 @@ async fn read_input(ones: &[Arc<One>]) {
 }
 
 /// Reports every change of what client `one` uses, dated when the library
-/// applied it, not when this task woke (a renewal at the same capacity is
-/// no change: the heartbeat says it is still in use).
+/// applied it, not when this task woke: from the library's feed of every
+/// change (a watch would hand a late reader only the latest, hiding a
+/// lowering followed by another). Changes it fell too far behind to see
+/// are reported as lost (`{"t", "i", "lost": n}`): the auditor fails the
+/// run, since it cannot know what the client used meanwhile.
 async fn watch(one: Arc<One>, liar: bool) {
-    let mut w = one.resource.capacity_watch();
+    let mut changes = one.resource.capacity_changes();
     let mut last = None;
-    loop {
-        let s = w.borrow_and_update().clone();
+    let mut show = |s: CapacityState| {
         if last != Some((s.capacity, s.mode)) {
             last = Some((s.capacity, s.mode));
             let at = mono() - s.since.elapsed().as_secs_f64();
             report(&one, (at, s.capacity, s.mode), s.lease_expiry, liar, None);
         }
-        if w.changed().await.is_err() {
-            return;
+    };
+    show(one.resource.capacity_watch().borrow().clone());
+    loop {
+        match changes.recv().await {
+            Ok(s) => show(s),
+            Err(RecvError::Lagged(n)) => {
+                let line = serde_json::json!({"t": mono(), "i": one.index, "lost": n});
+                println!("{line}");
+            }
+            Err(RecvError::Closed) => return,
         }
     }
 }

@@ -5,8 +5,9 @@
 //! runs again, and then what it first reports within a second of
 //! resuming (what it found applies on waking), else what it last
 //! reported before the stop. A client process that runs but reports
-//! nothing for [`SILENT_S`] (they report every second) is named: the
-//! auditor cannot see what it uses.
+//! nothing for [`SILENT_S`] (they report every second), or that missed
+//! changes of its own (`lost`), is named: the auditor cannot see what it
+//! uses.
 //!
 //! Must not: judge (the auditor sums).
 
@@ -60,6 +61,22 @@ pub fn reports(lines: &[(f64, String)], kind: Kind) -> Vec<Report> {
                     wall_ms: v.get("wall_ms").and_then(|x| x.as_f64()),
                 })
             }
+        })
+        .collect()
+}
+
+/// The changes a client of ours fell too far behind to see, in lines it
+/// printed: (client index, when, how many).
+pub fn lost(lines: &[(f64, String)]) -> Vec<(u64, f64, u64)> {
+    lines
+        .iter()
+        .filter_map(|(_, line)| {
+            let v = serde_json::from_str::<serde_json::Value>(line).ok()?;
+            Some((
+                v.get("i").and_then(|x| x.as_u64()).unwrap_or(0),
+                v.get("t")?.as_f64()?,
+                v.get("lost")?.as_u64()?,
+            ))
         })
         .collect()
 }
@@ -203,5 +220,18 @@ mod tests {
             (s.at(2.0), s.at(5.0), s.at(9.2), s.at(9.6)),
             (10.0, 0.0, 0.0, 4.0)
         );
+    }
+
+    #[test]
+    fn changes_a_client_missed_are_read_and_are_no_report() {
+        let lines = [
+            (
+                1.0,
+                r#"{"t":1.0,"i":2,"cap":5.0,"mode":"lease"}"#.to_string(),
+            ),
+            (2.0, r#"{"t":2.0,"i":3,"lost":7}"#.to_string()),
+        ];
+        assert_eq!(lost(&lines), [(3, 2.0, 7)]);
+        assert_eq!(reports(&lines, Kind::Rust).len(), 1);
     }
 }

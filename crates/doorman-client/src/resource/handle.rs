@@ -36,6 +36,19 @@ macro_rules! handle_accessors {
             self.shared.subscribe()
         }
 
+        /// Every change of the capacity or the mode, in order, each dated
+        /// when it applied (`since`). The watch of `capacity_watch()`
+        /// holds only the latest state, so a watcher that wakes after two
+        /// changes sees the second alone; this receiver sees both. More
+        /// than [`CHANGES_KEPT`](crate::CHANGES_KEPT) changes behind, it
+        /// misses the oldest and is told how many (`RecvError::Lagged`).
+        /// A renewal at the same capacity is no change.
+        pub fn capacity_changes(
+            &self,
+        ) -> tokio::sync::broadcast::Receiver<crate::observe::CapacityState> {
+            self.shared.changes()
+        }
+
         /// Why the server refuses the resource, while it does (its access
         /// rules, an invalid field), as it said in the refusal's details.
         pub fn refusal(&self) -> Option<doorman_core::client::Refused> {

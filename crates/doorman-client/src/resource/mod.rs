@@ -10,6 +10,7 @@
 //!
 //! Must not: do I/O or know the client's internals.
 
+mod feed;
 mod handle;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -26,6 +27,8 @@ use doorman_lease::{Span, Time};
 use crate::acquire::AcquireError;
 use crate::observe::CapacityState;
 
+use feed::Feed;
+pub use feed::CHANGES_KEPT;
 #[cfg(test)]
 use handle::NoOwner;
 pub(crate) use handle::{handle_accessors, Handle, Owner};
@@ -130,8 +133,8 @@ pub(crate) struct Shared {
     note: Mutex<Option<String>>,
     /// Why the server refuses the resource, while it does.
     refusal: Mutex<Option<Refused>>,
-    /// What `capacity_watch()` receivers see.
-    watch: tokio::sync::watch::Sender<CapacityState>,
+    /// What `capacity_watch()` and `capacity_changes()` receivers see.
+    feed: Feed,
     /// When the applied lease ends, in milliseconds from `origin`
     /// ([`NO_END`]: no lease): every reader of the capacity and every
     /// acquisition checks it first ([`Shared::check_end`]), so a lease
@@ -191,7 +194,7 @@ impl Shared {
             metrics,
             note: Mutex::new(None),
             refusal: Mutex::new(None),
-            watch: tokio::sync::watch::Sender::new(CapacityState::new(
+            feed: Feed::new(CapacityState::new(
                 0.0,
                 Mode::Pessimistic,
                 None,
@@ -245,28 +248,10 @@ impl Shared {
         if let Some(m) = &self.metrics {
             m.applied(capacity, mode);
         }
-        let expiry = self.watch.borrow().lease_expiry;
+        let expiry = self.feed.latest().lease_expiry;
         let mut state = CapacityState::new(self.capacity_now(), mode, None, self.note(), ended);
         state.lease_expiry = expiry.filter(|_| mode == Mode::Lease);
-        self.watch_send(state);
-    }
-
-    /// Tells the resource's watchers `state`, if it differs from what they
-    /// have (whenever it began). Its `since` is when its capacity and mode
-    /// took effect: a renewal at the same capacity keeps the earlier time,
-    /// so a watcher that wakes after a lowering and the renewal behind it
-    /// still learns when the lowering applied.
-    fn watch_send(&self, mut state: CapacityState) {
-        self.watch.send_if_modified(|s| {
-            if s.same_as(&state) {
-                return false;
-            }
-            if (s.capacity, s.mode) == (state.capacity, state.mode) {
-                state.since = s.since;
-            }
-            *s = state;
-            true
-        });
+        self.feed.send(state);
     }
 
     /// When the applied lease ends (far in the future without one).
@@ -317,12 +302,17 @@ impl Shared {
         // `since` may have seen the old capacity, none after it.
         let since = crate::clock::instant().into_std();
         let state = CapacityState::new(self.capacity_now(), mode, expiry_ms, self.note(), since);
-        self.watch_send(state);
+        self.feed.send(state);
     }
 
     /// A receiver of the resource's [`CapacityState`].
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<CapacityState> {
-        self.watch.subscribe()
+        self.feed.subscribe()
+    }
+
+    /// A receiver of every change of its capacity or mode.
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<CapacityState> {
+        self.feed.changes()
     }
 
     /// Records whether the server refuses the resource; waiters with a
