@@ -75,4 +75,4 @@ pub use identity::{default_client_id, hostname, lease_clock, wall_clock, Clock};
 pub use metrics::ClientMetrics;
 pub use observe::{CapacityState, ConnectionState, Phase};
 pub use rate::{RateOptions, RateResource};
-pub use resource::{Kind, Wants, CHANGES_KEPT};
+pub use resource::{CapacityChanges, Kind, Wants, CHANGES_KEPT};

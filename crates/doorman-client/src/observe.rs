@@ -1,6 +1,7 @@
 //! What an application can watch: per resource, its capacity, lease expiry
-//! and phase ([`CapacityState`], through `capacity_watch()`); per client,
-//! its connection ([`ConnectionState`]).
+//! and phase ([`CapacityState`], through `capacity_watch()`, the latest,
+//! and `capacity_changes()`, every change); per client, its connection
+//! ([`ConnectionState`]).
 //!
 //! Must not: decide anything (the core does) or do I/O.
 

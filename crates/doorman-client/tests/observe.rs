@@ -146,7 +146,7 @@ async fn a_renewal_at_the_same_capacity_keeps_since() {
     assert_eq!(renewed.since, first.since, "{first:?} then {renewed:?}");
     // The feed of every change has the grant, dated as the watch dated
     // it, and nothing for the renewal.
-    let seen: Vec<_> = std::iter::from_fn(|| changes.try_recv().ok())
+    let seen: Vec<_> = std::iter::from_fn(|| changes.try_next().ok())
         .map(|st| (st.capacity, st.mode, st.since))
         .collect();
     assert_eq!(

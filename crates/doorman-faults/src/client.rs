@@ -30,7 +30,8 @@ use std::time::Duration;
 
 use clap::Args as ClapArgs;
 use doorman_client::{
-    BearerToken, CapacityState, Client, ClientTls, Fallback, Mode, RateOptions, RateResource, Wants,
+    BearerToken, CapacityChanges, Client, ClientTls, Fallback, Mode, RateOptions, RateResource,
+    Wants,
 };
 use tokio::io::AsyncBufReadExt;
 use tokio::signal::unix::{signal, SignalKind};
@@ -116,6 +117,7 @@ pub async fn run(a: Args) -> anyhow::Result<()> {
     }
     let mut clients = Vec::new();
     let mut ones = Vec::new();
+    let mut watchers = Vec::new();
     for index in 0..a.count.max(1) {
         let id = if a.count > 1 {
             format!("{}-{index}", a.id)
@@ -124,16 +126,22 @@ pub async fn run(a: Args) -> anyhow::Result<()> {
         };
         let client = build(&a, id).await?;
         let resource = client.rate_resource(&a.resource, RateOptions::wants(a.wants))?;
-        ones.push(Arc::new(One {
+        // From its creation on: the watcher is spawned once every client
+        // of the process is built, and those built first may by then
+        // have been granted and lowered.
+        let changes = resource.capacity_changes();
+        let one = Arc::new(One {
             index,
             resource,
             last_lease: std::sync::Mutex::new(0.0),
-        }));
+        });
+        watchers.push((one.clone(), changes));
+        ones.push(one);
         clients.push(client);
     }
     let liar = a.ignore_lease_end;
-    for one in &ones {
-        tokio::spawn(watch(one.clone(), liar));
+    for (one, changes) in watchers {
+        tokio::spawn(watch(one, changes, liar));
     }
     tokio::spawn(beat(ones.clone(), liar));
     read_input(&ones).await;
@@ -175,24 +183,18 @@ async fn read_input(ones: &[Arc<One>]) {
 
 /// Reports every change of what client `one` uses, dated when the library
 /// applied it, not when this task woke: from the library's feed of every
-/// change (a watch would hand a late reader only the latest, hiding a
-/// lowering followed by another). Changes it fell too far behind to see
-/// are reported as lost (`{"t", "i", "lost": n}`): the auditor fails the
-/// run, since it cannot know what the client used meanwhile.
-async fn watch(one: Arc<One>, liar: bool) {
-    let mut changes = one.resource.capacity_changes();
-    let mut last = None;
-    let mut show = |s: CapacityState| {
-        if last != Some((s.capacity, s.mode)) {
-            last = Some((s.capacity, s.mode));
-            let at = mono() - s.since.elapsed().as_secs_f64();
-            report(&one, (at, s.capacity, s.mode), s.lease_expiry, liar, None);
-        }
-    };
-    show(one.resource.capacity_watch().borrow().clone());
+/// change since the resource was made (a watch would hand a late reader
+/// only the latest, hiding a lowering followed by another). Changes it
+/// fell too far behind to see are reported as lost (`{"t", "i", "lost":
+/// n}`): the auditor fails the run, since it cannot know what the client
+/// used meanwhile.
+async fn watch(one: Arc<One>, mut changes: CapacityChanges, liar: bool) {
     loop {
-        match changes.recv().await {
-            Ok(s) => show(s),
+        match changes.next().await {
+            Ok(s) => {
+                let at = mono() - s.since.elapsed().as_secs_f64();
+                report(&one, (at, s.capacity, s.mode), s.lease_expiry, liar, None);
+            }
             Err(RecvError::Lagged(n)) => {
                 let line = serde_json::json!({"t": mono(), "i": one.index, "lost": n});
                 println!("{line}");

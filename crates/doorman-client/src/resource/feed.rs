@@ -1,10 +1,12 @@
 //! What a resource tells its watchers: the latest state (a watch, for
 //! `capacity_watch()`) and every change of capacity or mode in order (a
-//! broadcast, for `capacity_changes()`), each dated when it applied.
+//! broadcast, for `capacity_changes()`: [`CapacityChanges`]), each dated
+//! when it applied.
 //!
 //! Must not: decide what the state is (the resource's `publish` and
 //! `check_end` do).
 
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, watch};
 
 use crate::observe::CapacityState;
@@ -62,9 +64,47 @@ impl Feed {
         self.latest.subscribe()
     }
 
-    /// A receiver of every change from now on.
-    pub fn changes(&self) -> broadcast::Receiver<CapacityState> {
-        self.changes.subscribe()
+    /// The state now, then every change. Read under the watch's lock: a
+    /// change is sent under it too, so each is either in the state read
+    /// or among those received after it, never both or neither.
+    pub fn changes(&self) -> CapacityChanges {
+        let now = self.latest.borrow();
+        CapacityChanges {
+            rx: self.changes.subscribe(),
+            first: Some(now.clone()),
+        }
+    }
+}
+
+/// A resource's state when this was made, then every change of its
+/// capacity or mode, in order, each dated when it applied (`since`).
+/// Unlike a watch, which holds only the latest state, it coalesces
+/// nothing: of two lowerings in a row, both come.
+#[derive(Debug)]
+pub struct CapacityChanges {
+    first: Option<CapacityState>,
+    rx: broadcast::Receiver<CapacityState>,
+}
+
+impl CapacityChanges {
+    /// The next state: first the one when this was made, then each
+    /// change. `Err(RecvError::Lagged(n))`: more than [`CHANGES_KEPT`]
+    /// behind, it missed the `n` oldest (the next call goes on with those
+    /// kept); `Err(RecvError::Closed)`: the resource is gone.
+    pub async fn next(&mut self) -> Result<CapacityState, RecvError> {
+        match self.first.take() {
+            Some(s) => Ok(s),
+            None => self.rx.recv().await,
+        }
+    }
+
+    /// [`next`](Self::next) without waiting (`TryRecvError::Empty` when
+    /// no change is due).
+    pub fn try_next(&mut self) -> Result<CapacityState, TryRecvError> {
+        match self.first.take() {
+            Some(s) => Ok(s),
+            None => self.rx.try_recv(),
+        }
     }
 }
 
@@ -90,10 +130,24 @@ mod tests {
         f.send(state(0.269, 2_000, at(3))); // a renewal: no change
         f.send(state(0.26, 2_000, at(4)));
         assert_eq!(watch.borrow_and_update().capacity, 0.26);
-        let seen: Vec<(f64, Instant)> = std::iter::from_fn(|| all.try_recv().ok())
+        let seen: Vec<(f64, Instant)> = std::iter::from_fn(|| all.try_next().ok())
             .map(|s| (s.capacity, s.since))
             .collect();
-        assert_eq!(seen, [(0.279, at(1)), (0.269, at(2)), (0.26, at(4))]);
+        let expected = [(0.0, t0), (0.279, at(1)), (0.269, at(2)), (0.26, at(4))];
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn a_receiver_made_later_starts_from_the_state_then() {
+        let t0 = crate::clock::instant().into_std();
+        let f = Feed::new(state(0.0, 0, t0));
+        f.send(state(5.0, 0, t0 + Duration::from_millis(1)));
+        let mut all = f.changes();
+        f.send(state(4.0, 0, t0 + Duration::from_millis(2)));
+        let seen: Vec<f64> = std::iter::from_fn(|| all.try_next().ok())
+            .map(|s| s.capacity)
+            .collect();
+        assert_eq!(seen, [5.0, 4.0]);
     }
 
     #[test]
@@ -104,10 +158,8 @@ mod tests {
         for k in 1..=CHANGES_KEPT + 3 {
             f.send(state(k as f64, 0, t0));
         }
-        assert_eq!(
-            all.try_recv(),
-            Err(broadcast::error::TryRecvError::Lagged(3))
-        );
-        assert_eq!(all.try_recv().map(|s| s.capacity), Ok(4.0));
+        assert_eq!(all.try_next().map(|s| s.capacity), Ok(0.0));
+        assert_eq!(all.try_next(), Err(TryRecvError::Lagged(3)));
+        assert_eq!(all.try_next().map(|s| s.capacity), Ok(4.0));
     }
 }

@@ -36,16 +36,15 @@ macro_rules! handle_accessors {
             self.shared.subscribe()
         }
 
-        /// Every change of the capacity or the mode, in order, each dated
-        /// when it applied (`since`). The watch of `capacity_watch()`
-        /// holds only the latest state, so a watcher that wakes after two
-        /// changes sees the second alone; this receiver sees both. More
-        /// than [`CHANGES_KEPT`](crate::CHANGES_KEPT) changes behind, it
-        /// misses the oldest and is told how many (`RecvError::Lagged`).
-        /// A renewal at the same capacity is no change.
-        pub fn capacity_changes(
-            &self,
-        ) -> tokio::sync::broadcast::Receiver<crate::observe::CapacityState> {
+        /// The capacity state now, then every change of the capacity or
+        /// the mode, in order, each dated when it applied (`since`). The
+        /// watch of `capacity_watch()` holds only the latest state, so a
+        /// watcher that wakes after two changes sees the second alone;
+        /// this sees both. More than [`CHANGES_KEPT`](crate::CHANGES_KEPT)
+        /// changes behind, it misses the oldest and is told how many
+        /// (`RecvError::Lagged`). A renewal at the same capacity is no
+        /// change.
+        pub fn capacity_changes(&self) -> crate::CapacityChanges {
             self.shared.changes()
         }
 

@@ -28,7 +28,7 @@ use crate::acquire::AcquireError;
 use crate::observe::CapacityState;
 
 use feed::Feed;
-pub use feed::CHANGES_KEPT;
+pub use feed::{CapacityChanges, CHANGES_KEPT};
 #[cfg(test)]
 use handle::NoOwner;
 pub(crate) use handle::{handle_accessors, Handle, Owner};
@@ -195,8 +195,8 @@ impl Shared {
             note: Mutex::new(None),
             refusal: Mutex::new(None),
             feed: Feed::new(CapacityState::new(
-                0.0,
-                Mode::Pessimistic,
+                initial.0,
+                initial.1,
                 None,
                 None,
                 origin.into_std(),
@@ -279,7 +279,8 @@ impl Shared {
 
     /// Applies what the client core says now: capacity and mode, the
     /// lease's expiry (ms since the epoch), the refusal if any; and tells
-    /// `capacity_watch()` receivers when anything they see changed.
+    /// `capacity_watch()` and `capacity_changes()` receivers when anything
+    /// they see changed.
     pub fn publish(
         &self,
         (capacity, mode): (f64, Mode),
@@ -310,8 +311,8 @@ impl Shared {
         self.feed.subscribe()
     }
 
-    /// A receiver of every change of its capacity or mode.
-    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<CapacityState> {
+    /// Its state now, then every change of its capacity or mode.
+    pub fn changes(&self) -> CapacityChanges {
         self.feed.changes()
     }
 

@@ -134,7 +134,8 @@ fn reports_csv(w: &World, t0: f64) -> String {
 }
 
 /// How `replay.rs` marks a step it could not apply (`real.json` lists
-/// them as `unapplied`; `doorman-sim compare` fails on each).
+/// them as `unapplied`, with any changes a client missed; `doorman-sim
+/// compare` fails on each).
 pub const NOT_APPLIED: &str = "not applied: ";
 
 /// Writes `timeseries.csv`, `nodes.csv`, `clients.csv`, `events.csv` and
@@ -178,11 +179,12 @@ pub fn write(
     }
     std::fs::write(dir.join("events.csv"), ev)?;
     let (over_s, over_by) = over(plan, (has, wants), t0);
-    let unapplied: Vec<&str> = done
+    let mut unapplied: Vec<String> = done
         .iter()
         .filter(|d| d.1.contains(NOT_APPLIED))
-        .map(|d| d.1.as_str())
+        .map(|d| d.1.clone())
         .collect();
+    unapplied.extend(unseen(w, t0));
     let real = serde_json::json!({
         "t0_unix_s": crate::clock::wall() - (mono() - t0),
         "t0_mono_s": t0,
@@ -196,6 +198,23 @@ pub fn write(
         serde_json::to_string_pretty(&real)? + "\n",
     )?;
     Ok(())
+}
+
+/// Changes a client fell too far behind to report (`record::lost`): what
+/// it held then is unknown, so each is listed with the marks not applied
+/// and fails the comparison.
+fn unseen(w: &World, t0: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &w.clients {
+        for (i, t, n) in crate::record::lost(&w.sink.lines(c.proc.index)) {
+            out.push(format!(
+                "not seen: {} (client {i}) missed {n} changes at {:.1} s",
+                c.spec.name,
+                t - t0
+            ));
+        }
+    }
+    out
 }
 
 /// The auditor's seconds over the capacity and the worst excess.
