@@ -66,10 +66,13 @@ pub fn reports(lines: &[(f64, String)], kind: Kind) -> Vec<Report> {
 }
 
 /// The changes a client of ours fell too far behind to see, in lines it
-/// printed: (client index, when, how many).
+/// printed: (client index, when, how many). Only a line naming `lost` is
+/// parsed: the reports (`reports`) are read apart, and a mass process
+/// prints a hundred thousand of them.
 pub fn lost(lines: &[(f64, String)]) -> Vec<(u64, f64, u64)> {
     lines
         .iter()
+        .filter(|(_, line)| line.contains("\"lost\""))
         .filter_map(|(_, line)| {
             let v = serde_json::from_str::<serde_json::Value>(line).ok()?;
             Some((

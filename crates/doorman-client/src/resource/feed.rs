@@ -54,9 +54,9 @@ impl Feed {
         });
     }
 
-    /// The state watchers have now.
-    pub fn latest(&self) -> CapacityState {
-        self.latest.borrow().clone()
+    /// The lease expiry watchers have now.
+    pub fn lease_expiry(&self) -> Option<std::time::SystemTime> {
+        self.latest.borrow().lease_expiry
     }
 
     /// A receiver of the latest state.

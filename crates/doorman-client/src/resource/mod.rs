@@ -248,7 +248,7 @@ impl Shared {
         if let Some(m) = &self.metrics {
             m.applied(capacity, mode);
         }
-        let expiry = self.feed.latest().lease_expiry;
+        let expiry = self.feed.lease_expiry();
         let mut state = CapacityState::new(self.capacity_now(), mode, None, self.note(), ended);
         state.lease_expiry = expiry.filter(|_| mode == Mode::Lease);
         self.feed.send(state);
